@@ -1,0 +1,26 @@
+"""Keeping actors alive: a message that raises is logged, never fatal."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+log = logging.getLogger("relay.actors")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def contained(method: F) -> F:
+    """Log and swallow any exception of an actor message, so the actor keeps serving."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:
+            log.exception("%s.%s failed", type(self).__name__, method.__name__)
+            return None
+
+    return wrapper  # type: ignore[return-value]

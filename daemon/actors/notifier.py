@@ -1,0 +1,96 @@
+"""Notifier: tells the outside world what happened to jobs.
+
+Live events go to the in-process event hub (which feeds `GET /v1/events`);
+completion webhooks go out on a small thread pool so a slow receiver never
+holds up events or rows. Progress events are coalesced: at most one per job
+every `min_interval` seconds, the last one always sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pykka
+
+from daemon.actors.contained import contained
+from daemon.domain.jobs import Job
+from daemon.domain.render import event_view
+from daemon.store.repo import Repo
+
+log = logging.getLogger("relay.notifier")
+
+Publish = Callable[[int, str, dict[str, Any]], None]  # (workspace_id, event type, data)
+Deliver = Callable[[Job, str, float], dict[str, Any]]  # (job, secret, now) -> outcome
+
+
+class Notifier(pykka.ThreadingActor):
+    def __init__(self, *, repo: Repo, publish: Publish, deliver: Deliver,
+                 clock: Callable[[], float], min_interval: float = 0.25) -> None:
+        super().__init__()
+        self.repo = repo
+        self.publish = publish
+        self.deliver = deliver
+        self.clock = clock
+        self.min_interval = min_interval
+        self.last_sent: dict[int, float] = {}
+        self.dirty: set[int] = set()
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="relay-webhook")
+
+    def on_stop(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=False)
+
+    @contained
+    def job_created(self, job: Job) -> None:
+        self.publish(job.workspace_id, "job.created", event_view(job))
+
+    @contained
+    def job_changed(self, seq: int) -> None:
+        """A status change that is not an end (queued, running, cancelling)."""
+        self._send_progress(seq, self.clock())
+
+    @contained
+    def progress(self, seq: int) -> None:
+        now = self.clock()
+        if now - self.last_sent.get(seq, 0.0) >= self.min_interval:
+            self._send_progress(seq, now)
+        else:
+            self.dirty.add(seq)
+
+    @contained
+    def tick(self, now: float) -> None:
+        for seq in list(self.dirty):
+            if now - self.last_sent.get(seq, 0.0) >= self.min_interval:
+                self._send_progress(seq, now)
+
+    @contained
+    def job_ended(self, job: Job) -> None:
+        self.dirty.discard(job.seq)
+        self.last_sent.pop(job.seq, None)
+        self.publish(job.workspace_id, "job.ended", event_view(job))
+        self.send_webhook(job)
+
+    @contained
+    def send_webhook(self, job: Job) -> None:
+        if job.webhook_url:
+            self.pool.submit(self._webhook, job)
+
+    def _send_progress(self, seq: int, now: float) -> None:
+        self.dirty.discard(seq)
+        self.last_sent[seq] = now
+        job = self.repo.job_by_seq(seq)
+        if job is not None and not job.terminal:
+            self.publish(job.workspace_id, "job.progress", event_view(job))
+
+    def _webhook(self, job: Job) -> None:
+        """Deliver at most once: claim the delivery in the store before sending."""
+        try:
+            if not self.repo.claim_webhook(job.seq, now=self.clock()):
+                return
+            secret = self.repo.webhook_secret(job.workspace_id)
+            outcome = self.deliver(job, secret, self.clock())
+            self.repo.save_webhook(job.seq, outcome)
+        except Exception:
+            log.exception("webhook of job %s failed", job.id)

@@ -1,0 +1,134 @@
+"""Scheduler: decides which job runs next and keeps `max_running_jobs` slots busy.
+
+Queued jobs are admitted highest priority first (expedited tier ahead of
+standard), then oldest. A running job is never preempted. Cron templates spawn
+their runs on `tick(now)`, which a small timer calls; tests call it by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from daemon.actors.contained import contained
+from daemon.domain import cron, ids
+from daemon.domain.jobs import CANCELLING, QUEUED, RUNNING, Job
+from daemon.store.repo import Repo
+
+log = logging.getLogger("relay.scheduler")
+
+SupervisorFactory = Callable[[Job, Any], Any]  # (job, scheduler proxy) -> supervisor proxy
+
+
+class Scheduler(pykka.ThreadingActor):
+    def __init__(
+        self,
+        *,
+        repo: Repo,
+        slots: int,
+        start_supervisor: SupervisorFactory,
+        notifier: Any,
+        clock: Callable[[], float],
+    ) -> None:
+        super().__init__()
+        self.repo = repo
+        self.slots = slots
+        self.start_supervisor = start_supervisor
+        self.notifier = notifier
+        self.clock = clock
+        self.running: dict[int, Any] = {}
+        self.draining = False
+
+    def on_start(self) -> None:
+        self._me = self.actor_ref.proxy()
+        self._recover(self.clock())
+        self.tick(self.clock())
+
+    def _recover(self, now: float) -> None:
+        """What a previous process left behind: running jobs go back to the queue,
+        cancels in progress end, webhooks never sent are sent (at most once)."""
+        self.repo.requeue_running(now=now)
+        for job in self.repo.jobs_in(CANCELLING):
+            ended = self.repo.end_cancelled(job.seq, now=now)
+            if ended is not None:
+                self.notifier.job_ended(ended)
+        self.repo.abandon_claimed_webhooks(now=now)
+        for job in self.repo.unsent_webhooks():
+            self.notifier.send_webhook(job)
+
+    @contained
+    def wake(self) -> None:
+        """Something was queued or a slot freed: fill the free slots."""
+        self._admit()
+
+    @contained
+    def job_finished(self, seq: int) -> None:
+        self.running.pop(seq, None)
+        self._admit()
+
+    @contained
+    def cancel(self, seq: int) -> bool:
+        """Tell a running job's supervisor to stop; False if this job is not running here."""
+        supervisor = self.running.get(seq)
+        if supervisor is not None:
+            supervisor.cancel()
+            return True
+        ended = self.repo.end_cancelled(seq, now=self.clock())  # finished or never started
+        if ended is not None:
+            self.notifier.job_ended(ended)
+        return False
+
+    @contained
+    def tick(self, now: float) -> None:
+        """Timer: spawn due cron runs, restart dead supervisors, let supervisors flush."""
+        if not self.draining:
+            for run in spawn_due_runs(self.repo, now):
+                self.notifier.job_created(run)
+        for seq, supervisor in list(self.running.items()):
+            if supervisor.actor_ref.is_alive():
+                supervisor.tick(now)
+            else:
+                self._revive(seq)
+        self._admit()
+
+    @contained
+    def drain(self) -> list[Any]:
+        """Shutdown: admit nothing more; ask every supervisor to stop dispatching."""
+        self.draining = True
+        return [s.drain() for s in self.running.values() if s.actor_ref.is_alive()]
+
+    def _admit(self) -> None:
+        free = self.slots - len(self.running)
+        if self.draining or free <= 0:
+            return
+        now = self.clock()
+        for job in self.repo.queued_jobs(free):
+            started = self.repo.transition(job.seq, source={QUEUED}, target=RUNNING, now=now,
+                                           started_at=job.started_at or now)
+            if started is not None:
+                self.running[started.seq] = self.start_supervisor(started, self._me)
+
+    def _revive(self, seq: int) -> None:
+        """A supervisor died (a bug): put its job back in the queue to run again."""
+        log.error("supervisor of job %s died; requeueing the job", seq)
+        self.running.pop(seq, None)
+        self.repo.transition(seq, source={RUNNING}, target=QUEUED, now=self.clock())
+
+
+def spawn_due_runs(repo: Repo, now: float) -> list[Job]:
+    """One queued run for every template whose tick is due; missed ticks collapse."""
+    runs = []
+    for template in repo.due_templates(now):
+        assert template.cron is not None and template.next_run_at is not None
+        due = cron.due_tick(template.cron, next_run_at=template.next_run_at, now=now)
+        if due is None:
+            continue
+        tick, following = due
+        run = repo.spawn_run(template, tick=tick, next_run_at=following,
+                             run_id=ids.relay_job_id(), now=now)
+        if run is not None:
+            runs.append(run)
+    return runs

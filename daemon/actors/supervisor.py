@@ -1,0 +1,142 @@
+"""JobSupervisor: one per running job. Feeds rows to its workers, stores outcomes in
+groups, honours cancel and shutdown, and finalizes the job.
+
+All decisions come from the job's `JobRun`; this actor loads, sends and saves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pykka
+
+from daemon.actors.contained import contained
+from daemon.actors.worker import RowWorker
+from daemon.config import ModelConfig
+from daemon.domain.jobs import COMPLETED, RUNNING, Job
+from daemon.domain.outcome import RowOutcome
+from daemon.domain.pricing import cost_nano_usd
+from daemon.domain.run import JobRun
+from daemon.store.repo import Repo
+from daemon.upstream.ioloop import IOLoop
+from daemon.upstream.router import Router
+
+log = logging.getLogger("relay.supervisor")
+
+
+class JobSupervisor(pykka.ThreadingActor):
+    def __init__(
+        self,
+        job: Job,
+        *,
+        repo: Repo,
+        router: Router,
+        io_loop: IOLoop,
+        scheduler: Any,
+        notifier: Any,
+        concurrency: int,
+        models: Mapping[str, ModelConfig],
+        clock: Callable[[], float],
+    ) -> None:
+        super().__init__()
+        self.job = job
+        self.repo = repo
+        self.router = router
+        self.io_loop = io_loop
+        self.scheduler = scheduler
+        self.notifier = notifier
+        self.models = models
+        self.clock = clock
+        self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
+                          started_at=clock())
+        self.workers: list[Any] = []
+        self.idle: list[int] = []
+        self.cancel_requested = False
+
+    def on_start(self) -> None:
+        me = self.actor_ref.proxy()
+        self.workers = [
+            RowWorker.start(index=i, router=self.router, io_loop=self.io_loop,
+                            supervisor=me).proxy()
+            for i in range(self.run.concurrency)
+        ]
+        self.idle = list(range(len(self.workers)))
+        self._pump()
+
+    def on_stop(self) -> None:
+        self._flush(self.clock())
+        for worker in self.workers:
+            worker.actor_ref.stop(block=False)
+
+    @contained
+    def row_done(self, worker: int, row_id: int, outcome: RowOutcome) -> None:
+        self.idle.append(worker)
+        self.run.record(row_id, outcome)
+        self._pump()
+
+    @contained
+    def tick(self, now: float) -> None:
+        if self.run.should_flush(now):
+            self._flush(now)
+
+    @contained
+    def cancel(self) -> None:
+        """Stop dispatching; rows in flight finish, the rest end as `canceled`."""
+        self.cancel_requested = True
+        self.run.stop()
+        self._pump()
+
+    @contained
+    def drain(self) -> None:
+        """Shutdown: stop dispatching and store what finished; the job stays running
+        in the store, so the next start requeues it and runs its pending rows."""
+        self.run.stop()
+        self._flush(self.clock())
+
+    def _pump(self) -> None:
+        if self.run.wants_rows:
+            self.run.add_rows(self.repo.pending_rows(self.job, after_id=self.run.cursor,
+                                                     limit=self.run.load_rows))
+        for work in self.run.take_dispatch():
+            self.workers[self.idle.pop()].run_row(work)
+        now = self.clock()
+        if self.run.should_flush(now):
+            self._flush(now)
+        if self.run.done and (self.cancel_requested or not self.run.stopping):
+            self._finish(now)
+
+    def _flush(self, now: float) -> None:
+        if not self.run.buffer:
+            return
+        outcomes = self.run.take_flush(now)
+        try:
+            self.repo.save_outcomes(self.job.seq, outcomes, now=now,
+                                    cost_nano_usd=sum(self._cost(o) for _, o in outcomes))
+        except Exception:
+            log.exception("job %s: storing %d outcomes failed; will retry", self.job.id,
+                          len(outcomes))
+            self.run.buffer[:0] = outcomes
+            return
+        self.notifier.progress(self.job.seq)
+
+    def _cost(self, outcome: RowOutcome) -> int:
+        model = self.models.get(outcome.model or "")
+        if model is None:
+            return 0
+        return cost_nano_usd(outcome.usage, input_usd_per_mtok=model.input_usd_per_mtok,
+                             output_usd_per_mtok=model.output_usd_per_mtok)
+
+    def _finish(self, now: float) -> None:
+        job = None
+        if not self.cancel_requested:
+            job = self.repo.transition(self.job.seq, source={RUNNING}, target=COMPLETED,
+                                       now=now, finished_at=now)
+        if job is None:  # cancelled, here or by the API between our last row and now
+            job = self.repo.end_cancelled(self.job.seq, now=now)
+        if job is not None:
+            self.notifier.job_ended(job)
+        self.scheduler.job_finished(self.job.seq)
+        self.stop()
+

@@ -1,0 +1,46 @@
+"""The aiohttp application: middleware, routes, and the small routes of its own."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from daemon.api import batches, stream
+from daemon.api.context import SERVICES, Services
+from daemon.api.middleware import auth, envelope, errors
+
+MB = 1024 * 1024
+
+
+def create_app(services: Services) -> web.Application:
+    app = web.Application(middlewares=[errors, auth],
+                          client_max_size=services.config.server.max_body_mb * MB)
+    app[SERVICES] = services
+    app.add_routes([
+        web.get("/healthz", healthz),
+        web.get("/v1/models", models),
+        web.get("/v1/events", stream.events),
+        *batches.routes(),
+    ])
+    app.on_startup.append(_bind_hub)
+    return app
+
+
+async def _bind_hub(app: web.Application) -> None:
+    app[SERVICES].hub.bind(asyncio.get_running_loop())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    if not request.app[SERVICES].accepting:
+        return envelope(503, "relayd is shutting down.", code="unavailable")
+    return web.json_response({"status": "ok"})
+
+
+async def models(request: web.Request) -> web.Response:
+    data = [
+        {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay",
+         "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency}
+        for m in request.app[SERVICES].config.models
+    ]
+    return web.json_response({"object": "list", "data": data})

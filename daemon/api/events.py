@@ -1,0 +1,76 @@
+"""The in-process event hub behind `GET /v1/events`.
+
+Actors publish from their own threads; the hub hops onto the aiohttp loop with
+`call_soon_threadsafe` and fans out to per-client bounded queues. A client that
+does not keep up loses events (counted, then told), never stalls the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+QUEUE_SIZE = 1000
+
+
+@dataclass
+class Event:
+    id: int
+    type: str
+    data: dict[str, Any]
+
+    def encode(self) -> bytes:
+        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data)}\n\n".encode()
+
+
+@dataclass
+class Subscription:
+    workspace_id: int
+    queue: asyncio.Queue[Event] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    dropped: int = 0
+
+    def offer(self, event: Event) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    def take_dropped(self) -> int:
+        dropped, self.dropped = self.dropped, 0
+        return dropped
+
+
+class EventHub:
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.subscribers: dict[int, set[Subscription]] = defaultdict(set)
+        self.ids = itertools.count(1)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def publish(self, workspace_id: int, type: str, data: dict[str, Any]) -> None:
+        """Thread-safe: called from actors."""
+        if self.loop is None or self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self._fan_out, workspace_id, type, data)
+
+    def _fan_out(self, workspace_id: int, type: str, data: dict[str, Any]) -> None:
+        event = Event(next(self.ids), type, data)
+        for sub in self.subscribers.get(workspace_id, ()):
+            sub.offer(event)
+
+    def subscribe(self, workspace_id: int) -> Subscription:
+        sub = Subscription(workspace_id)
+        self.subscribers[workspace_id].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self.subscribers[sub.workspace_id].discard(sub)
+
+    def next_id(self) -> int:
+        return next(self.ids)

@@ -1,0 +1,67 @@
+"""Middleware: every error becomes the JSON envelope; every `/v1` route needs a key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from daemon.api.context import SERVICES
+from daemon.domain.errors import InvalidRequest
+
+log = logging.getLogger("relay.api")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+WORKSPACE = "workspace"
+
+_HTTP_TYPES = {401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
+               413: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable"}
+
+
+def envelope(status: int, message: str, *, param: str | None = None,
+             code: str | None = None, type: str | None = None) -> web.Response:
+    err = InvalidRequest(message, param=param, status=status, code=code,
+                         type=type or _HTTP_TYPES.get(status, "invalid_request_error"))
+    return web.json_response(err.envelope(), status=status)
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except InvalidRequest as exc:
+        return web.json_response(exc.envelope(), status=exc.status)
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app[SERVICES].config.server.max_body_mb
+        return envelope(413, f"The request body exceeds the {limit} MB limit.",
+                        code="request_too_large")
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return envelope(exc.status, exc.reason or "error", code=exc.reason.lower()
+                        .replace(" ", "_") if exc.reason else None)
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return envelope(500, "Internal error; the daemon's log has the details.",
+                        code="internal_error", type="server_error")
+
+
+@web.middleware
+async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if not request.path.startswith("/v1/"):
+        return await handler(request)
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return envelope(401, "Missing API key: send 'Authorization: Bearer <key>'.",
+                        code="missing_api_key")
+    repo = request.app[SERVICES].repo
+    workspace = await asyncio.to_thread(repo.authenticate, key.strip())
+    if workspace is None:
+        return envelope(401, "Invalid API key.", code="invalid_api_key")
+    request[WORKSPACE] = workspace
+    return await handler(request)

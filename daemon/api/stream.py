@@ -1,0 +1,60 @@
+"""`GET /v1/events`: server-sent events for the key's workspace.
+
+A client first gets `job.snapshot` for every job that is not finished (so a late
+joiner sees current state), then live `job.created`, `job.progress`, `job.ended`.
+Comments keep idle connections alive; `stream.dropped` says events were lost
+because the client did not keep up (refetch state when you see it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from aiohttp import web
+
+from daemon.api.batches import context
+from daemon.api.events import Event, Subscription
+from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
+from daemon.domain.render import event_view
+
+KEEPALIVE_S = 15.0
+ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    services, workspace = context(request)
+    sub = services.hub.subscribe(workspace.id)  # before the snapshot: nothing falls between
+    try:
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no"})
+        await response.prepare(request)
+        await response.write(b"retry: 2000\n\n")
+        jobs, _ = await asyncio.to_thread(services.repo.list_jobs, workspace.id, limit=100,
+                                          statuses=ACTIVE)
+        for job in jobs:
+            await response.write(Event(services.hub.next_id(), "job.snapshot",
+                                       event_view(job)).encode())
+        await _pump(response, sub, services.hub.next_id)
+    finally:
+        services.hub.unsubscribe(sub)
+    return response
+
+
+async def _pump(response: web.StreamResponse, sub: Subscription,
+                next_id: Callable[[], int]) -> None:
+    while True:
+        try:
+            event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
+        except TimeoutError:
+            await response.write(b": keepalive\n\n")
+            continue
+        dropped = sub.take_dropped()
+        if dropped:
+            await response.write(Event(next_id(), "stream.dropped",
+                                       {"count": dropped}).encode())
+        try:
+            await response.write(event.encode())
+        except ConnectionResetError:
+            return

@@ -1,0 +1,124 @@
+"""`relayd`: serve the daemon, run the simulated upstream, manage keys and workspaces."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from daemon import config as configuration
+from daemon.store.db import open_database
+from daemon.store.repo import Repo
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if args and args[0] == "simulate":
+        from daemon import simulator
+
+        return simulator.main(list(args[1:]))
+    parsed = _parser().parse_args(args)
+    try:
+        config = configuration.load(parsed.config)
+    except configuration.ConfigError as exc:
+        print(f"relayd: bad configuration: {exc}", file=sys.stderr)
+        return 2
+    return int(parsed.run(config, parsed) or 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="relayd", description="Relay's batch daemon.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = _command(commands, "serve", "run the daemon (HTTP API, scheduler, workers)", _serve)
+    serve.add_argument("--log-level", default="INFO")
+    commands.add_parser("simulate", help="run the simulated OpenAI-compatible upstream "
+                        "(see `relayd simulate --help`)")
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="keys",
+                                                                       required=True)
+    create = _command(keys, "create", "create a key (and the workspace if needed)", _keys_create)
+    create.add_argument("--workspace", required=True)
+    listing = _command(keys, "list", "list keys (prefixes only)", _keys_list)
+    listing.add_argument("--workspace")
+    revoke = _command(keys, "revoke", "revoke a key by its prefix (as `keys list` shows)",
+                      _keys_revoke)
+    revoke.add_argument("prefix")
+    hooks = commands.add_parser("webhooks", help="webhook signing").add_subparsers(
+        dest="webhooks", required=True)
+    secret = _command(hooks, "secret", "print (or --rotate) a workspace's signing secret",
+                      _webhook_secret)
+    secret.add_argument("--workspace", required=True)
+    secret.add_argument("--rotate", action="store_true")
+    return parser
+
+
+def _command(group: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+             help: str, run: object) -> argparse.ArgumentParser:
+    parser = group.add_parser(name, help=help)
+    parser.add_argument("--config", help="TOML config file (default: built-in defaults)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
+    from daemon.runtime import serve
+
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not config.models:
+        logging.warning("no [[models]] configured: every batch will be refused")
+    try:
+        asyncio.run(serve(config, ready=lambda line: print(line, flush=True)))
+    except OSError as exc:
+        print(f"relayd: cannot serve on {config.server.host}:{config.server.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _repo(config: configuration.Config) -> Repo:
+    return Repo(open_database(config.database_path))
+
+
+def _keys_create(config: configuration.Config, args: argparse.Namespace) -> int:
+    key = _repo(config).create_key(args.workspace, now=time.time())
+    print(f"Created a key for workspace '{args.workspace}'. It is shown once; store it now:")
+    print(key)
+    return 0
+
+
+def _keys_list(config: configuration.Config, args: argparse.Namespace) -> int:
+    keys = _repo(config).list_keys(args.workspace)
+    print(f"{'PREFIX':<12} {'WORKSPACE':<20} {'CREATED':<22} STATE")
+    for k in keys:
+        state = "revoked " + _when(k.revoked_at) if k.revoked_at else "active"
+        print(f"{k.prefix:<12} {k.workspace:<20} {_when(k.created_at):<22} {state}")
+    return 0
+
+
+def _keys_revoke(config: configuration.Config, args: argparse.Namespace) -> int:
+    n = _repo(config).revoke_key(args.prefix, now=time.time())
+    if n == 0:
+        print(f"relayd: no active key starts with {args.prefix!r} (give at least 6 "
+              "characters, as `relayd keys list` shows)", file=sys.stderr)
+        return 1
+    print(f"Revoked {n} key(s).")
+    return 0
+
+
+def _webhook_secret(config: configuration.Config, args: argparse.Namespace) -> int:
+    repo = _repo(config)
+    workspace = repo.ensure_workspace(args.workspace, now=time.time())
+    print(repo.webhook_secret(workspace.id, rotate=args.rotate))
+    return 0
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

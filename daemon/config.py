@@ -1,0 +1,252 @@
+"""Relay's configuration: a TOML file loaded into frozen, validated dataclasses.
+
+Every key is optional; an unknown key or a bad value is a `ConfigError` that
+names the key, so `relayd serve` stops at start with a message a person can act on.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value that `relayd` refuses to start with."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path("relay-data")
+    max_body_mb: int = 64
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    batch_concurrency: int = 4
+    max_running_jobs: int = 2
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    allow_private_targets: bool = False
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """How the router retries one model before it falls back to the next."""
+
+    attempts: int = 3
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+    retry_after_cap_s: float = 60.0
+    connect_timeout_s: float = 10.0
+    request_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    alias: str
+    base_url: str
+    model: str
+    api_key: str | None = None
+    fallbacks: tuple[str, ...] = ()
+    max_concurrency: int = 32
+    input_usd_per_mtok: float = 0.0
+    output_usd_per_mtok: float = 0.0
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    database_url: str = ""
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    models: tuple[ModelConfig, ...] = ()
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file the store opens."""
+        prefix = "sqlite:///"
+        if self.database_url:
+            return Path(self.database_url.removeprefix(prefix))
+        return self.server.data_dir / "relay.db"
+
+    def model(self, alias: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.alias == alias), None)
+
+
+_SECTIONS = {"server", "database", "gateway", "security", "retry", "models"}
+
+
+def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
+    """Read the TOML file at `path` (None: all defaults) into a `Config`."""
+    if path is None:
+        return parse({}, environ=environ)
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return parse(raw, environ=environ, base_dir=Path(path).parent)
+
+
+def parse(
+    raw: dict[str, Any], *, environ: dict[str, str] | None = None, base_dir: Path | None = None
+) -> Config:
+    """Validate an already-decoded TOML document."""
+    _reject_unknown(raw, _SECTIONS, "")
+    env = os.environ if environ is None else environ
+    server = _server(_table(raw, "server"))
+    database = _table(raw, "database")
+    _reject_unknown(database, {"url"}, "database.")
+    url = _typed(database, "url", str, "", "database.")
+    if url and not url.startswith("sqlite:///"):
+        raise ConfigError(f"database.url: only sqlite:/// URLs are supported, got {url!r}")
+    models = _models(raw.get("models", []), env)
+    return Config(
+        server=server,
+        database_url=url,
+        gateway=_gateway(_table(raw, "gateway")),
+        security=_security(_table(raw, "security")),
+        retry=_retry(_table(raw, "retry")),
+        models=models,
+    )
+
+
+def _server(t: dict[str, Any]) -> ServerConfig:
+    _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb"}, "server.")
+    port = _typed(t, "port", int, 8080, "server.")
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"server.port: must be 0–65535, got {port}")
+    max_body = _typed(t, "max_body_mb", int, 64, "server.")
+    if max_body < 1:
+        raise ConfigError(f"server.max_body_mb: must be at least 1, got {max_body}")
+    return ServerConfig(
+        host=_typed(t, "host", str, "127.0.0.1", "server."),
+        port=port,
+        data_dir=Path(_typed(t, "data_dir", str, "relay-data", "server.")),
+        max_body_mb=max_body,
+    )
+
+
+def _gateway(t: dict[str, Any]) -> GatewayConfig:
+    _reject_unknown(t, {"batch_concurrency", "max_running_jobs"}, "gateway.")
+    concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
+    running = _typed(t, "max_running_jobs", int, 2, "gateway.")
+    if running < 1:
+        raise ConfigError(f"gateway.max_running_jobs: must be at least 1, got {running}")
+    return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)), max_running_jobs=running)
+
+
+def _security(t: dict[str, Any]) -> SecurityConfig:
+    _reject_unknown(t, {"allow_private_targets"}, "security.")
+    return SecurityConfig(
+        allow_private_targets=_typed(t, "allow_private_targets", bool, False, "security.")
+    )
+
+
+def _retry(t: dict[str, Any]) -> RetryConfig:
+    defaults = RetryConfig()
+    _reject_unknown(t, set(defaults.__dataclass_fields__), "retry.")
+    attempts = _typed(t, "attempts", int, defaults.attempts, "retry.")
+    if not 1 <= attempts <= 20:
+        raise ConfigError(f"retry.attempts: must be 1–20, got {attempts}")
+    seconds = {}
+    for key in ("backoff_base_s", "backoff_cap_s", "retry_after_cap_s",
+                "connect_timeout_s", "request_timeout_s"):
+        value = _number(t, key, getattr(defaults, key), "retry.")
+        if value < 0 or (key.endswith("timeout_s") and value == 0):
+            raise ConfigError(f"retry.{key}: must be positive, got {value}")
+        seconds[key] = value
+    return RetryConfig(attempts=attempts, **seconds)
+
+
+_MODEL_KEYS = {
+    "alias", "base_url", "model", "api_key_env", "fallbacks", "max_concurrency",
+    "input_usd_per_mtok", "output_usd_per_mtok",
+}
+
+
+def _models(raw: Any, env: os._Environ[str] | dict[str, str]) -> tuple[ModelConfig, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("models: must be an array of tables ([[models]])")
+    models = tuple(_model(i, t, env) for i, t in enumerate(raw))
+    aliases = [m.alias for m in models]
+    for i, alias in enumerate(aliases):
+        if alias in aliases[:i]:
+            raise ConfigError(f"models[{i}].alias: duplicate alias {alias!r}")
+    for i, m in enumerate(models):
+        for name in m.fallbacks:
+            if name not in aliases:
+                raise ConfigError(f"models[{i}].fallbacks: unknown alias {name!r}")
+            if name == m.alias:
+                raise ConfigError(f"models[{i}].fallbacks: {name!r} cannot fall back to itself")
+    return models
+
+
+def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfig:
+    where = f"models[{i}]."
+    if not isinstance(t, dict):
+        raise ConfigError(f"models[{i}]: must be a table")
+    _reject_unknown(t, _MODEL_KEYS, where)
+    alias = _typed(t, "alias", str, "", where)
+    if not alias.strip():
+        raise ConfigError(f"{where}alias: required, a non-empty string")
+    base_url = _typed(t, "base_url", str, "", where)
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}base_url: required, an http:// or https:// URL")
+    fallbacks = t.get("fallbacks", [])
+    if not isinstance(fallbacks, list) or not all(isinstance(f, str) for f in fallbacks):
+        raise ConfigError(f"{where}fallbacks: must be an array of aliases")
+    concurrency = _typed(t, "max_concurrency", int, 32, where)
+    if concurrency < 1:
+        raise ConfigError(f"{where}max_concurrency: must be at least 1, got {concurrency}")
+    key_env = _typed(t, "api_key_env", str, "", where)
+    prices = {k: _number(t, k, 0.0, where) for k in ("input_usd_per_mtok", "output_usd_per_mtok")}
+    for key, value in prices.items():
+        if value < 0:
+            raise ConfigError(f"{where}{key}: must not be negative, got {value}")
+    return ModelConfig(
+        alias=alias,
+        base_url=base_url.rstrip("/"),
+        model=_typed(t, "model", str, alias, where) or alias,
+        api_key=env.get(key_env) or None if key_env else None,
+        fallbacks=tuple(fallbacks),
+        max_concurrency=concurrency,
+        **prices,
+    )
+
+
+def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: must be a table ([{name}])")
+    return value
+
+
+def _reject_unknown(t: dict[str, Any], known: set[str], where: str) -> None:
+    for key in t:
+        if key not in known:
+            raise ConfigError(f"{where}{key}: unknown key (known: {', '.join(sorted(known))})")
+
+
+def _typed(t: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    value = t.get(key, default)
+    # bool is an int in Python; a port of `true` is still a mistake.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}{key}: must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def _number(t: dict[str, Any], key: str, default: float, where: str) -> float:
+    value = t.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}{key}: must be a number, got {value!r}")
+    return float(value)

@@ -1,0 +1,180 @@
+"""The Relay dialect's submit body (seed 000): one parser, one set of refusals.
+
+`parse_submission` turns a decoded JSON body into a `Submission` or raises
+`InvalidRequest` naming the offending field, before anything is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from daemon.domain.errors import InvalidRequest
+from daemon.domain.jobs import RowDraft
+
+MAX_ROWS = 50_000
+MAX_NAME = 256
+MAX_CUSTOM_ID = 512
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_TOP_LEVEL = frozenset({"name", "model", "requests", "priority", "webhookUrl", "cron"})
+_ROW_KEYS = frozenset({"custom_id", "messages"})
+
+
+@dataclass(frozen=True)
+class Submission:
+    name: str
+    model: str
+    rows: list[RowDraft]
+    priority: int = 0
+    webhook_url: str | None = None
+    cron: str | None = None
+
+
+def parse_submission(
+    body: Any,
+    *,
+    models: Collection[str],
+    now: float,
+    check_cron: Callable[[str], None] | None = None,
+    check_url: Callable[[str, str], None] | None = None,
+) -> Submission:
+    """Validate a Relay submit body. `check_cron` and `check_url` raise `InvalidRequest`."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for key in body:
+        if key not in _TOP_LEVEL:
+            raise InvalidRequest(f"Unknown field '{key}'.", param=key)
+    cron = _cron(body.get("cron"), check_cron)
+    webhook = _webhook(body.get("webhookUrl"), check_url)
+    return Submission(
+        name=_name(body.get("name"), now),
+        model=_model(body.get("model"), models),
+        rows=parse_rows(body.get("requests")),
+        priority=_priority(body.get("priority", 0)),
+        webhook_url=webhook,
+        cron=cron,
+    )
+
+
+def parse_rows(requests: Any, *, param: str = "requests") -> list[RowDraft]:
+    if requests is None:
+        raise InvalidRequest("'requests' is required: a non-empty array of rows.", param=param)
+    if not isinstance(requests, list):
+        raise InvalidRequest("'requests' must be an array of rows.", param=param)
+    if not requests:
+        raise InvalidRequest("'requests' must not be empty.", param=param)
+    if len(requests) > MAX_ROWS:
+        raise InvalidRequest(
+            f"'requests' has {len(requests)} rows; at most {MAX_ROWS} are allowed.", param=param
+        )
+    rows = [_row(i, r, f"{param}[{i}]") for i, r in enumerate(requests)]
+    _reject_duplicates(rows, param)
+    return rows
+
+
+def _row(index: int, row: Any, where: str) -> RowDraft:
+    if not isinstance(row, dict):
+        raise InvalidRequest("Each row must be an object with 'messages'.", param=where)
+    for key in row:
+        if key not in _ROW_KEYS:
+            raise InvalidRequest(f"Unknown row field '{key}'.", param=f"{where}.{key}")
+    custom_id = row.get("custom_id", f"row-{index + 1}")
+    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > MAX_CUSTOM_ID:
+        raise InvalidRequest(
+            f"'custom_id' must be a non-empty string of at most {MAX_CUSTOM_ID} characters.",
+            param=f"{where}.custom_id",
+        )
+    return RowDraft(custom_id=custom_id, body={"messages": _messages(row.get("messages"), where)})
+
+
+def _messages(messages: Any, where: str) -> list[dict[str, Any]]:
+    param = f"{where}.messages"
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("'messages' is required: a non-empty array.", param=param)
+    for j, message in enumerate(messages):
+        _message(message, f"{param}[{j}]")
+    return messages
+
+
+def _message(message: Any, where: str) -> None:
+    if not isinstance(message, dict):
+        raise InvalidRequest("Each message must be an object with 'role' and 'content'.",
+                             param=where)
+    role = message.get("role")
+    if role not in ROLES:
+        raise InvalidRequest(
+            f"'role' must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
+            param=f"{where}.role",
+        )
+    content = message.get("content")
+    if not isinstance(content, str | list) or (isinstance(content, list) and not content):
+        raise InvalidRequest(
+            "'content' is required: a string (or a non-empty array of content parts).",
+            param=f"{where}.content",
+        )
+
+
+def _reject_duplicates(rows: list[RowDraft], param: str) -> None:
+    first_seen: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        first = first_seen.setdefault(row.custom_id, i)
+        if first != i:
+            raise InvalidRequest(
+                f"Duplicate custom_id '{row.custom_id}' (first used by {param}[{first}]).",
+                param=f"{param}[{i}].custom_id",
+            )
+
+
+def _model(model: Any, models: Collection[str]) -> str:
+    if model is None:
+        raise InvalidRequest("'model' is required.", param="model")
+    if not isinstance(model, str):
+        raise InvalidRequest("'model' must be a string.", param="model")
+    if model not in models:
+        known = ", ".join(sorted(models)) or "none configured"
+        raise InvalidRequest(f"Unknown model '{model}'. Known models: {known}.",
+                             param="model", code="model_not_found")
+    return model
+
+
+def _name(name: Any, now: float) -> str:
+    if name is None:
+        return "Batch " + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
+        raise InvalidRequest(f"'name' must be a non-empty string of at most {MAX_NAME} "
+                             "characters.", param="name")
+    return name
+
+
+def _priority(priority: Any) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidRequest(f"'priority' must be an integer; got {priority!r}.",
+                             param="priority")
+    if not -1_000_000 <= priority <= 1_000_000:
+        raise InvalidRequest("'priority' must be between -1000000 and 1000000.",
+                             param="priority")
+    return priority
+
+
+def _cron(cron: Any, check: Callable[[str], None] | None) -> str | None:
+    if cron is None:
+        return None
+    if not isinstance(cron, str):
+        raise InvalidRequest("'cron' must be a 5-field cron expression string or null.",
+                             param="cron")
+    if check is None:
+        raise InvalidRequest("Cron templates are not available yet.", param="cron")
+    check(cron)
+    return cron
+
+
+def _webhook(url: Any, check: Callable[[str, str], None] | None) -> str | None:
+    if url is None:
+        return None
+    if not isinstance(url, str) or not url:
+        raise InvalidRequest("'webhookUrl' must be a URL string.", param="webhookUrl")
+    if check is not None:
+        check(url, "webhookUrl")
+    return url

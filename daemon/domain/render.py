@@ -1,0 +1,107 @@
+"""Rendering jobs for clients: the Relay dialect's shapes (seed 000) and the neutral
+event view that the live feed and the TUI read. Pure: records in, dicts out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from daemon.domain.jobs import Job, RowRecord, relay_status
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def relay_job(job: Job) -> dict[str, Any]:
+    """`GET /v1/batches/{id}` for a Relay-dialect job."""
+    view: dict[str, Any] = {
+        "id": job.id,
+        "object": "batch",
+        "name": job.name,
+        "status": relay_status(job.status),
+        "model": job.model,
+        "priority": job.priority,
+        "total": job.total,
+        "completed": job.completed,
+        "failed": job.failed,
+        "dead_letter": job.dead_letter,
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "completed_at": iso(job.finished_at),
+        "error": job.error,
+        "webhookUrl": job.webhook_url,
+        "webhook": job.webhook,
+        "cron": job.cron,
+        "next_run_at": iso(job.next_run_at),
+        "template_id": job.template_id,
+    }
+    if job.is_template:
+        view["last_run_id"] = job.last_run_id
+    return view
+
+
+def relay_result(row: RowRecord) -> dict[str, Any]:
+    """One row of `GET /v1/batches/{id}/results`: content or error, never both."""
+    if row.status == "completed":
+        return {"custom_id": row.custom_id, "content": assistant_content(row.response)}
+    return {"custom_id": row.custom_id, "error": row.error or "failed"}
+
+
+def assistant_content(response: dict[str, Any] | None) -> Any:
+    """The assistant message of a chat completion (text of a completion, vector of an
+    embedding); None when the shape is not one of those."""
+    if not isinstance(response, dict):
+        return None
+    choices = response.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        first = choices[0]
+        message = first.get("message")
+        if isinstance(message, dict):
+            return message.get("content")
+        return first.get("text")
+    data = response.get("data")
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return data[0].get("embedding")
+    return None
+
+
+def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
+    models = list(dict.fromkeys(a["model"] for a in row.attempt_log))
+    return {
+        "custom_id": row.custom_id,
+        "attempts": row.attempts,
+        "models": models,
+        "last_error": row.error,
+        "status_code": row.status_code,
+        "messages": row.body.get("messages"),
+        "body": row.body,
+        "attempt_log": list(row.attempt_log),
+    }
+
+
+def event_view(job: Job) -> dict[str, Any]:
+    """The dialect-neutral summary carried by `/v1/events`."""
+    return {
+        "id": job.id,
+        "dialect": job.dialect,
+        "name": job.name,
+        "model": job.model,
+        "status": job.status,
+        "relay_status": relay_status(job.status),
+        "priority": job.priority,
+        "tier": job.tier,
+        "total": job.total,
+        "completed": job.completed,
+        "failed": job.failed,
+        "dead_letter": job.dead_letter,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "cron": job.cron,
+        "next_run_at": job.next_run_at,
+        "template_id": job.template_id,
+        "error": job.error,
+    }

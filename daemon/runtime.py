@@ -1,0 +1,153 @@
+"""Wiring: builds the store, the router on its I/O loop and the actors, and stops
+them in the order that loses nothing (stop dispatching, store outcomes, then
+cancel what is still in flight; those rows stay pending and run after restart)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+from aiohttp import web
+
+from daemon.actors.notifier import Notifier
+from daemon.actors.scheduler import Scheduler
+from daemon.actors.supervisor import JobSupervisor
+from daemon.api.app import create_app
+from daemon.api.context import Services
+from daemon.api.events import EventHub
+from daemon.config import Config
+from daemon.domain.jobs import Job
+from daemon.outbound import webhook
+from daemon.outbound.policy import Resolver, system_resolver
+from daemon.store.db import open_database
+from daemon.store.repo import Repo
+from daemon.upstream.ioloop import IOLoop
+from daemon.upstream.router import Router
+from daemon.upstream.transport import AiohttpTransport, Transport
+
+log = logging.getLogger("relay.daemon")
+
+TICK_S = 0.25
+STOP_BUDGET_S = 8.0
+
+
+class Ticker:
+    """Calls each target with `now` every `interval` seconds, on its own thread."""
+
+    def __init__(self, targets: list[Callable[[float], Any]], *, interval: float,
+                 clock: Callable[[], float]) -> None:
+        self.targets = targets
+        self.interval = interval
+        self.clock = clock
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="relay-ticker", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=2)
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            now = self.clock()
+            for target in self.targets:
+                try:
+                    target(now)
+                except pykka.ActorDeadError:
+                    return
+
+
+class Daemon:
+    """Everything `relayd serve` runs besides the HTTP listener."""
+
+    def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
+                 transport: Transport | None = None, resolve: Resolver = system_resolver,
+                 tick_interval: float = TICK_S) -> None:
+        self.config = config
+        self.clock = clock
+        self.resolve = resolve
+        self.tick_interval = tick_interval
+        gateway = config.gateway
+        self.io_loop = IOLoop()
+        connections = max(100, gateway.batch_concurrency * gateway.max_running_jobs)
+        self.router = Router(config.models, config.retry,
+                             transport=transport or AiohttpTransport(
+                                 config.retry, connection_limit=connections))
+        self.models = {m.alias: m for m in config.models}
+        self.hub = EventHub()
+
+    def start(self) -> Services:
+        self.config.server.data_dir.mkdir(parents=True, exist_ok=True)
+        self.db = open_database(self.config.database_path)
+        self.repo = Repo(self.db)
+        self.io_loop.start()
+        self.io_loop.add_cleanup(self.router.aclose)
+        self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
+                                       deliver=self._deliver, clock=self.clock).proxy()
+        self.scheduler = Scheduler.start(
+            repo=self.repo, slots=self.config.gateway.max_running_jobs,
+            start_supervisor=self._start_supervisor, notifier=self.notifier,
+            clock=self.clock).proxy()
+        self.ticker = Ticker([self.scheduler.tick, self.notifier.tick],
+                             interval=self.tick_interval, clock=self.clock)
+        self.ticker.start()
+        self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
+                                 notifier=self.notifier, hub=self.hub, clock=self.clock,
+                                 resolve=self.resolve)
+        return self.services
+
+    def stop(self, budget: float = STOP_BUDGET_S) -> None:
+        """Graceful stop: nothing new starts, finished outcomes are stored, the rest
+        stays pending for the next start."""
+        deadline = time.monotonic() + budget
+        self.services.accepting = False
+        self.ticker.stop()
+        try:
+            for drained in self.scheduler.drain().get(timeout=budget / 2) or []:
+                drained.get(timeout=max(0.1, deadline - time.monotonic()))
+        except (pykka.Timeout, pykka.ActorDeadError):
+            log.warning("drain did not finish in time; unflushed rows will re-run")
+        self.io_loop.stop(timeout=max(0.5, deadline - time.monotonic()))
+        pykka.ActorRegistry.stop_all(block=True, timeout=max(0.5, deadline - time.monotonic()))
+        self.db.close()
+
+    def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
+        return JobSupervisor.start(
+            job, repo=self.repo, router=self.router, io_loop=self.io_loop,
+            scheduler=scheduler, notifier=self.notifier,
+            concurrency=self.config.gateway.batch_concurrency, models=self.models,
+            clock=self.clock).proxy()
+
+    def _deliver(self, job: Job, secret: str, now: float) -> dict[str, Any]:
+        return webhook.deliver(job, secret=secret, now=now,
+                               allow_private=self.config.security.allow_private_targets,
+                               resolve=self.resolve)
+
+
+async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None:
+    """Run the daemon until SIGTERM or SIGINT, then stop gracefully."""
+    daemon = Daemon(config)
+    services = await asyncio.to_thread(daemon.start)
+    runner = web.AppRunner(create_app(services), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, config.server.host, config.server.port, shutdown_timeout=1.0)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    port = runner.addresses[0][1] if runner.addresses else config.server.port
+    ready(f"relayd: serving http://{config.server.host}:{port} "
+          f"(data in {config.server.data_dir}, {len(config.models)} models)")
+    await stop.wait()
+    services.accepting = False
+    await asyncio.to_thread(daemon.stop)
+    await runner.cleanup()

@@ -1,0 +1,133 @@
+"""Peewee models: the tables of Relay's store. Nothing outside `store/` imports them."""
+
+from __future__ import annotations
+
+from peewee import (
+    AutoField,
+    BooleanField,
+    DatabaseProxy,
+    FloatField,
+    ForeignKeyField,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+database = DatabaseProxy()
+
+
+class BaseModel(Model):
+    class Meta:
+        database = database
+
+
+class SchemaVersion(BaseModel):
+    version = IntegerField()
+    applied_at = FloatField()
+
+    class Meta:
+        table_name = "schema_version"
+
+
+class Workspace(BaseModel):
+    id = AutoField()
+    name = TextField(unique=True)
+    created_at = FloatField()
+    batch_access = BooleanField(default=True)
+    expedited = BooleanField(default=True)
+    webhook_secret = TextField(null=True)
+
+    class Meta:
+        table_name = "workspace"
+
+
+class ApiKey(BaseModel):
+    id = AutoField()
+    workspace = ForeignKeyField(Workspace, backref="keys", on_delete="CASCADE")
+    prefix = TextField()
+    key_hash = TextField(unique=True)
+    created_at = FloatField()
+    revoked_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "api_key"
+
+
+class JobModel(BaseModel):
+    seq = AutoField()
+    id = TextField(unique=True)
+    workspace = ForeignKeyField(Workspace, backref="jobs", on_delete="CASCADE")
+    dialect = TextField()
+    name = TextField()
+    model = TextField()
+    endpoint = TextField()
+    status = TextField(index=True)
+    priority = IntegerField(default=0)
+    tier = TextField(default="standard")
+    total = IntegerField(default=0)
+    completed = IntegerField(default=0)
+    failed = IntegerField(default=0)
+    dead_letter = IntegerField(default=0)
+    input_tokens = IntegerField(default=0)
+    output_tokens = IntegerField(default=0)
+    cost_nano_usd = IntegerField(default=0)
+    created_at = FloatField()
+    started_at = FloatField(null=True)
+    finished_at = FloatField(null=True)
+    error = TextField(null=True)
+    webhook_url = TextField(null=True)
+    webhook = TextField(null=True)  # JSON: the delivery outcome
+    cron = TextField(null=True)
+    next_run_at = FloatField(null=True, index=True)
+    template_id = TextField(null=True, index=True)
+    last_run_id = TextField(null=True)
+    metadata = TextField(null=True)  # JSON
+    errors = TextField(null=True)  # JSON
+    input_file_id = TextField(null=True)
+    output_file_id = TextField(null=True)
+    error_file_id = TextField(null=True)
+    stamps = TextField(default="{}")  # JSON: status -> unix seconds
+
+    class Meta:
+        table_name = "job"
+        indexes = ((("workspace", "seq"), False),)
+
+
+class RowModel(BaseModel):
+    id = AutoField()
+    job = ForeignKeyField(JobModel, backref="rows", on_delete="CASCADE", index=False)
+    position = IntegerField()
+    custom_id = TextField()
+    model = TextField(null=True)
+    body = TextField()  # JSON
+    status = TextField(default="pending")
+    attempts = IntegerField(default=0)
+    response = TextField(null=True)  # JSON
+    status_code = IntegerField(null=True)
+    error = TextField(null=True)
+    dead_letter = BooleanField(default=False)
+    answered_by = TextField(null=True)
+    prompt_tokens = IntegerField(default=0)
+    completion_tokens = IntegerField(default=0)
+    finished_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "row"
+        indexes = ((("job", "status", "id"), False), (("job", "position"), False))
+
+
+class AttemptModel(BaseModel):
+    id = AutoField()
+    row = ForeignKeyField(RowModel, backref="attempt_log", on_delete="CASCADE")
+    model = TextField()
+    status_code = IntegerField(null=True)
+    error = TextField(null=True)
+    duration_ms = IntegerField()
+    started_at = FloatField()
+    transient = BooleanField(default=False)
+
+    class Meta:
+        table_name = "attempt"
+
+
+TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel]

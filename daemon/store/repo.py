@@ -1,0 +1,491 @@
+"""Queries over the store, returning domain records. Peewee never leaks out of here.
+
+Every write that changes a job's state is one transaction (`atomic("IMMEDIATE")`,
+so WAL readers never turn into failing writers). Rows are inserted and updated
+in bulk: there is no per-row commit anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from peewee import SqliteDatabase, fn
+
+from daemon.domain import ids
+from daemon.domain.jobs import (
+    CANCELLED,
+    CANCELLING,
+    QUEUED,
+    ROW_COMPLETED,
+    ROW_FAILED,
+    ROW_PENDING,
+    RUNNING,
+    SCHEDULED,
+    TERMINAL,
+    VALIDATING,
+    Job,
+    RowDraft,
+    RowRecord,
+    RowWork,
+)
+from daemon.domain.outcome import RowOutcome
+from daemon.store.models import ApiKey, AttemptModel, JobModel, RowModel, Workspace
+
+INSERT_CHUNK = 500
+CANCELLABLE = frozenset({SCHEDULED, VALIDATING, QUEUED, RUNNING, CANCELLING})
+
+
+@dataclass(frozen=True)
+class WorkspaceRecord:
+    id: int
+    name: str
+    batch_access: bool = True
+    expedited: bool = True
+    webhook_secret: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    id: int
+    workspace: str
+    prefix: str
+    created_at: float
+    revoked_at: float | None
+
+
+@dataclass(frozen=True)
+class JobDraft:
+    """A job about to be stored; the store assigns `seq` and the counters."""
+
+    id: str
+    workspace_id: int
+    dialect: str
+    name: str
+    model: str
+    endpoint: str
+    status: str
+    priority: int
+    created_at: float
+    webhook_url: str | None = None
+    cron: str | None = None
+    next_run_at: float | None = None
+    template_id: str | None = None
+    tier: str = "standard"
+    metadata: dict[str, Any] | None = None
+    input_file_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Flushed:
+    """What one `save_outcomes` call changed."""
+
+    completed: int
+    failed: int
+    dead_letter: int
+
+
+def hash_key(plain: str) -> str:
+    return hashlib.sha256(plain.encode()).hexdigest()
+
+
+class Repo:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    # -- workspaces and keys -------------------------------------------------
+
+    def ensure_workspace(self, name: str, *, now: float) -> WorkspaceRecord:
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+        return _workspace(ws)
+
+    def workspace(self, name: str) -> WorkspaceRecord | None:
+        ws = Workspace.get_or_none(Workspace.name == name)
+        return _workspace(ws) if ws else None
+
+    def create_key(self, workspace_name: str, *, now: float) -> str:
+        plain = ids.api_key()
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=workspace_name, defaults={"created_at": now})
+            ApiKey.create(workspace=ws, prefix=plain[:10], key_hash=hash_key(plain),
+                          created_at=now)
+        return plain
+
+    def list_keys(self, workspace_name: str | None = None) -> list[KeyRecord]:
+        query = ApiKey.select(ApiKey, Workspace).join(Workspace).order_by(ApiKey.id)
+        if workspace_name:
+            query = query.where(Workspace.name == workspace_name)
+        return [KeyRecord(k.id, k.workspace.name, k.prefix, k.created_at, k.revoked_at)
+                for k in query]
+
+    def revoke_key(self, prefix: str, *, now: float) -> int:
+        """Revoke every live key starting with `prefix`; returns how many."""
+        with self.db.atomic("IMMEDIATE"):
+            return (ApiKey.update(revoked_at=now)
+                    .where(ApiKey.prefix.startswith(prefix[:10]), ApiKey.revoked_at.is_null())
+                    .execute()) if len(prefix) >= 6 else 0
+
+    def authenticate(self, plain: str) -> WorkspaceRecord | None:
+        digest = hash_key(plain)
+        key = (ApiKey.select(ApiKey, Workspace).join(Workspace)
+               .where(ApiKey.key_hash == digest).first())
+        if key is None or key.revoked_at is not None:
+            return None
+        if not hmac.compare_digest(key.key_hash, digest):
+            return None
+        return _workspace(key.workspace)
+
+    # -- jobs ----------------------------------------------------------------
+
+    def create_job(self, draft: JobDraft, rows: Sequence[RowDraft]) -> Job:
+        """Store a job and all its rows in one transaction: all or nothing."""
+        with self.db.atomic("IMMEDIATE"):
+            stamps = json.dumps({draft.status: draft.created_at})
+            job = JobModel.create(
+                **_draft_fields(draft), total=len(rows), stamps=stamps,
+                failed=sum(1 for r in rows if r.error),
+            )
+            self._insert_rows(job.seq, rows, now=draft.created_at)
+        return _job(job)
+
+    def _insert_rows(self, job_seq: int, rows: Sequence[RowDraft], *, now: float) -> None:
+        sql = ('INSERT INTO "row" (job_id, position, custom_id, model, body, status, error, '
+               "finished_at, attempts, dead_letter, prompt_tokens, completion_tokens) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)")
+        cursor = self.db.cursor()
+        for start in range(0, len(rows), INSERT_CHUNK):
+            chunk = rows[start:start + INSERT_CHUNK]
+            cursor.executemany(sql, [
+                (job_seq, start + i + 1, r.custom_id, r.model, json.dumps(r.body),
+                 ROW_FAILED if r.error else ROW_PENDING, r.error, now if r.error else None)
+                for i, r in enumerate(chunk)
+            ])
+
+    def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
+        query = JobModel.select().where(JobModel.id == job_id)
+        if workspace_id is not None:
+            query = query.where(JobModel.workspace == workspace_id)
+        row = query.first()
+        return _job(row) if row else None
+
+    def job_by_seq(self, seq: int) -> Job | None:
+        row = JobModel.get_or_none(JobModel.seq == seq)
+        return _job(row) if row else None
+
+    def list_jobs(
+        self,
+        workspace_id: int,
+        *,
+        limit: int,
+        after: str | None = None,
+        statuses: Sequence[str] | None = None,
+        template_id: str | None = None,
+        dialect: str | None = None,
+    ) -> tuple[list[Job], bool]:
+        """Newest first; returns the page and whether more follow."""
+        query = JobModel.select().where(JobModel.workspace == workspace_id)
+        if after:
+            cursor = JobModel.get_or_none(JobModel.id == after,
+                                          JobModel.workspace == workspace_id)
+            if cursor is None:
+                return [], False
+            query = query.where(JobModel.seq < cursor.seq)
+        if statuses is not None:
+            query = query.where(JobModel.status.in_(list(statuses)))
+        if template_id is not None:
+            query = query.where(JobModel.template_id == template_id)
+        if dialect is not None:
+            query = query.where(JobModel.dialect == dialect)
+        rows = list(query.order_by(JobModel.seq.desc()).limit(limit + 1))
+        return [_job(r) for r in rows[:limit]], len(rows) > limit
+
+    # -- scheduling ----------------------------------------------------------
+
+    def queued_jobs(self, limit: int) -> list[Job]:
+        """The next jobs to admit: highest priority, expedited tier, then oldest."""
+        query = (JobModel.select().where(JobModel.status == QUEUED)
+                 .order_by(JobModel.priority.desc(), (JobModel.tier == "expedited").desc(),
+                           JobModel.seq)
+                 .limit(limit))
+        return [_job(r) for r in query]
+
+    def transition(self, seq: int, *, source: Iterable[str], target: str, now: float,
+                   **fields: Any) -> Job | None:
+        """Move a job from one of `source` to `target`; None if it was not in `source`."""
+        with self.db.atomic("IMMEDIATE"):
+            row = JobModel.get_or_none(JobModel.seq == seq)
+            if row is None or row.status not in set(source):
+                return None
+            stamps = json.loads(row.stamps or "{}")
+            stamps[target] = now
+            JobModel.update(status=target, stamps=json.dumps(stamps), **fields).where(
+                JobModel.seq == seq).execute()
+        return self.job_by_seq(seq)
+
+    def jobs_in(self, status: str) -> list[Job]:
+        return [_job(r) for r in JobModel.select().where(JobModel.status == status)]
+
+    def requeue_running(self, *, now: float) -> list[Job]:
+        """At start: jobs a previous process left running go back to the queue."""
+        with self.db.atomic("IMMEDIATE"):
+            seqs = [r.seq for r in JobModel.select(JobModel.seq)
+                    .where(JobModel.status == RUNNING)]
+            if seqs:
+                JobModel.update(status=QUEUED).where(JobModel.seq.in_(seqs)).execute()
+        return [j for j in (self.job_by_seq(s) for s in seqs) if j]
+
+    def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
+                          now: float) -> Job | None:
+        """A new queued job from a job's dead-lettered rows (optionally only some)."""
+        with self.db.atomic("IMMEDIATE"):
+            source = JobModel.get_by_id(seq)
+            query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
+            if custom_ids:
+                query = query.where(RowModel.custom_id.in_(list(custom_ids)))
+            rows = [RowDraft(custom_id=r.custom_id, body=json.loads(r.body), model=r.model)
+                    for r in query.order_by(RowModel.position)]
+            if not rows:
+                return None
+            draft = JobDraft(
+                id=new_id, workspace_id=source.workspace_id, dialect=source.dialect,
+                name=f"{source.name} (dead-letter retry)", model=source.model,
+                endpoint=source.endpoint, status=QUEUED, priority=source.priority,
+                created_at=now, webhook_url=source.webhook_url, tier=source.tier,
+                metadata=_loads(source.metadata),
+            )
+            return self.create_job(draft, rows)
+
+    # -- cron templates --------------------------------------------------------
+
+    def due_templates(self, now: float) -> list[Job]:
+        query = JobModel.select().where(JobModel.status == SCHEDULED,
+                                        JobModel.next_run_at <= now)
+        return [_job(r) for r in query.order_by(JobModel.next_run_at)]
+
+    def spawn_run(self, template: Job, *, tick: float, next_run_at: float, run_id: str,
+                  now: float) -> Job | None:
+        """One queued run of a template, recorded with the tick it was for, in one
+        transaction: a tick already taken (another process, a restart) spawns nothing."""
+        with self.db.atomic("IMMEDIATE"):
+            taken = (JobModel.update(next_run_at=next_run_at, last_run_id=run_id)
+                     .where(JobModel.seq == template.seq, JobModel.status == SCHEDULED,
+                            JobModel.next_run_at == tick).execute())
+            if taken != 1:
+                return None
+            run = JobModel.create(**_draft_fields(JobDraft(
+                id=run_id, workspace_id=template.workspace_id, dialect=template.dialect,
+                name=template.name, model=template.model, endpoint=template.endpoint,
+                status=QUEUED, priority=template.priority, created_at=now,
+                webhook_url=template.webhook_url, template_id=template.id, tier=template.tier,
+                metadata=template.metadata,
+            )), total=template.total, stamps=json.dumps({QUEUED: now}))
+            self.db.execute_sql(
+                'INSERT INTO "row" (job_id, position, custom_id, model, body, status, '
+                "attempts, dead_letter, prompt_tokens, completion_tokens) "
+                "SELECT ?, position, custom_id, model, body, ?, 0, 0, 0, 0 "
+                'FROM "row" WHERE job_id = ? ORDER BY position',
+                (run.seq, ROW_PENDING, template.seq))
+        return _job(run)
+
+    # -- webhooks ------------------------------------------------------------
+
+    def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
+        """The workspace's signing secret, created on first use."""
+        with self.db.atomic("IMMEDIATE"):
+            ws = Workspace.get_by_id(workspace_id)
+            if ws.webhook_secret is None or rotate:
+                ws.webhook_secret = "whsec_" + secrets.token_hex(24)
+                ws.save()
+            return ws.webhook_secret
+
+    def claim_webhook(self, seq: int, *, now: float) -> bool:
+        """Mark a job's webhook as being sent; False if it was claimed already."""
+        claim = json.dumps({"state": "sending", "claimed_at": now})
+        with self.db.atomic("IMMEDIATE"):
+            return (JobModel.update(webhook=claim)
+                    .where(JobModel.seq == seq, JobModel.webhook.is_null()).execute()) == 1
+
+    def save_webhook(self, seq: int, outcome: dict[str, Any]) -> None:
+        with self.db.atomic("IMMEDIATE"):
+            JobModel.update(webhook=json.dumps(outcome)).where(JobModel.seq == seq).execute()
+
+    def unsent_webhooks(self) -> list[Job]:
+        """Ended jobs whose webhook was never claimed (the process stopped first)."""
+        query = JobModel.select().where(JobModel.status.in_(list(TERMINAL)),
+                                        JobModel.webhook_url.is_null(False),
+                                        JobModel.webhook.is_null())
+        return [_job(r) for r in query]
+
+    def abandon_claimed_webhooks(self, *, now: float) -> int:
+        """A claim that never got its outcome: the process died mid-delivery. Record that
+        rather than send again, so a receiver never sees one run twice."""
+        outcome = json.dumps({"status_code": None, "attempted_at": None,
+                              "error": "delivery interrupted by a daemon restart; not retried"})
+        with self.db.atomic("IMMEDIATE"):
+            return (JobModel.update(webhook=outcome)
+                    .where(JobModel.webhook.contains('"state": "sending"')).execute())
+
+    # -- rows ----------------------------------------------------------------
+
+    def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
+        query = (RowModel.select(RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body)
+                 .where(RowModel.job == job.seq, RowModel.status == ROW_PENDING,
+                        RowModel.id > after_id)
+                 .order_by(RowModel.id).limit(limit))
+        return [RowWork(id=r.id, job_seq=job.seq, custom_id=r.custom_id,
+                        model=r.model or job.model, endpoint=job.endpoint,
+                        body=json.loads(r.body))
+                for r in query]
+
+    def save_outcomes(
+        self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float,
+        cost_nano_usd: int = 0,
+    ) -> Flushed:
+        """Store a group of row outcomes and bump the job's counters, in one transaction."""
+        if not outcomes:
+            return Flushed(0, 0, 0)
+        done = [(rid, o) for rid, o in outcomes]
+        completed = sum(1 for _, o in done if o.ok)
+        dead = sum(1 for _, o in done if not o.ok and o.dead_letter)
+        flushed = Flushed(completed, len(done) - completed, dead)
+        with self.db.atomic("IMMEDIATE"):
+            updated = self._update_rows(done, now=now)
+            self._insert_attempts(done)
+            if updated != len(done):  # a row was not pending: trust the row table
+                self._recount(job_seq)
+                return flushed
+            JobModel.update(
+                completed=JobModel.completed + flushed.completed,
+                failed=JobModel.failed + flushed.failed,
+                dead_letter=JobModel.dead_letter + flushed.dead_letter,
+                input_tokens=JobModel.input_tokens + sum(o.usage.prompt_tokens for _, o in done),
+                output_tokens=JobModel.output_tokens
+                + sum(o.usage.completion_tokens for _, o in done),
+                cost_nano_usd=JobModel.cost_nano_usd + cost_nano_usd,
+            ).where(JobModel.seq == job_seq).execute()
+        return flushed
+
+    def _recount(self, job_seq: int) -> None:
+        counts = self.row_counts(job_seq)
+        JobModel.update(completed=counts["completed"], failed=counts["failed"],
+                        dead_letter=counts["dead_letter"]).where(
+            JobModel.seq == job_seq).execute()
+
+    def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> int:
+        sql = ('UPDATE "row" SET status = ?, attempts = ?, response = ?, status_code = ?, '
+               "error = ?, dead_letter = ?, answered_by = ?, prompt_tokens = ?, "
+               "completion_tokens = ?, finished_at = ? WHERE id = ? AND status = ?")
+        cursor = self.db.cursor()
+        cursor.executemany(sql, [
+            (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
+             json.dumps(o.response) if o.response is not None else None, o.status_code,
+             o.error, int(o.dead_letter), o.model, o.usage.prompt_tokens,
+             o.usage.completion_tokens, now, rid, ROW_PENDING)
+            for rid, o in done
+        ])
+        return cursor.rowcount
+
+    def _insert_attempts(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
+        sql = ("INSERT INTO attempt (row_id, model, status_code, error, duration_ms, "
+               "started_at, transient) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        self.db.cursor().executemany(sql, [
+            (rid, a.model, a.status_code, a.error, a.duration_ms, a.started_at, int(a.transient))
+            for rid, o in done for a in o.attempts
+        ])
+
+    def end_cancelled(self, seq: int, *, now: float) -> Job | None:
+        """End a cancelled job in one transaction: rows never run fail as `canceled`."""
+        with self.db.atomic("IMMEDIATE"):
+            n = (RowModel.update(status=ROW_FAILED, error="canceled", finished_at=now)
+                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
+            JobModel.update(failed=JobModel.failed + n).where(JobModel.seq == seq).execute()
+            return self.transition(seq, source=CANCELLABLE, target=CANCELLED, now=now,
+                                   finished_at=now)
+
+    def row_counts(self, job_seq: int) -> dict[str, int]:
+        """Counters computed from the row table (the truth the job's counters must equal)."""
+        query = (RowModel.select(RowModel.status, RowModel.dead_letter,
+                                 fn.COUNT(RowModel.id).alias("n"))
+                 .where(RowModel.job == job_seq)
+                 .group_by(RowModel.status, RowModel.dead_letter))
+        counts = {"completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}
+        for r in query:
+            counts[r.status] += r.n
+            if r.dead_letter:
+                counts["dead_letter"] += r.n
+        return counts
+
+    def rows(self, job_seq: int, *, after_position: int = 0,
+             limit: int | None = None) -> Iterator[RowRecord]:
+        query = (RowModel.select().where(RowModel.job == job_seq,
+                                         RowModel.position > after_position)
+                 .order_by(RowModel.position))
+        if limit is not None:
+            query = query.limit(limit)
+        for r in query.iterator():
+            yield _row(r)
+
+    def dead_letter_rows(self, job_seq: int) -> list[RowRecord]:
+        rows = list(RowModel.select().where(RowModel.job == job_seq, RowModel.dead_letter == 1)
+                    .order_by(RowModel.position))
+        log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
+        if rows:
+            attempts = (AttemptModel.select()
+                        .where(AttemptModel.row.in_(list(log)))
+                        .order_by(AttemptModel.id))
+            for a in attempts:
+                log[a.row_id].append({
+                    "model": a.model, "status_code": a.status_code, "error": a.error,
+                    "duration_ms": a.duration_ms, "started_at": a.started_at,
+                })
+        return [_row(r, attempt_log=tuple(log[r.id])) for r in rows]
+
+
+def _workspace(ws: Workspace) -> WorkspaceRecord:
+    return WorkspaceRecord(id=ws.id, name=ws.name, batch_access=ws.batch_access,
+                           expedited=ws.expedited, webhook_secret=ws.webhook_secret)
+
+
+def _draft_fields(d: JobDraft) -> dict[str, Any]:
+    return {
+        "id": d.id, "workspace": d.workspace_id, "dialect": d.dialect, "name": d.name,
+        "model": d.model, "endpoint": d.endpoint, "status": d.status, "priority": d.priority,
+        "created_at": d.created_at, "webhook_url": d.webhook_url, "cron": d.cron,
+        "next_run_at": d.next_run_at, "template_id": d.template_id, "tier": d.tier,
+        "metadata": json.dumps(d.metadata) if d.metadata is not None else None,
+        "input_file_id": d.input_file_id,
+    }
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def _job(r: JobModel) -> Job:
+    return Job(
+        id=r.id, seq=r.seq, workspace_id=r.workspace_id, dialect=r.dialect, name=r.name,
+        model=r.model, endpoint=r.endpoint, status=r.status, priority=r.priority,
+        created_at=r.created_at, total=r.total, completed=r.completed, failed=r.failed,
+        dead_letter=r.dead_letter, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
+        cost_nano_usd=r.cost_nano_usd, started_at=r.started_at, finished_at=r.finished_at,
+        error=r.error, webhook_url=r.webhook_url, webhook=_loads(r.webhook), cron=r.cron,
+        next_run_at=r.next_run_at, template_id=r.template_id, last_run_id=r.last_run_id,
+        tier=r.tier, metadata=_loads(r.metadata), errors=_loads(r.errors),
+        input_file_id=r.input_file_id, output_file_id=r.output_file_id,
+        error_file_id=r.error_file_id, stamps=_loads(r.stamps) or {},
+    )
+
+
+def _row(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> RowRecord:
+    return RowRecord(
+        id=r.id, position=r.position, custom_id=r.custom_id, status=r.status,
+        body=json.loads(r.body), attempts=r.attempts, response=_loads(r.response),
+        status_code=r.status_code, error=r.error, dead_letter=bool(r.dead_letter),
+        model=r.answered_by or r.model, attempt_log=attempt_log,
+    )

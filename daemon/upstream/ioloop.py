@@ -1,0 +1,119 @@
+"""The dedicated event loop that every upstream call runs on.
+
+Row workers are threads; they `submit` coroutines here and wait on the returned
+`concurrent.futures.Future`, so one pooled aiohttp session serves them all. The
+loop lives on a daemon thread named "relay-io"; `stop` cancels what is still
+running, runs the registered cleanups (closing the session) and joins the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Cleanup = Callable[[], Awaitable[object]]
+
+
+class IOLoop:
+    """An asyncio loop on its own thread, fed from other threads."""
+
+    def __init__(self, *, name: str = "relay-io") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._cleanups: list[Cleanup] = []
+        self._closing = False
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def closing(self) -> bool:
+        """True once `stop` has begun: a cancelled call then means shutdown, not failure."""
+        return self._closing
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("IOLoop already started")
+        self._closing = False
+        self._loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name=self._name, daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule `coro` on the loop; safe from any thread."""
+        if self._loop is None:
+            coro.close()  # never awaited; closing avoids a RuntimeWarning
+            raise RuntimeError("IOLoop is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run `coro` on the loop and wait for its result; cancel it on timeout."""
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def call_soon(self, fn: Callable[..., object], *args: object) -> None:
+        if self._loop is None:
+            raise RuntimeError("IOLoop is not running")
+        self._loop.call_soon_threadsafe(fn, *args)
+
+    def add_cleanup(self, cleanup: Cleanup) -> None:
+        """Register `await cleanup()` to run on the loop at `stop`, after tasks are cancelled."""
+        self._cleanups.append(cleanup)
+
+    def stop(self, timeout: float = 5) -> None:
+        """Cancel pending tasks, run cleanups, stop the loop and join its thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if threading.current_thread() is thread:
+            raise RuntimeError("IOLoop.stop() called from its own thread")
+        self._closing = True
+        try:
+            self.run(self._shutdown(), timeout)
+        except Exception:
+            log.exception("I/O loop shutdown did not finish cleanly")
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout)
+        self._loop = self._thread = None
+        if not thread.is_alive():
+            loop.close()
+
+    def _run(self, ready: threading.Event) -> None:
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
+        self._loop.call_soon(ready.set)
+        self._loop.run_forever()
+
+    async def _shutdown(self) -> None:
+        await _cancel_all_but_me()
+        for cleanup in self._cleanups:
+            try:
+                await cleanup()
+            except Exception:
+                log.exception("I/O loop cleanup %r failed", cleanup)
+        await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+async def _cancel_all_but_me() -> None:
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,264 @@
+"""The router: one row's whole trip upstream, with retries, fallbacks and per-model limits.
+
+`Router.call` tries the row's model, retrying transient failures with backoff,
+then each of that model's fallbacks in order, and sums the trip up in a
+`RowOutcome`. How one reply is judged (success, transient, permanent) is the
+pure `classify`, tested on its own; time, sleeping and jitter are injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.outcome import Attempt, RowOutcome, Usage
+from daemon.domain.retry import is_transient_status, retry_delay
+from daemon.upstream.transport import Reply, Transport, TransportError
+
+RESERVED_KEY = "openrelay"  # Relay's own per-row options; never sent upstream
+MESSAGE_LIMIT = 200
+
+Kind = Literal["success", "transient", "permanent"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one upstream call came to."""
+
+    kind: Kind
+    status: int | None = None
+    response: dict[str, Any] | None = None
+    error: str | None = None  # the attempt's error text
+    what: str = ""  # a short phrase for the row's error summary: "503", "timeout"
+    code: str = "upstream_error"
+    retry_after: str | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How one model in the chain ended, for the row's error summary."""
+
+    alias: str
+    verdict: Verdict
+    tries: int
+
+
+def classify(reply: Reply, *, alias: str) -> Verdict:
+    """Judge one reply: 2xx with a JSON object succeeds; 408/409/429/5xx may pass on retry."""
+    if 200 <= reply.status <= 299:
+        return _classify_ok(reply, alias=alias)
+    message = upstream_message(reply.body)
+    what = f"{reply.status} {message}" if message else str(reply.status)
+    kind: Kind = "transient" if is_transient_status(reply.status) else "permanent"
+    retry_after = header(reply.headers, "Retry-After")
+    return Verdict(kind, status=reply.status, error=what, what=what, retry_after=retry_after)
+
+
+def classify_error(exc: TransportError) -> Verdict:
+    """No answer at all: always worth another try."""
+    what = "timeout" if exc.kind == "timeout" else "connection error"
+    return Verdict("transient", error=f"{exc.kind}: {exc}", what=what)
+
+
+def _classify_ok(reply: Reply, *, alias: str) -> Verdict:
+    body = _json_object(reply.body)
+    if body is not None:
+        return Verdict("success", status=reply.status, response=body)
+    what = f"answered {reply.status} with a body that is not a JSON object"
+    error = f"invalid_response: {alias} {what}"
+    return Verdict(
+        "permanent", status=reply.status, error=error, what=what, code="invalid_response"
+    )
+
+
+def upstream_message(body: bytes) -> str | None:
+    """The message of an `{"error": {"message": ...}}` (or `{"error": "..."}`) envelope."""
+    error = (_json_object(body) or {}).get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) or not message.strip():
+        return None
+    message = " ".join(message.split())
+    return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 1] + "…"
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by name, ignoring case, whatever mapping the transport used."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    wanted = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == wanted), None)
+
+
+def usage_of(response: Mapping[str, Any]) -> Usage:
+    usage = response.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+
+
+def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
+    """The request body as sent: the upstream's model name, without Relay's reserved key."""
+    sent = {k: v for k, v in body.items() if k != RESERVED_KEY}
+    sent["model"] = model.model
+    return json.dumps(sent).encode()
+
+
+def summarize(failures: Sequence[Failure]) -> str:
+    """One line for the row: `upstream_error: 503 from a after 3 attempts; fallback b: ...`."""
+    first, *rest = failures
+    parts = [_primary_phrase(first)] + [f"fallback {f.alias}: {_phrase(f)}" for f in rest]
+    return f"{first.verdict.code}: " + "; ".join(parts)
+
+
+def _primary_phrase(failure: Failure) -> str:
+    if failure.verdict.code == "invalid_response":
+        return f"{failure.alias} {failure.verdict.what}"
+    return f"{failure.verdict.what} from {failure.alias} {_tries(failure)}"
+
+
+def _phrase(failure: Failure) -> str:
+    return f"{failure.verdict.what} {_tries(failure)}"
+
+
+def _tries(failure: Failure) -> str:
+    if failure.tries == 1 and failure.verdict.kind == "permanent":
+        return "(not retried)"
+    return f"after {failure.tries} attempt{'s' if failure.tries > 1 else ''}"
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class Router:
+    """Sends rows to configured models by alias, with retries, fallbacks and limits."""
+
+    def __init__(
+        self,
+        models: Sequence[ModelConfig],
+        retry: RetryConfig,
+        *,
+        transport: Transport,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._models = {m.alias: m for m in models}
+        self._retry = retry
+        self._transport = transport
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._limits: dict[str, asyncio.Semaphore] = {}
+
+    async def call(self, alias: str, endpoint: str, body: Mapping[str, Any]) -> RowOutcome:
+        """Run one row's request to the end: an ok outcome or a failure summing up every try."""
+        if alias not in self._models:
+            return RowOutcome(
+                ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured"
+            )
+        attempts: list[Attempt] = []
+        failures: list[Failure] = []
+        for model in self._chain(alias):
+            verdict, tries = await self._try_model(model, endpoint, body, attempts)
+            if verdict.kind == "success":
+                return _succeeded(model, verdict, attempts)
+            failures.append(Failure(model.alias, verdict, tries))
+        return _failed(failures, attempts)
+
+    async def aclose(self) -> None:
+        close = getattr(self._transport, "close", None)
+        if close is not None:
+            await close()
+
+    def _chain(self, alias: str) -> Iterator[ModelConfig]:
+        """The model, then its own fallbacks in order; each alias once."""
+        seen: set[str] = set()
+        for name in (alias, *self._models[alias].fallbacks):
+            if name in self._models and name not in seen:
+                seen.add(name)
+                yield self._models[name]
+
+    async def _try_model(
+        self, model: ModelConfig, endpoint: str, body: Mapping[str, Any], attempts: list[Attempt]
+    ) -> tuple[Verdict, int]:
+        payload = payload_for(body, model)
+        for tries in range(1, self._retry.attempts + 1):
+            verdict = await self._attempt(model, endpoint, payload, attempts)
+            if verdict.kind != "transient" or tries == self._retry.attempts:
+                return verdict, tries
+            await self._sleep(self._delay(tries, verdict))
+        raise AssertionError("unreachable: retry.attempts is at least 1")
+
+    def _delay(self, tries: int, verdict: Verdict) -> float:
+        return retry_delay(
+            tries,
+            retry_after=verdict.retry_after,
+            policy=self._retry,
+            now=self._clock(),
+            rng=self._rng,
+        )
+
+    async def _attempt(
+        self, model: ModelConfig, endpoint: str, payload: bytes, attempts: list[Attempt]
+    ) -> Verdict:
+        """One upstream call, holding the model's slot only while it is on the wire."""
+        async with self._limit(model):
+            started = self._clock()
+            verdict = await self._send(model, endpoint, payload)
+            elapsed_ms = max(0, round((self._clock() - started) * 1000))
+        transient = verdict.kind == "transient"
+        attempts.append(
+            Attempt(model.alias, verdict.status, verdict.error, elapsed_ms, started, transient)
+        )
+        return verdict
+
+    async def _send(self, model: ModelConfig, endpoint: str, payload: bytes) -> Verdict:
+        try:
+            reply = await self._transport.send(model, endpoint, payload)
+        except TransportError as exc:
+            return classify_error(exc)
+        return classify(reply, alias=model.alias)
+
+    def _limit(self, model: ModelConfig) -> asyncio.Semaphore:
+        if model.alias not in self._limits:
+            self._limits[model.alias] = asyncio.Semaphore(model.max_concurrency)
+        return self._limits[model.alias]
+
+
+def _succeeded(model: ModelConfig, verdict: Verdict, attempts: list[Attempt]) -> RowOutcome:
+    response = verdict.response or {}
+    return RowOutcome(
+        ok=True,
+        response=response,
+        status_code=verdict.status,
+        model=model.alias,
+        attempts=tuple(attempts),
+        usage=usage_of(response),
+    )
+
+
+def _failed(failures: list[Failure], attempts: list[Attempt]) -> RowOutcome:
+    statuses = [a.status_code for a in attempts if a.status_code is not None]
+    return RowOutcome(
+        ok=False,
+        status_code=statuses[-1] if statuses else None,
+        model=failures[-1].alias,
+        error=summarize(failures),
+        dead_letter=any(f.verdict.kind == "transient" for f in failures),
+        attempts=tuple(attempts),
+    )

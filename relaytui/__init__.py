@@ -1,0 +1,1 @@
+"""relay: the operator's terminal UI and scripting CLI for relayd."""

@@ -1,0 +1,214 @@
+"""AiohttpTransport against a loopback aiohttp server, and the IOLoop thread it runs on."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from daemon.config import ModelConfig, RetryConfig
+from daemon.upstream.ioloop import IOLoop
+from daemon.upstream.transport import AiohttpTransport, TransportError, endpoint_url
+
+ENDPOINT = "/v1/chat/completions"
+PAYLOAD = b'{"model": "m", "messages": []}'
+
+
+class Upstream:
+    """A loopback server that echoes what it received; /slow waits, /reset drops the socket."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.app = web.Application()
+        self.app.router.add_post("/{tail:.*}", self.answer)
+
+    async def answer(self, request: web.Request) -> web.StreamResponse:
+        if request.path.endswith("/slow"):
+            await self.release.wait()
+        if request.path.endswith("/reset"):
+            assert request.transport is not None
+            request.transport.abort()  # drop the socket mid-request: no answer at all
+            return web.Response()
+        echo = {
+            "path": request.path,
+            "auth": request.headers.get("Authorization"),
+            "type": request.headers.get("Content-Type"),
+            "body": (await request.read()).decode(),
+        }
+        return web.json_response(echo, status=201, headers={"X-Upstream": "yes"})
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[tuple[Upstream, str]]:
+    fake = Upstream()
+    server = TestServer(fake.app, host="127.0.0.1")
+    await server.start_server()
+    yield fake, str(server.make_url("")).rstrip("/")
+    fake.release.set()
+    await server.close()
+
+
+@pytest.fixture
+async def transport() -> AsyncIterator[AiohttpTransport]:
+    transport = AiohttpTransport(RetryConfig(request_timeout_s=0.2), connection_limit=4)
+    yield transport
+    await transport.close()
+
+
+def make_model(base_url: str, **overrides: Any) -> ModelConfig:
+    return ModelConfig(**({"alias": "m", "base_url": base_url, "model": "m"} | overrides))
+
+
+@pytest.mark.parametrize(
+    ("base", "endpoint", "url"),
+    [
+        (
+            "https://api.openai.com/v1",
+            "/v1/chat/completions",
+            "https://api.openai.com/v1/chat/completions",
+        ),
+        ("http://127.0.0.1:9000/v1/", "/v1/embeddings", "http://127.0.0.1:9000/v1/embeddings"),
+        (
+            "http://127.0.0.1:9000",
+            "/v1/chat/completions",
+            "http://127.0.0.1:9000/v1/chat/completions",
+        ),
+        ("http://host/openai", "/v1/completions", "http://host/openai/v1/completions"),
+        ("http://host/v1", "/v1beta/models", "http://host/v1/v1beta/models"),
+    ],
+)
+def test_endpoint_url(base: str, endpoint: str, url: str) -> None:
+    assert endpoint_url(base, endpoint) == url
+
+
+@pytest.mark.parametrize("suffix", ["/v1", ""])
+async def test_posts_json_to_the_joined_url(
+    upstream: tuple[Upstream, str], transport: AiohttpTransport, suffix: str
+) -> None:
+    _, base = upstream
+    reply = await transport.send(make_model(base + suffix), ENDPOINT, PAYLOAD)
+    echo = json.loads(reply.body)
+    assert reply.status == 201 and reply.headers["x-upstream"] == "yes"
+    assert echo["path"] == "/v1/chat/completions"
+    assert echo["type"] == "application/json" and echo["body"] == PAYLOAD.decode()
+
+
+async def test_bearer_token_only_with_a_key(
+    upstream: tuple[Upstream, str], transport: AiohttpTransport
+) -> None:
+    _, base = upstream
+    with_key = await transport.send(make_model(base + "/v1", api_key="sk-test"), ENDPOINT, PAYLOAD)
+    without = await transport.send(make_model(base + "/v1"), ENDPOINT, PAYLOAD)
+    assert b'"auth": "Bearer sk-test"' in with_key.body
+    assert b'"auth": null' in without.body
+
+
+async def test_reset_connection_is_a_connection_error(
+    upstream: tuple[Upstream, str], transport: AiohttpTransport
+) -> None:
+    _, base = upstream
+    with pytest.raises(TransportError) as caught:
+        await transport.send(make_model(base + "/v1"), "/v1/reset", PAYLOAD)
+    assert caught.value.kind == "connection" and "/v1/reset" in str(caught.value)
+
+
+async def test_refused_connection_is_a_connection_error(transport: AiohttpTransport) -> None:
+    with pytest.raises(TransportError) as caught:
+        await transport.send(make_model("http://127.0.0.1:1/v1"), ENDPOINT, PAYLOAD)
+    assert caught.value.kind == "connection"
+
+
+async def test_slow_answer_is_a_timeout(
+    upstream: tuple[Upstream, str], transport: AiohttpTransport
+) -> None:
+    _, base = upstream
+    with pytest.raises(TransportError) as caught:
+        await transport.send(make_model(base + "/v1"), "/v1/slow", PAYLOAD)
+    assert caught.value.kind == "timeout"
+
+
+async def test_session_is_reused_and_reopened_after_close(
+    upstream: tuple[Upstream, str], transport: AiohttpTransport
+) -> None:
+    _, base = upstream
+    await transport.send(make_model(base), ENDPOINT, PAYLOAD)
+    first = transport._session
+    await transport.send(make_model(base), ENDPOINT, PAYLOAD)
+    assert transport._session is first
+    await transport.close()
+    assert (await transport.send(make_model(base), ENDPOINT, PAYLOAD)).status == 201
+
+
+# IOLoop
+
+
+@pytest.fixture
+def io_loop() -> Any:
+    loop = IOLoop()
+    loop.start()
+    yield loop
+    loop.stop()
+
+
+def test_io_loop_runs_coroutines_on_its_named_daemon_thread(io_loop: IOLoop) -> None:
+    async def where() -> tuple[str, bool]:
+        thread = threading.current_thread()
+        return thread.name, thread.daemon
+
+    assert io_loop.run(where(), timeout=5) == ("relay-io", True)
+    future = io_loop.submit(asyncio.sleep(0, result=42))
+    assert isinstance(future, concurrent.futures.Future) and future.result(5) == 42
+
+
+def test_io_loop_call_soon(io_loop: IOLoop) -> None:
+    seen: list[str] = []
+    done = threading.Event()
+    io_loop.call_soon(lambda: (seen.append(threading.current_thread().name), done.set()))
+    assert done.wait(5) and seen == ["relay-io"]
+
+
+def test_io_loop_run_timeout_cancels(io_loop: IOLoop) -> None:
+    with pytest.raises(TimeoutError):
+        io_loop.run(asyncio.Event().wait(), timeout=0.05)
+
+
+def test_io_loop_stop_cancels_pending_work_and_runs_cleanups() -> None:
+    loop = IOLoop()
+    loop.start()
+    cleaned: list[str] = []
+
+    async def cleanup() -> None:
+        cleaned.append(threading.current_thread().name)
+
+    loop.add_cleanup(cleanup)
+    pending = loop.submit(asyncio.Event().wait())
+    assert not loop.closing
+    loop.stop(timeout=5)
+    assert pending.cancelled() and loop.closing
+    assert cleaned == ["relay-io"]
+    assert not loop.running
+    with pytest.raises(RuntimeError):
+        loop.submit(asyncio.sleep(0))
+    loop.stop()  # a second stop is harmless
+
+
+def test_io_loop_closes_a_transport_on_stop() -> None:
+    loop = IOLoop()
+    loop.start()
+    transport = AiohttpTransport(RetryConfig())
+    loop.add_cleanup(transport.close)
+    loop.run(_open_session(transport), timeout=5)
+    session = transport._session
+    loop.stop()
+    assert session is not None and session.closed
+
+
+async def _open_session(transport: AiohttpTransport) -> None:
+    transport._open()
