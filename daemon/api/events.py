@@ -27,7 +27,7 @@ class Event:
         return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data)}\n\n".encode()
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: it lives in a set
 class Subscription:
     workspace_id: int
     queue: asyncio.Queue[Event] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))

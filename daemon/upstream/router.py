@@ -36,6 +36,7 @@ class Verdict:
     response: dict[str, Any] | None = None
     error: str | None = None  # the attempt's error text
     what: str = ""  # a short phrase for the row's error summary: "503", "timeout"
+    detail: str | None = None  # the upstream's own message, when it sent one
     code: str = "upstream_error"
     retry_after: str | None = None
 
@@ -54,10 +55,11 @@ def classify(reply: Reply, *, alias: str) -> Verdict:
     if 200 <= reply.status <= 299:
         return _classify_ok(reply, alias=alias)
     message = upstream_message(reply.body)
-    what = f"{reply.status} {message}" if message else str(reply.status)
+    error = f"{reply.status} {message}" if message else str(reply.status)
     kind: Kind = "transient" if is_transient_status(reply.status) else "permanent"
     retry_after = header(reply.headers, "Retry-After")
-    return Verdict(kind, status=reply.status, error=what, what=what, retry_after=retry_after)
+    return Verdict(kind, status=reply.status, error=error, what=str(reply.status),
+                   detail=message, retry_after=retry_after)
 
 
 def classify_error(exc: TransportError) -> Verdict:
@@ -119,17 +121,20 @@ def summarize(failures: Sequence[Failure]) -> str:
 def _primary_phrase(failure: Failure) -> str:
     if failure.verdict.code == "invalid_response":
         return f"{failure.alias} {failure.verdict.what}"
-    return f"{failure.verdict.what} from {failure.alias} {_tries(failure)}"
+    return f"{failure.verdict.what} from {failure.alias}{_tries(failure)}"
 
 
 def _phrase(failure: Failure) -> str:
-    return f"{failure.verdict.what} {_tries(failure)}"
+    return f"{failure.verdict.what}{_tries(failure)}"
 
 
 def _tries(failure: Failure) -> str:
+    """` after 3 attempts (upstream said: …)` or ` (not retried; upstream said: …)`."""
+    said = f"upstream said: {failure.verdict.detail}" if failure.verdict.detail else ""
     if failure.tries == 1 and failure.verdict.kind == "permanent":
-        return "(not retried)"
-    return f"after {failure.tries} attempt{'s' if failure.tries > 1 else ''}"
+        return f" (not retried; {said})" if said else " (not retried)"
+    tries = f" after {failure.tries} attempt{'s' if failure.tries > 1 else ''}"
+    return f"{tries} ({said})" if said else tries
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

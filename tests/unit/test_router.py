@@ -247,7 +247,7 @@ async def test_transient_then_permanent_fallback_is_still_dead_lettered() -> Non
     assert outcome.dead_letter and outcome.status_code == 400
     assert outcome.error == (
         "upstream_error: 503 from main after 3 attempts; "
-        "fallback backup: 400 invalid model (not retried)"
+        "fallback backup: 400 (not retried; upstream said: invalid model)"
     )
 
 
@@ -261,7 +261,7 @@ async def test_all_permanent_is_not_dead_lettered() -> None:
     outcome = await router.call("main", ENDPOINT, BODY)
     assert not outcome.ok and not outcome.dead_letter
     assert outcome.error == (
-        "upstream_error: 401 bad key from main (not retried); "
+        "upstream_error: 401 from main (not retried; upstream said: bad key); "
         "fallback backup: 400 (not retried); fallback last: 404 (not retried)"
     )
     assert delays == []

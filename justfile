@@ -1,0 +1,29 @@
+# Relay's everyday commands. `just --list` shows them.
+set shell := ["bash", "-cu"]
+
+# Tools installed into the project's venv come first.
+export PATH := justfile_directory() + "/.venv/bin:" + env_var("PATH")
+
+default:
+    @just --list
+
+# Simulator + relayd + the sample batches, with live progress (all SIMULATED).
+demo:
+    python -m relaytui.demo
+
+# The whole test suite (unit, store, actors, api, end-to-end).
+test *ARGS:
+    python -m pytest -q {{ARGS}}
+
+# Run the daemon (default: the demo config, pointing at the simulator).
+serve config="sample_data/demo.toml":
+    relayd serve --config {{config}}
+
+# Run the simulated OpenAI-compatible upstream.
+simulate port="9900" *ARGS:
+    relayd simulate --port {{port}} {{ARGS}}
+
+# Lint and format check.
+lint:
+    ruff check daemon relaytui tests
+    ruff format --check daemon relaytui tests
