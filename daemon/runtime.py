@@ -95,7 +95,7 @@ class Daemon:
         self.scheduler = Scheduler.start(
             repo=self.repo, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
-            clock=self.clock).proxy()
+            clock=self.clock, models=self.models).proxy()
         self.ticker = Ticker([self.scheduler.tick, self.notifier.tick],
                              interval=self.tick_interval, clock=self.clock)
         self.ticker.start()

@@ -8,14 +8,14 @@ their runs on `tick(now)`, which a small timer calls; tests call it by hand.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import pykka
 
 from daemon.actors.contained import contained
 from daemon.domain import cron, ids
-from daemon.domain.jobs import CANCELLING, QUEUED, RUNNING, Job
+from daemon.domain.jobs import CANCELLING, FAILED, QUEUED, RELAY, RUNNING, Job
 from daemon.store.repo import Repo
 
 log = logging.getLogger("relay.scheduler")
@@ -32,8 +32,10 @@ class Scheduler(pykka.ThreadingActor):
         start_supervisor: SupervisorFactory,
         notifier: Any,
         clock: Callable[[], float],
+        models: Collection[str] = (),
     ) -> None:
         super().__init__()
+        self.models = frozenset(models)
         self.repo = repo
         self.slots = slots
         self.start_supervisor = start_supervisor
@@ -106,10 +108,21 @@ class Scheduler(pykka.ThreadingActor):
             return
         now = self.clock()
         for job in self.repo.queued_jobs(free):
+            if job.dialect == RELAY and job.model not in self.models:
+                self._fail(job, f"model '{job.model}' is no longer configured", now=now)
+                continue
             started = self.repo.transition(job.seq, source={QUEUED}, target=RUNNING, now=now,
                                            started_at=job.started_at or now)
             if started is not None:
                 self.running[started.seq] = self.start_supervisor(started, self._me)
+                self.notifier.job_changed(started.seq)
+
+    def _fail(self, job: Job, error: str, *, now: float) -> None:
+        """The job cannot run at all: it fails as a whole, its rows untouched."""
+        failed = self.repo.transition(job.seq, source={QUEUED}, target=FAILED, now=now,
+                                      finished_at=now, error=error)
+        if failed is not None:
+            self.notifier.job_ended(failed)
 
     def _revive(self, seq: int) -> None:
         """A supervisor died (a bug): put its job back in the queue to run again."""

@@ -121,6 +121,7 @@ class RowDraft:
     body: dict[str, Any]
     model: str | None = None  # per-row alias (OpenAI dialect); None means the job's model
     error: str | None = None  # a row refused at validation is stored already failed
+    error_code: str | None = None
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,9 @@ class RowModel(BaseModel):
     response = TextField(null=True)  # JSON
     status_code = IntegerField(null=True)
     error = TextField(null=True)
+    error_code = TextField(null=True)
     dead_letter = BooleanField(default=False)
+    cost_nano_usd = IntegerField(default=0)
     answered_by = TextField(null=True)
     prompt_tokens = IntegerField(default=0)
     completion_tokens = IntegerField(default=0)
@@ -130,4 +132,23 @@ class AttemptModel(BaseModel):
         table_name = "attempt"
 
 
-TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel]
+class FileModel(BaseModel):
+    """An uploaded input file or a written result file; the bytes live under data_dir."""
+
+    seq = AutoField()
+    id = TextField(unique=True)
+    workspace = ForeignKeyField(Workspace, backref="files", on_delete="CASCADE")
+    filename = TextField()
+    purpose = TextField()
+    bytes = IntegerField(default=0)
+    status = TextField(default="uploaded")
+    path = TextField()
+    created_at = FloatField()
+    deleted_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "file"
+        indexes = ((("workspace", "seq"), False),)
+
+
+TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, FileModel]

@@ -156,14 +156,16 @@ class Repo:
 
     def _insert_rows(self, job_seq: int, rows: Sequence[RowDraft], *, now: float) -> None:
         sql = ('INSERT INTO "row" (job_id, position, custom_id, model, body, status, error, '
-               "finished_at, attempts, dead_letter, prompt_tokens, completion_tokens) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)")
+               "error_code, finished_at, attempts, dead_letter, prompt_tokens, "
+               "completion_tokens, cost_nano_usd) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0)")
         cursor = self.db.cursor()
         for start in range(0, len(rows), INSERT_CHUNK):
             chunk = rows[start:start + INSERT_CHUNK]
             cursor.executemany(sql, [
                 (job_seq, start + i + 1, r.custom_id, r.model, json.dumps(r.body),
-                 ROW_FAILED if r.error else ROW_PENDING, r.error, now if r.error else None)
+                 ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
+                 now if r.error else None)
                 for i, r in enumerate(chunk)
             ])
 
@@ -287,8 +289,8 @@ class Repo:
             )), total=template.total, stamps=json.dumps({QUEUED: now}))
             self.db.execute_sql(
                 'INSERT INTO "row" (job_id, position, custom_id, model, body, status, '
-                "attempts, dead_letter, prompt_tokens, completion_tokens) "
-                "SELECT ?, position, custom_id, model, body, ?, 0, 0, 0, 0 "
+                "attempts, dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
+                "SELECT ?, position, custom_id, model, body, ?, 0, 0, 0, 0, 0 "
                 'FROM "row" WHERE job_id = ? ORDER BY position',
                 (run.seq, ROW_PENDING, template.seq))
         return _job(run)
