@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pykka
@@ -17,7 +18,7 @@ from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
 from daemon.domain.jobs import COMPLETED, RUNNING, Job
 from daemon.domain.outcome import RowOutcome
-from daemon.domain.pricing import cost_nano_usd
+from daemon.domain.pricing import batch_discount, cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.store.repo import Repo
 from daemon.upstream.ioloop import IOLoop
@@ -73,7 +74,7 @@ class JobSupervisor(pykka.ThreadingActor):
     @contained
     def row_done(self, worker: int, row_id: int, outcome: RowOutcome) -> None:
         self.idle.append(worker)
-        self.run.record(row_id, outcome)
+        self.run.record(row_id, replace(outcome, cost_nano_usd=self._cost(outcome)))
         self._pump()
 
     @contained
@@ -112,8 +113,7 @@ class JobSupervisor(pykka.ThreadingActor):
             return
         outcomes = self.run.take_flush(now)
         try:
-            self.repo.save_outcomes(self.job.seq, outcomes, now=now,
-                                    cost_nano_usd=sum(self._cost(o) for _, o in outcomes))
+            self.repo.save_outcomes(self.job.seq, outcomes, now=now)
         except Exception:
             log.exception("job %s: storing %d outcomes failed; will retry", self.job.id,
                           len(outcomes))
@@ -126,7 +126,8 @@ class JobSupervisor(pykka.ThreadingActor):
         if model is None:
             return 0
         return cost_nano_usd(outcome.usage, input_usd_per_mtok=model.input_usd_per_mtok,
-                             output_usd_per_mtok=model.output_usd_per_mtok)
+                             output_usd_per_mtok=model.output_usd_per_mtok,
+                             discount=batch_discount(self.job))
 
     def _finish(self, now: float) -> None:
         job = None

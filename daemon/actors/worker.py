@@ -51,4 +51,5 @@ class RowWorker(pykka.ThreadingActor):
 
 
 def _internal_error(exc: BaseException) -> RowOutcome:
-    return RowOutcome(ok=False, error=f"internal_error: {type(exc).__name__}: {exc}")
+    return RowOutcome(ok=False, error=f"internal_error: {type(exc).__name__}: {exc}",
+                      error_code="internal_error")

@@ -37,6 +37,9 @@ class RowOutcome:
     status_code: int | None = None  # the final upstream status, None if none answered
     model: str | None = None  # the alias that answered (or was last tried)
     error: str | None = None  # the row's error message when not ok
+    error_code: str | None = None  # machine-readable: upstream_error, invalid_response, …
+    error_body: dict[str, Any] | None = None  # the last upstream error body, when JSON
     dead_letter: bool = False  # failed, transiently, after every retry and fallback
     attempts: tuple[Attempt, ...] = field(default_factory=tuple)
     usage: Usage = field(default_factory=Usage)
+    cost_nano_usd: int = 0  # the row's price, set by the supervisor from the model's pricing

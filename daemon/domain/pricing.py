@@ -1,16 +1,25 @@
-"""Token pricing: usage in, nano-USD out, exact in integers."""
+"""Token pricing: usage in, nano-USD out, exact (decimal arithmetic, one rounding)."""
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from daemon.domain.jobs import OPENAI, Job
 from daemon.domain.outcome import Usage
 
-NANO_PER_USD = 1_000_000_000
-TOKENS_PER_MTOK = 1_000_000
+NANO_PER_USD_PER_MTOK = Decimal(1000)  # 1 USD per million tokens = 1,000 nano-USD per token
+STANDARD_DISCOUNT = Decimal("0.5")  # OpenAI-dialect standard batches: half the online price
 
 
 def cost_nano_usd(usage: Usage, *, input_usd_per_mtok: float, output_usd_per_mtok: float,
-                  discount: float = 0.0) -> int:
-    """The price of one call. `discount` is the batch discount (0.5 = half price)."""
-    usd = (usage.prompt_tokens * input_usd_per_mtok
-           + usage.completion_tokens * output_usd_per_mtok) / TOKENS_PER_MTOK
-    return round(usd * NANO_PER_USD * (1.0 - discount))
+                  discount: Decimal | float = 0) -> int:
+    """The price of one row. Prices go through `str` so 0.15 is exactly 0.15."""
+    nano = (Decimal(str(input_usd_per_mtok)) * usage.prompt_tokens
+            + Decimal(str(output_usd_per_mtok)) * usage.completion_tokens)
+    nano *= NANO_PER_USD_PER_MTOK * (1 - Decimal(str(discount)))
+    return int(nano.to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+def batch_discount(job: Job) -> Decimal:
+    """Standard OpenAI-dialect batches get the batch rate; expedited pay the online one."""
+    return STANDARD_DISCOUNT if job.dialect == OPENAI and job.tier == "standard" else Decimal(0)

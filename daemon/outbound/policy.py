@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from daemon.domain.errors import InvalidRequest
 
@@ -27,7 +27,7 @@ def check_url(url: str, *, param: str, allow_private: bool,
               resolve: Resolver = system_resolver) -> None:
     """Raise `InvalidRequest` naming `param` unless `url` is an allowed target."""
     parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
+    if parts.scheme not in ("https", "http") or not parts.hostname or not _port_ok(parts):
         raise InvalidRequest(f"'{param}' must be an absolute https:// URL; got {url!r}.",
                              param=param, code="invalid_url")
     if allow_private:
@@ -40,6 +40,14 @@ def check_url(url: str, *, param: str, allow_private: bool,
                 f"'{param}' points at a non-public address ({address}); loopback, private, "
                 "link-local, multicast and reserved targets are refused.",
                 param=param, code="forbidden_target")
+
+
+def _port_ok(parts: SplitResult) -> bool:
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not 0–65535
+    except ValueError:
+        return False
+    return True
 
 
 def is_public(address: str) -> bool:

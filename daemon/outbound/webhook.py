@@ -64,7 +64,7 @@ def deliver(
         with httpx.Client(timeout=TIMEOUT_S, follow_redirects=False,
                           transport=transport) as client:
             reply = client.post(job.webhook_url, content=body, headers=headers)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
         return {**outcome, "status_code": None, "error": f"{type(exc).__name__}: {exc}"}
     ok = 200 <= reply.status_code < 300
     return {**outcome, "status_code": reply.status_code,

@@ -127,9 +127,13 @@ class Repo:
     def revoke_key(self, prefix: str, *, now: float) -> int:
         """Revoke every live key starting with `prefix`; returns how many."""
         with self.db.atomic("IMMEDIATE"):
+            if len(prefix) < 6:
+                return 0
+            wanted = prefix[:10]  # keys are case-sensitive; LIKE is not, substr is
             return (ApiKey.update(revoked_at=now)
-                    .where(ApiKey.prefix.startswith(prefix[:10]), ApiKey.revoked_at.is_null())
-                    .execute()) if len(prefix) >= 6 else 0
+                    .where(fn.substr(ApiKey.prefix, 1, len(wanted)) == wanted,
+                           ApiKey.revoked_at.is_null())
+                    .execute())
 
     def authenticate(self, plain: str) -> WorkspaceRecord | None:
         digest = hash_key(plain)
@@ -346,22 +350,20 @@ class Repo:
                 for r in query]
 
     def save_outcomes(
-        self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float,
-        cost_nano_usd: int = 0,
+        self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float
     ) -> Flushed:
-        """Store a group of row outcomes and bump the job's counters, in one transaction."""
+        """Store a group of row outcomes and bump the job's counters, in one transaction.
+        A row whose outcome is already stored is skipped whole (counters, tokens, cost,
+        attempts), so the job's totals always equal what its rows say."""
         if not outcomes:
             return Flushed(0, 0, 0)
-        done = [(rid, o) for rid, o in outcomes]
-        completed = sum(1 for _, o in done if o.ok)
-        dead = sum(1 for _, o in done if not o.ok and o.dead_letter)
-        flushed = Flushed(completed, len(done) - completed, dead)
         with self.db.atomic("IMMEDIATE"):
-            updated = self._update_rows(done, now=now)
+            done = self._still_pending(outcomes)
+            completed = sum(1 for _, o in done if o.ok)
+            flushed = Flushed(completed, len(done) - completed,
+                              sum(1 for _, o in done if not o.ok and o.dead_letter))
+            self._update_rows(done, now=now)
             self._insert_attempts(done)
-            if updated != len(done):  # a row was not pending: trust the row table
-                self._recount(job_seq)
-                return flushed
             JobModel.update(
                 completed=JobModel.completed + flushed.completed,
                 failed=JobModel.failed + flushed.failed,
@@ -369,29 +371,34 @@ class Repo:
                 input_tokens=JobModel.input_tokens + sum(o.usage.prompt_tokens for _, o in done),
                 output_tokens=JobModel.output_tokens
                 + sum(o.usage.completion_tokens for _, o in done),
-                cost_nano_usd=JobModel.cost_nano_usd + cost_nano_usd,
+                cost_nano_usd=JobModel.cost_nano_usd + sum(o.cost_nano_usd for _, o in done),
             ).where(JobModel.seq == job_seq).execute()
         return flushed
 
-    def _recount(self, job_seq: int) -> None:
-        counts = self.row_counts(job_seq)
-        JobModel.update(completed=counts["completed"], failed=counts["failed"],
-                        dead_letter=counts["dead_letter"]).where(
-            JobModel.seq == job_seq).execute()
+    def _still_pending(
+        self, outcomes: Sequence[tuple[int, RowOutcome]]
+    ) -> list[tuple[int, RowOutcome]]:
+        ids = list(dict(outcomes))
+        pending = {r.id for r in RowModel.select(RowModel.id)
+                   .where(RowModel.id.in_(ids), RowModel.status == ROW_PENDING)}
+        first: dict[int, RowOutcome] = {}
+        for rid, outcome in outcomes:
+            if rid in pending:
+                first.setdefault(rid, outcome)
+        return list(first.items())
 
-    def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> int:
+    def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> None:
         sql = ('UPDATE "row" SET status = ?, attempts = ?, response = ?, status_code = ?, '
-               "error = ?, dead_letter = ?, answered_by = ?, prompt_tokens = ?, "
-               "completion_tokens = ?, finished_at = ? WHERE id = ? AND status = ?")
-        cursor = self.db.cursor()
-        cursor.executemany(sql, [
+               "error = ?, error_code = ?, dead_letter = ?, answered_by = ?, "
+               "prompt_tokens = ?, completion_tokens = ?, cost_nano_usd = ?, finished_at = ? "
+               "WHERE id = ? AND status = ?")
+        self.db.cursor().executemany(sql, [
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
-             json.dumps(o.response) if o.response is not None else None, o.status_code,
-             o.error, int(o.dead_letter), o.model, o.usage.prompt_tokens,
-             o.usage.completion_tokens, now, rid, ROW_PENDING)
+             _dumps(o.response if o.ok else o.error_body), o.status_code,
+             o.error, o.error_code, int(o.dead_letter), o.model, o.usage.prompt_tokens,
+             o.usage.completion_tokens, o.cost_nano_usd, now, rid, ROW_PENDING)
             for rid, o in done
         ])
-        return cursor.rowcount
 
     def _insert_attempts(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         sql = ("INSERT INTO attempt (row_id, model, status_code, error, duration_ms, "
@@ -404,6 +411,9 @@ class Repo:
     def end_cancelled(self, seq: int, *, now: float) -> Job | None:
         """End a cancelled job in one transaction: rows never run fail as `canceled`."""
         with self.db.atomic("IMMEDIATE"):
+            current = JobModel.get_or_none(JobModel.seq == seq)
+            if current is None or current.status not in CANCELLABLE:
+                return None
             n = (RowModel.update(status=ROW_FAILED, error="canceled", finished_at=now)
                  .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
             JobModel.update(failed=JobModel.failed + n).where(JobModel.seq == seq).execute()
@@ -463,6 +473,10 @@ def _draft_fields(d: JobDraft) -> dict[str, Any]:
         "metadata": json.dumps(d.metadata) if d.metadata is not None else None,
         "input_file_id": d.input_file_id,
     }
+
+
+def _dumps(value: Any) -> str | None:
+    return json.dumps(value) if value is not None else None
 
 
 def _loads(text: str | None) -> Any:

@@ -59,7 +59,7 @@ def classify(reply: Reply, *, alias: str) -> Verdict:
     kind: Kind = "transient" if is_transient_status(reply.status) else "permanent"
     retry_after = header(reply.headers, "Retry-After")
     return Verdict(kind, status=reply.status, error=error, what=str(reply.status),
-                   detail=message, retry_after=retry_after)
+                   detail=message, retry_after=retry_after, response=_json_object(reply.body))
 
 
 def classify_error(exc: TransportError) -> Verdict:
@@ -174,7 +174,8 @@ class Router:
         """Run one row's request to the end: an ok outcome or a failure summing up every try."""
         if alias not in self._models:
             return RowOutcome(
-                ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured"
+                ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured",
+                error_code="model_not_found",
             )
         attempts: list[Attempt] = []
         failures: list[Failure] = []
@@ -264,6 +265,8 @@ def _failed(failures: list[Failure], attempts: list[Attempt]) -> RowOutcome:
         status_code=statuses[-1] if statuses else None,
         model=failures[-1].alias,
         error=summarize(failures),
+        error_code=failures[0].verdict.code,
+        error_body=failures[-1].verdict.response,
         dead_letter=any(f.verdict.kind == "transient" for f in failures),
         attempts=tuple(attempts),
     )

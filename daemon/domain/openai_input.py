@@ -1,0 +1,259 @@
+"""The OpenAI Batch dialect's input (seed 002): the create body and the JSONL records.
+
+Two kinds of problem, as OpenAI has them:
+- file-level (`FileError`): the batch fails as a whole with an `errors` list;
+- record-level: that record alone fails (stored already failed, with its code).
+
+`parse_records` is the one JSONL parser for OpenAI records: the validator, the
+Relay-dialect upload path and the CLI all use it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.domain.errors import InvalidRequest
+from daemon.domain.jobs import RowDraft
+
+ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+MAX_RECORDS = 50_000
+MAX_METADATA = 16
+MAX_ERRORS = 100  # file-level errors reported before giving up
+RESERVED = "openrelay"
+_CREATE_KEYS = frozenset({"completion_window", "endpoint", "input_file_id", "metadata",
+                          "model", "priority", "requests"})
+_RECORD_KEYS = frozenset({"custom_id", "method", "url", "body"})
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    endpoint: str
+    input_file_id: str | None
+    requests: list[Any] | None
+    metadata: dict[str, str] | None
+    model_hint: str | None
+    tier: str
+
+
+@dataclass(frozen=True)
+class FileError:
+    code: str
+    message: str
+    line: int | None = None
+    param: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "line": self.line, "message": self.message,
+                "param": self.param}
+
+
+@dataclass
+class ParsedRecords:
+    rows: list[RowDraft] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def model(self) -> str | None:
+        """The batch's model, settled from the first record that names one."""
+        return next((r.model for r in self.rows if r.model), None)
+
+
+def parse_create(body: Any) -> CreateRequest:
+    """Validate an OpenAI-dialect create body; raise `InvalidRequest` naming the field."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for key in body:
+        if key not in _CREATE_KEYS:
+            raise InvalidRequest(f"Unknown parameter: '{key}'.", param=key,
+                                 code="unknown_parameter")
+    _one_of(body, "endpoint", ENDPOINTS, required=True)
+    _one_of(body, "completion_window", ("24h",), required=True)
+    tier = _one_of(body, "priority", ("standard", "expedited"), required=False) or "standard"
+    return CreateRequest(
+        endpoint=body["endpoint"],
+        input_file_id=_input_source(body),
+        requests=body.get("requests"),
+        metadata=_metadata(body.get("metadata")),
+        model_hint=_optional_string(body, "model"),
+        tier=tier,
+    )
+
+
+def _one_of(body: dict[str, Any], key: str, allowed: tuple[str, ...], *,
+            required: bool) -> str | None:
+    value = body.get(key)
+    if value is None and not required:
+        return None
+    if value not in allowed:
+        shown = "missing" if value is None else repr(value)
+        raise InvalidRequest(f"'{key}' must be one of {', '.join(allowed)}; got {shown}.",
+                             param=key)
+    return str(value)
+
+
+def _input_source(body: dict[str, Any]) -> str | None:
+    file_id, requests = body.get("input_file_id"), body.get("requests")
+    if (file_id is None) == (requests is None):
+        raise InvalidRequest("Provide exactly one of 'input_file_id' and 'requests'.",
+                             param="input_file_id" if file_id is not None else "requests")
+    if file_id is not None and (not isinstance(file_id, str) or not file_id):
+        raise InvalidRequest("'input_file_id' must be a file id string.",
+                             param="input_file_id")
+    if requests is not None:
+        if not isinstance(requests, list) or not requests:
+            raise InvalidRequest("'requests' must be a non-empty array of request records.",
+                                 param="requests")
+        if len(requests) > MAX_RECORDS:
+            raise InvalidRequest(f"'requests' has {len(requests)} records; at most "
+                                 f"{MAX_RECORDS} are allowed.", param="requests")
+    return file_id
+
+
+def _metadata(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidRequest("'metadata' must be an object of string pairs.", param="metadata")
+    if len(value) > MAX_METADATA:
+        raise InvalidRequest(f"'metadata' has {len(value)} pairs; at most {MAX_METADATA}.",
+                             param="metadata")
+    for k, v in value.items():
+        if len(k) > 64:
+            raise InvalidRequest(f"metadata key {k[:20]!r}… is over 64 characters.",
+                                 param=f"metadata.{k[:64]}")
+        if not isinstance(v, str) or len(v) > 512:
+            raise InvalidRequest(f"metadata value for {k!r} must be a string of at most 512 "
+                                 "characters.", param=f"metadata.{k}")
+    return value
+
+
+def _optional_string(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidRequest(f"'{key}' must be a string.", param=key)
+    return value
+
+
+# -- records -------------------------------------------------------------------
+
+
+def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
+                  models: Collection[str]) -> ParsedRecords:
+    """Records from `(line number, raw)` pairs, where raw is a JSONL line (bytes or
+    str) or an already-decoded inline record."""
+    parsed = ParsedRecords()
+    seen: dict[str, int] = {}
+    for number, raw in lines:
+        if len(parsed.errors) >= MAX_ERRORS:
+            break
+        record = _decode(number, raw, parsed)
+        if record is None:
+            continue
+        row = _record(number, record, endpoint=endpoint, models=models, parsed=parsed)
+        if row is None:
+            continue
+        if row.custom_id in seen:
+            parsed.errors.append(FileError(
+                "duplicate_custom_id", f"custom_id {row.custom_id!r} is used again (first on "
+                f"line {seen[row.custom_id]}).", number, "custom_id"))
+            continue
+        seen[row.custom_id] = number
+        parsed.rows.append(row)
+    _check_size(parsed)
+    return parsed
+
+
+def jsonl_lines(data: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
+    """Numbered non-blank lines of a JSONL byte stream (a file object works)."""
+    for number, line in enumerate(data, start=1):
+        if line.strip():
+            yield number, line
+
+
+def _decode(number: int, raw: Any, parsed: ParsedRecords) -> Any:
+    if not isinstance(raw, bytes | str):
+        return raw
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        reason = "is not valid UTF-8"
+    except (ValueError, RecursionError) as exc:
+        reason = f"is not valid JSON ({getattr(exc, 'msg', exc)})"
+    parsed.errors.append(FileError("invalid_json_line", f"Line {number} {reason}.", number))
+    return None
+
+
+def _record(number: int, record: Any, *, endpoint: str, models: Collection[str],
+            parsed: ParsedRecords) -> RowDraft | None:
+    problem = _shape_problem(record, endpoint)
+    if problem is not None:
+        code, message, param = problem
+        parsed.errors.append(FileError(code, f"Line {number}: {message}", number, param))
+        return None
+    body = record["body"]
+    custom_id = record["custom_id"]
+    failure = record_failure(body, models=models)
+    model = body.get("model") if isinstance(body, dict) else None
+    if failure is not None:
+        code, message = failure
+        return RowDraft(custom_id=custom_id, body=body if isinstance(body, dict) else {},
+                        model=model if isinstance(model, str) else None, error=message,
+                        error_code=code)
+    return RowDraft(custom_id=custom_id, body=body, model=model)
+
+
+def _shape_problem(record: Any, endpoint: str) -> tuple[str, str, str | None] | None:
+    """File-level: not a `{custom_id, method: POST, url, body}` record for this endpoint."""
+    if not isinstance(record, dict):
+        return "invalid_request", "a record must be a JSON object.", None
+    for key in _RECORD_KEYS:
+        if key not in record:
+            return "invalid_request", f"the record has no '{key}'.", key
+    extra = sorted(set(record) - _RECORD_KEYS)
+    if extra:
+        return "invalid_request", f"unknown record field '{extra[0]}'.", extra[0]
+    custom_id = record["custom_id"]
+    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > 512:
+        return "invalid_request", "'custom_id' must be a non-empty string.", "custom_id"
+    if record["method"] != "POST":
+        return "invalid_request", "'method' must be POST.", "method"
+    if record["url"] != endpoint:
+        return ("url_mismatch", f"the record's url {record['url']!r} does not match the "
+                f"batch's endpoint {endpoint!r}.", "url")
+    return None
+
+
+def record_failure(body: Any, *, models: Collection[str]) -> tuple[str, str] | None:
+    """Record-level refusals: this record fails; the rest of the batch runs."""
+    if not isinstance(body, dict):
+        return "invalid_body", "The record's body must be a JSON object."
+    if body.get("stream") is True:
+        return "stream_unsupported", "Streaming is not supported in batches (\"stream\": true)."
+    if "tool_config" in body:
+        return ("tool_config_moved", "A top-level 'tool_config' is the retired spelling; "
+                "move it to body.openrelay.tool_config.")
+    extensions = body.get(RESERVED)
+    if extensions is not None and (not isinstance(extensions, dict)
+                                   or {"tool_config", "workflow"} & set(extensions)):
+        return ("unsupported_extension", "The openrelay.tool_config and openrelay.workflow "
+                "extensions are not available yet on this server.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return "invalid_body", "The record's body has no 'model'."
+    if model not in models:
+        return "model_not_found", f"The model {model!r} is not configured on this server."
+    return None
+
+
+def _check_size(parsed: ParsedRecords) -> None:
+    if parsed.errors:
+        return
+    if not parsed.rows:
+        parsed.errors.append(FileError("empty_file", "The input has no records."))
+    elif len(parsed.rows) > MAX_RECORDS:
+        parsed.errors.append(FileError(
+            "too_many_tasks", f"The input has {len(parsed.rows)} records; at most "
+            f"{MAX_RECORDS} are allowed."))

@@ -1,0 +1,364 @@
+"""Jobs and rows in the store: atomic creation, paging, listing, queue order, transitions,
+restart recovery, cancel and dead-letter retry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from daemon.domain import ids
+from daemon.domain.jobs import RowDraft
+from daemon.store import repo as repo_module
+from daemon.store.repo import Repo
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, make_rows
+
+
+def count(repo: Repo, table: str) -> int:
+    (n,) = repo.db.execute_sql(f'SELECT COUNT(*) FROM "{table}"').fetchone()
+    return n
+
+
+# -- create_job -------------------------------------------------------------------
+
+
+def test_create_job_stores_job_and_rows(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=4, name="October", priority=3, webhook_url="https://h.example/x")
+    assert job.total == 4
+    assert (job.completed, job.failed, job.dead_letter) == (0, 0, 0)
+    assert job.status == "queued"
+    assert job.stamps == {"queued": job.created_at}
+    stored = repo.get_job(job.id)
+    assert stored == job
+    rows = list(repo.rows(job.seq))
+    assert [r.position for r in rows] == [1, 2, 3, 4]
+    assert [r.custom_id for r in rows] == ["r-1", "r-2", "r-3", "r-4"]
+    assert rows[2].body == {"messages": [{"role": "user", "content": "prompt 3"}]}
+    assert all(r.status == "pending" and r.attempts == 0 for r in rows)
+
+
+def test_create_job_with_pre_failed_rows(repo: Repo, make_job: MakeJob) -> None:
+    rows = [*make_rows(2), RowDraft(custom_id="bad", body={}, error="invalid row")]
+    job = make_job(repo, rows=rows)
+    assert (job.total, job.failed) == (3, 1)
+    assert repo.row_counts(job.seq) == {"completed": 0, "failed": 1, "dead_letter": 0,
+                                        "pending": 2}
+
+
+def test_get_job_respects_workspace(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, workspace="acme")
+    other = repo.ensure_workspace("globex", now=NOW)
+    assert repo.get_job(job.id, workspace_id=other.id) is None
+    assert repo.get_job(job.id, workspace_id=job.workspace_id) == job
+    assert repo.get_job("f" * 32) is None
+
+
+def test_failure_mid_insert_leaves_nothing(repo: Repo, make_job: MakeJob) -> None:
+    make_job(repo, rows=2)  # something already stored must survive
+    before = (count(repo, "job"), count(repo, "row"))
+    rows = make_rows(1200)
+    rows[1100] = RowDraft(custom_id="bad", body={"not json": {1, 2}})  # third chunk
+    with pytest.raises(TypeError):
+        make_job(repo, rows=rows)
+    assert (count(repo, "job"), count(repo, "row")) == before
+
+
+def test_failure_after_rows_leaves_nothing(repo: Repo, make_job: MakeJob,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    original = Repo._insert_rows
+
+    def insert_then_fail(self: Repo, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(Repo, "_insert_rows", insert_then_fail)
+    with pytest.raises(RuntimeError):
+        make_job(repo, rows=10)
+    assert (count(repo, "job"), count(repo, "row")) == (0, 0)
+
+
+def test_fifty_thousand_rows(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=50_000)
+    assert job.total == 50_000
+    assert count(repo, "row") == 50_000
+    seen: list[int] = []
+    after = 0
+    while page := repo.pending_rows(job, after_id=after, limit=5_000):
+        assert len(page) <= 5_000
+        seen += [w.id for w in page]
+        after = page[-1].id
+    assert len(seen) == 50_000
+    assert seen == sorted(set(seen))
+    last = repo.pending_rows(job, after_id=seen[-2], limit=10)
+    assert [w.custom_id for w in last] == ["r-50000"]
+
+
+def test_pending_rows_pages_by_id(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=7, model="gpt-4o-mini")
+    make_job(repo, rows=3)  # another job's rows never show up
+    first = repo.pending_rows(job, after_id=0, limit=3)
+    assert [w.custom_id for w in first] == ["r-1", "r-2", "r-3"]
+    second = repo.pending_rows(job, after_id=first[-1].id, limit=3)
+    assert [w.custom_id for w in second] == ["r-4", "r-5", "r-6"]
+    third = repo.pending_rows(job, after_id=second[-1].id, limit=3)
+    assert [w.custom_id for w in third] == ["r-7"]
+    assert repo.pending_rows(job, after_id=third[-1].id, limit=3) == []
+    work = first[0]
+    assert (work.job_seq, work.model, work.endpoint) == (job.seq, "gpt-4o-mini",
+                                                         "/v1/chat/completions")
+    assert work.body == {"messages": [{"role": "user", "content": "prompt 1"}]}
+
+
+def test_pending_rows_skips_finished_rows(repo: Repo, make_job: MakeJob,
+                                          make_outcome: MakeOutcome) -> None:
+    job = make_job(repo, rows=4)
+    ids_ = [w.id for w in repo.pending_rows(job, after_id=0, limit=10)]
+    repo.save_outcomes(job.seq, [(ids_[0], make_outcome()), (ids_[2], make_outcome(False))],
+                       now=NOW)
+    assert [w.id for w in repo.pending_rows(job, after_id=0, limit=10)] == [ids_[1], ids_[3]]
+
+
+def test_per_row_model_overrides_job_model(repo: Repo, make_job: MakeJob) -> None:
+    rows = [RowDraft(custom_id="a", body={}, model="backup"), RowDraft(custom_id="b", body={})]
+    job = make_job(repo, rows=rows, model="gpt-4o-mini")
+    assert [w.model for w in repo.pending_rows(job, after_id=0, limit=10)] == [
+        "backup", "gpt-4o-mini"]
+
+
+# -- list_jobs ------------------------------------------------------------------
+
+
+def test_list_jobs_newest_first_with_paging(repo: Repo, make_job: MakeJob) -> None:
+    made = [make_job(repo, rows=1) for _ in range(5)]
+    ws = made[0].workspace_id
+    page, more = repo.list_jobs(ws, limit=2)
+    assert [j.id for j in page] == [made[4].id, made[3].id]
+    assert more
+    page, more = repo.list_jobs(ws, limit=2, after=page[-1].id)
+    assert [j.id for j in page] == [made[2].id, made[1].id]
+    assert more
+    page, more = repo.list_jobs(ws, limit=2, after=page[-1].id)
+    assert [j.id for j in page] == [made[0].id]
+    assert not more
+    assert repo.list_jobs(ws, limit=2, after=made[0].id) == ([], False)
+
+
+def test_list_jobs_exact_limit_has_no_more(repo: Repo, make_job: MakeJob) -> None:
+    made = [make_job(repo, rows=1) for _ in range(3)]
+    page, more = repo.list_jobs(made[0].workspace_id, limit=3)
+    assert len(page) == 3
+    assert not more
+
+
+def test_list_jobs_unknown_after_is_empty(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo)
+    assert repo.list_jobs(job.workspace_id, limit=10, after="0" * 32) == ([], False)
+
+
+def test_list_jobs_status_filter(repo: Repo, make_job: MakeJob) -> None:
+    queued = make_job(repo)
+    running = make_job(repo)
+    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    ws = queued.workspace_id
+    assert [j.id for j in repo.list_jobs(ws, limit=10, statuses=["running"])[0]] == [running.id]
+    both = repo.list_jobs(ws, limit=10, statuses=["queued", "running"])[0]
+    assert [j.id for j in both] == [running.id, queued.id]
+    assert repo.list_jobs(ws, limit=10, statuses=[])[0] == []
+
+
+def test_list_jobs_template_filter(repo: Repo, make_job: MakeJob) -> None:
+    template = make_job(repo, status="scheduled", cron="0 * * * *", next_run_at=NOW + 60)
+    run = make_job(repo, template_id=template.id)
+    make_job(repo)
+    page, _ = repo.list_jobs(template.workspace_id, limit=10, template_id=template.id)
+    assert [j.id for j in page] == [run.id]
+
+
+def test_list_jobs_dialect_filter(repo: Repo, make_job: MakeJob) -> None:
+    relay = make_job(repo)
+    openai = make_job(repo, dialect="openai", id=ids.openai_batch_id())
+    ws = relay.workspace_id
+    assert [j.id for j in repo.list_jobs(ws, limit=10, dialect="openai")[0]] == [openai.id]
+    assert [j.id for j in repo.list_jobs(ws, limit=10, dialect="relay")[0]] == [relay.id]
+
+
+def test_list_jobs_workspace_isolation(repo: Repo, make_job: MakeJob) -> None:
+    mine = make_job(repo, workspace="acme")
+    theirs = make_job(repo, workspace="globex")
+    assert [j.id for j in repo.list_jobs(mine.workspace_id, limit=10)[0]] == [mine.id]
+    assert [j.id for j in repo.list_jobs(theirs.workspace_id, limit=10)[0]] == [theirs.id]
+    # another workspace's job id is no cursor here
+    assert repo.list_jobs(mine.workspace_id, limit=10, after=theirs.id) == ([], False)
+
+
+# -- scheduling -------------------------------------------------------------------
+
+
+def test_queued_jobs_order(repo: Repo, make_job: MakeJob) -> None:
+    old_low = make_job(repo, priority=0)
+    high = make_job(repo, priority=5)
+    standard = make_job(repo, priority=1)
+    expedited = make_job(repo, priority=1, tier="expedited")
+    new_low = make_job(repo, priority=0)
+    newer_high = make_job(repo, priority=5)
+    running = make_job(repo, priority=99)
+    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    make_job(repo, priority=99, status="scheduled", cron="0 * * * *", next_run_at=NOW)
+    order = [j.id for j in repo.queued_jobs(10)]
+    assert order == [high.id, newer_high.id, expedited.id, standard.id, old_low.id, new_low.id]
+    assert [j.id for j in repo.queued_jobs(2)] == [high.id, newer_high.id]
+
+
+def test_transition_from_listed_source(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo)
+    moved = repo.transition(job.seq, source={"queued"}, target="running", now=NOW + 10,
+                            started_at=NOW + 10)
+    assert moved is not None
+    assert moved.status == "running"
+    assert moved.started_at == NOW + 10
+    assert moved.stamps == {"queued": job.created_at, "running": NOW + 10}
+    done = repo.transition(job.seq, source={"running"}, target="completed", now=NOW + 20,
+                           finished_at=NOW + 20)
+    assert done is not None
+    assert done.stamps["completed"] == NOW + 20
+    assert repo.get_job(job.id) == done
+
+
+def test_transition_from_other_status_does_nothing(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo)
+    assert repo.transition(job.seq, source={"running", "cancelling"}, target="completed",
+                           now=NOW, finished_at=NOW) is None
+    assert repo.get_job(job.id) == job
+    assert repo.transition(99_999, source={"queued"}, target="running", now=NOW) is None
+
+
+def test_requeue_running(repo: Repo, make_job: MakeJob) -> None:
+    running = make_job(repo)
+    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    queued = make_job(repo)
+    done = make_job(repo)
+    repo.transition(done.seq, source={"queued"}, target="cancelled", now=NOW)
+    requeued = repo.requeue_running(now=NOW + 100)
+    assert [j.id for j in requeued] == [running.id]
+    assert requeued[0].status == "queued"
+    assert repo.get_job(queued.id).status == "queued"  # type: ignore[union-attr]
+    assert repo.get_job(done.id).status == "cancelled"  # type: ignore[union-attr]
+    assert repo.requeue_running(now=NOW + 200) == []
+
+
+def test_requeue_keeps_finished_rows(repo: Repo, make_job: MakeJob,
+                                     make_outcome: MakeOutcome) -> None:
+    job = make_job(repo, rows=3)
+    repo.transition(job.seq, source={"queued"}, target="running", now=NOW)
+    first = repo.pending_rows(job, after_id=0, limit=1)[0]
+    repo.save_outcomes(job.seq, [(first.id, make_outcome())], now=NOW)
+    (requeued,) = repo.requeue_running(now=NOW + 1)
+    assert requeued.completed == 1
+    assert [w.custom_id for w in repo.pending_rows(requeued, after_id=0, limit=10)] == [
+        "r-2", "r-3"]
+
+
+# -- cancel -----------------------------------------------------------------------
+
+
+def test_end_cancelled_fails_pending_rows(repo: Repo, make_job: MakeJob,
+                                          make_outcome: MakeOutcome) -> None:
+    job = make_job(repo, rows=5)
+    repo.transition(job.seq, source={"queued"}, target="running", now=NOW)
+    work = repo.pending_rows(job, after_id=0, limit=2)
+    repo.save_outcomes(job.seq, [(work[0].id, make_outcome()),
+                                 (work[1].id, make_outcome(False, dead_letter=True))], now=NOW)
+    repo.transition(job.seq, source={"running"}, target="cancelling", now=NOW + 1)
+    ended = repo.end_cancelled(job.seq, now=NOW + 2)
+    assert ended is not None
+    assert ended.status == "cancelled"
+    assert ended.finished_at == NOW + 2
+    assert (ended.completed, ended.failed, ended.dead_letter) == (1, 4, 1)
+    counts = repo.row_counts(job.seq)
+    assert counts == {"completed": 1, "failed": 4, "dead_letter": 1, "pending": 0}
+    rows = list(repo.rows(job.seq))
+    assert [r.error for r in rows[2:]] == ["canceled"] * 3
+    assert rows[1].error == "upstream_error: 503"
+
+
+def test_end_cancelled_from_queued(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=2)
+    ended = repo.end_cancelled(job.seq, now=NOW)
+    assert ended is not None
+    assert (ended.status, ended.failed) == ("cancelled", 2)
+
+
+def test_end_cancelled_of_an_ended_job_changes_nothing(repo: Repo, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=2)
+    repo.transition(job.seq, source={"queued"}, target="failed", now=NOW, error="no model")
+    assert repo.end_cancelled(job.seq, now=NOW + 1) is None
+    stored = repo.get_job(job.id)
+    assert stored is not None
+    assert (stored.status, stored.failed) == ("failed", 0)
+    assert repo.row_counts(job.seq)["pending"] == 2
+
+
+# -- dead-letter retry --------------------------------------------------------------
+
+
+def dead_lettered(repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> tuple[int, str]:
+    job = make_job(repo, rows=4, priority=2, webhook_url="https://h.example/x",
+                   name="October")
+    work = repo.pending_rows(job, after_id=0, limit=10)
+    repo.save_outcomes(job.seq, [
+        (work[0].id, make_outcome(False, dead_letter=True)),
+        (work[1].id, make_outcome()),
+        (work[2].id, make_outcome(False, dead_letter=True)),
+        (work[3].id, make_outcome(False)),  # permanent: failed, not dead-lettered
+    ], now=NOW)
+    return job.seq, job.id
+
+
+def test_retry_dead_letter_all(repo: Repo, make_job: MakeJob,
+                               make_outcome: MakeOutcome) -> None:
+    seq, source_id = dead_lettered(repo, make_job, make_outcome)
+    new_id = ids.relay_job_id()
+    retry = repo.retry_dead_letter(seq, new_id=new_id, custom_ids=None, now=NOW + 50)
+    assert retry is not None
+    assert retry.id == new_id
+    assert (retry.status, retry.total, retry.priority) == ("queued", 2, 2)
+    assert retry.name == "October (dead-letter retry)"
+    assert retry.webhook_url == "https://h.example/x"
+    assert retry.created_at == NOW + 50
+    rows = list(repo.rows(retry.seq))
+    assert [r.custom_id for r in rows] == ["r-1", "r-3"]
+    assert all(r.status == "pending" and not r.dead_letter for r in rows)
+    source = repo.get_job(source_id)
+    assert source is not None and source.dead_letter == 2  # the source is untouched
+
+
+def test_retry_dead_letter_by_custom_ids(repo: Repo, make_job: MakeJob,
+                                         make_outcome: MakeOutcome) -> None:
+    seq, _ = dead_lettered(repo, make_job, make_outcome)
+    retry = repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-3", "r-2"],
+                                   now=NOW)
+    assert retry is not None
+    assert [r.custom_id for r in repo.rows(retry.seq)] == ["r-3"]
+
+
+def test_retry_dead_letter_none(repo: Repo, make_job: MakeJob,
+                                make_outcome: MakeOutcome) -> None:
+    seq, _ = dead_lettered(repo, make_job, make_outcome)
+    before = count(repo, "job")
+    assert repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-2", "r-4"],
+                                  now=NOW) is None
+    clean = make_job(repo)
+    assert repo.retry_dead_letter(clean.seq, new_id=ids.relay_job_id(), custom_ids=None,
+                                  now=NOW) is None
+    assert count(repo, "job") == before + 1
+
+
+def test_insert_chunking_keeps_positions(repo: Repo, make_job: MakeJob) -> None:
+    n = repo_module.INSERT_CHUNK * 2 + 7
+    job = make_job(repo, rows=n)
+    positions = [p for (p,) in repo.db.execute_sql(
+        'SELECT position FROM "row" WHERE job_id = ? ORDER BY id', (job.seq,))]
+    assert positions == list(range(1, n + 1))
+    bodies = [json.loads(b) for (b,) in repo.db.execute_sql(
+        'SELECT body FROM "row" WHERE job_id = ? AND position = ?', (job.seq, n))]
+    assert bodies == [{"messages": [{"role": "user", "content": f"prompt {n}"}]}]

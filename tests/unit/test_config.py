@@ -1,0 +1,281 @@
+"""Configuration: TOML -> frozen, validated dataclasses; every refusal names its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.config import Config, ConfigError, load, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_model(**overrides: Any) -> dict[str, Any]:
+    return {"alias": "small", "base_url": "http://127.0.0.1:9900/v1", **overrides}
+
+
+def refusal(raw: dict[str, Any], **kwargs: Any) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(raw, **kwargs)
+    return str(info.value)
+
+
+def test_empty_document_gives_documented_defaults() -> None:
+    config = parse({}, environ={})
+    assert config.server.host == "127.0.0.1"
+    assert config.server.port == 8080
+    assert config.server.data_dir == Path("relay-data")
+    assert config.server.max_body_mb == 64
+    assert config.gateway.batch_concurrency == 4
+    assert config.gateway.max_running_jobs == 2
+    assert config.security.allow_private_targets is False
+    assert config.retry.attempts == 3
+    assert config.models == ()
+    assert config.database_path == Path("relay-data/relay.db")
+
+
+def test_load_none_is_all_defaults() -> None:
+    assert load(None, environ={}) == Config()
+
+
+def test_every_section_is_read() -> None:
+    config = parse({
+        "server": {"host": "0.0.0.0", "port": 9000, "data_dir": "/srv/relay",
+                   "max_body_mb": 8},
+        "database": {"url": "sqlite:////srv/relay/db.sqlite"},
+        "gateway": {"batch_concurrency": 16, "max_running_jobs": 5},
+        "security": {"allow_private_targets": True},
+        "retry": {"attempts": 5},
+        "models": [make_model()],
+    }, environ={})
+    assert (config.server.host, config.server.port) == ("0.0.0.0", 9000)
+    assert config.server.data_dir == Path("/srv/relay")
+    assert config.server.max_body_mb == 8
+    assert config.gateway.batch_concurrency == 16
+    assert config.gateway.max_running_jobs == 5
+    assert config.security.allow_private_targets is True
+    assert config.retry.attempts == 5
+    assert [m.alias for m in config.models] == ["small"]
+
+
+def test_config_is_frozen() -> None:
+    config = parse({}, environ={})
+    with pytest.raises(AttributeError):
+        config.server.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"bogus": 1}, "bogus"),
+    ({"server": {"bogus": 1}}, "server.bogus"),
+    ({"database": {"bogus": 1}}, "database.bogus"),
+    ({"gateway": {"bogus": 1}}, "gateway.bogus"),
+    ({"security": {"bogus": 1}}, "security.bogus"),
+    ({"retry": {"bogus": 1}}, "retry.bogus"),
+    ({"models": [make_model(bogus=1)]}, "models[0].bogus"),
+    ({"models": [make_model(), make_model(alias="b", colour="red")]}, "models[1].colour"),
+])
+def test_unknown_key_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
+    message = refusal(raw, environ={})
+    assert message.startswith(f"{key}:")
+    assert "unknown key" in message
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"server": {"port": "8080"}}, "server.port"),
+    ({"server": {"port": True}}, "server.port"),
+    ({"server": {"host": 127}}, "server.host"),
+    ({"server": {"data_dir": 1}}, "server.data_dir"),
+    ({"server": {"max_body_mb": 1.5}}, "server.max_body_mb"),
+    ({"database": {"url": 3}}, "database.url"),
+    ({"gateway": {"batch_concurrency": "4"}}, "gateway.batch_concurrency"),
+    ({"gateway": {"max_running_jobs": 2.0}}, "gateway.max_running_jobs"),
+    ({"security": {"allow_private_targets": "yes"}}, "security.allow_private_targets"),
+    ({"security": {"allow_private_targets": 1}}, "security.allow_private_targets"),
+    ({"retry": {"attempts": 2.5}}, "retry.attempts"),
+    ({"retry": {"backoff_base_s": "fast"}}, "retry.backoff_base_s"),
+    ({"retry": {"request_timeout_s": True}}, "retry.request_timeout_s"),
+    ({"models": [make_model(alias=5)]}, "models[0].alias"),
+    ({"models": [make_model(base_url=None)]}, "models[0].base_url"),
+    ({"models": [make_model(model=1)]}, "models[0].model"),
+    ({"models": [make_model(api_key_env=1)]}, "models[0].api_key_env"),
+    ({"models": [make_model(fallbacks="backup")]}, "models[0].fallbacks"),
+    ({"models": [make_model(fallbacks=[1])]}, "models[0].fallbacks"),
+    ({"models": [make_model(max_concurrency="8")]}, "models[0].max_concurrency"),
+    ({"models": [make_model(input_usd_per_mtok="0.1")]}, "models[0].input_usd_per_mtok"),
+    ({"models": [make_model(output_usd_per_mtok=False)]}, "models[0].output_usd_per_mtok"),
+])
+def test_wrong_type_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
+    assert refusal(raw, environ={}).startswith(f"{key}:")
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"server": 1}, "server"),
+    ({"gateway": []}, "gateway"),
+    ({"models": {"alias": "x"}}, "models"),
+    ({"models": ["x"]}, "models[0]"),
+])
+def test_section_of_wrong_shape_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
+    assert refusal(raw, environ={}).startswith(f"{key}:")
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"server": {"port": 70000}}, "server.port"),
+    ({"server": {"port": -1}}, "server.port"),
+    ({"server": {"max_body_mb": 0}}, "server.max_body_mb"),
+    ({"gateway": {"max_running_jobs": 0}}, "gateway.max_running_jobs"),
+    ({"retry": {"attempts": 0}}, "retry.attempts"),
+    ({"retry": {"attempts": 21}}, "retry.attempts"),
+    ({"retry": {"backoff_base_s": -0.1}}, "retry.backoff_base_s"),
+    ({"retry": {"connect_timeout_s": 0}}, "retry.connect_timeout_s"),
+    ({"retry": {"request_timeout_s": 0}}, "retry.request_timeout_s"),
+    ({"models": [make_model(alias=" ")]}, "models[0].alias"),
+    ({"models": [{"base_url": "http://x/v1"}]}, "models[0].alias"),
+    ({"models": [{"alias": "a"}]}, "models[0].base_url"),
+    ({"models": [make_model(base_url="ftp://x/v1")]}, "models[0].base_url"),
+    ({"models": [make_model(max_concurrency=0)]}, "models[0].max_concurrency"),
+    ({"models": [make_model(input_usd_per_mtok=-1)]}, "models[0].input_usd_per_mtok"),
+])
+def test_out_of_range_value_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
+    assert refusal(raw, environ={}).startswith(f"{key}:")
+
+
+@pytest.mark.parametrize(("given", "used"), [(0, 1), (-5, 1), (1, 1), (7, 7), (32, 32),
+                                             (33, 32), (99, 32)])
+def test_batch_concurrency_is_clamped_to_1_32(given: int, used: int) -> None:
+    config = parse({"gateway": {"batch_concurrency": given}}, environ={})
+    assert config.gateway.batch_concurrency == used
+
+
+def test_duplicate_alias_is_refused() -> None:
+    message = refusal({"models": [make_model(alias="a"), make_model(alias="b"),
+                                  make_model(alias="a")]}, environ={})
+    assert message.startswith("models[2].alias:")
+    assert "duplicate" in message
+
+
+def test_unknown_fallback_alias_is_refused() -> None:
+    message = refusal({"models": [make_model(alias="a", fallbacks=["ghost"])]}, environ={})
+    assert message.startswith("models[0].fallbacks:")
+    assert "'ghost'" in message
+
+
+def test_fallback_to_itself_is_refused() -> None:
+    message = refusal({"models": [make_model(alias="a", fallbacks=["a"])]}, environ={})
+    assert message.startswith("models[0].fallbacks:")
+
+
+def test_model_defaults_and_fields() -> None:
+    config = parse({"models": [
+        make_model(alias="a", base_url="https://api.example.com/v1/", fallbacks=["b"],
+                   max_concurrency=8, input_usd_per_mtok=1, output_usd_per_mtok=2.5),
+        make_model(alias="b", model="upstream-b"),
+    ]}, environ={})
+    a, b = config.models
+    assert a.model == "a"  # defaults to the alias
+    assert a.base_url == "https://api.example.com/v1"  # trailing slash dropped
+    assert a.fallbacks == ("b",)
+    assert a.max_concurrency == 8
+    assert (a.input_usd_per_mtok, a.output_usd_per_mtok) == (1.0, 2.5)
+    assert isinstance(a.input_usd_per_mtok, float)
+    assert b.model == "upstream-b"
+    assert (b.max_concurrency, b.fallbacks, b.api_key) == (32, (), None)
+    assert config.model("b") is b
+    assert config.model("zzz") is None
+
+
+def test_api_key_is_read_from_the_given_environ() -> None:
+    raw = {"models": [make_model(alias="a", api_key_env="RELAY_TEST_KEY"),
+                      make_model(alias="b", api_key_env="RELAY_TEST_ABSENT"),
+                      make_model(alias="c", api_key_env="RELAY_TEST_EMPTY"),
+                      make_model(alias="d")]}
+    config = parse(raw, environ={"RELAY_TEST_KEY": "sk-123", "RELAY_TEST_EMPTY": ""})
+    assert [m.api_key for m in config.models] == ["sk-123", None, None, None]
+
+
+def test_api_key_is_not_read_from_the_process_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELAY_TEST_KEY", "from-process")
+    config = parse({"models": [make_model(api_key_env="RELAY_TEST_KEY")]}, environ={})
+    assert config.models[0].api_key is None
+
+
+def test_database_url_sets_the_database_path() -> None:
+    config = parse({"database": {"url": "sqlite:///var/relay/relay.db"},
+                    "server": {"data_dir": "elsewhere"}}, environ={})
+    assert config.database_url == "sqlite:///var/relay/relay.db"
+    assert config.database_path == Path("var/relay/relay.db")
+
+
+def test_database_path_defaults_under_data_dir() -> None:
+    config = parse({"server": {"data_dir": "/srv/relay"}}, environ={})
+    assert config.database_path == Path("/srv/relay/relay.db")
+
+
+def test_database_url_other_than_sqlite_is_refused() -> None:
+    message = refusal({"database": {"url": "postgresql://db/relay"}}, environ={})
+    assert message.startswith("database.url:")
+
+
+def test_retry_values_are_read_as_floats() -> None:
+    config = parse({"retry": {"attempts": 7, "backoff_base_s": 1, "backoff_cap_s": 4.5,
+                              "retry_after_cap_s": 9, "connect_timeout_s": 2,
+                              "request_timeout_s": 30}}, environ={})
+    retry = config.retry
+    assert retry.attempts == 7
+    assert (retry.backoff_base_s, retry.backoff_cap_s, retry.retry_after_cap_s) == (1.0, 4.5, 9.0)
+    assert (retry.connect_timeout_s, retry.request_timeout_s) == (2.0, 30.0)
+    assert all(isinstance(v, float) for v in (retry.backoff_base_s, retry.request_timeout_s))
+
+
+def test_retry_zero_backoff_is_allowed() -> None:
+    assert parse({"retry": {"backoff_base_s": 0}}, environ={}).retry.backoff_base_s == 0.0
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match="not found"):
+        load(missing, environ={})
+
+
+def test_load_invalid_toml(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[server\nport = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(path, environ={})
+
+
+def test_load_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "relay.toml"
+    path.write_text('[gateway]\nbatch_concurrency = 99\n\n[[models]]\nalias = "m"\n'
+                    'base_url = "http://127.0.0.1:1/v1"\napi_key_env = "K"\n', encoding="utf-8")
+    config = load(path, environ={"K": "secret"})
+    assert config.gateway.batch_concurrency == 32
+    assert config.models[0].api_key == "secret"
+
+
+def test_load_reports_unknown_key_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "relay.toml"
+    path.write_text("[gateway]\nbogus = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^gateway\.bogus:"):
+        load(path, environ={})
+
+
+def test_sample_demo_config_loads() -> None:
+    config = load(ROOT / "sample_data" / "demo.toml", environ={})
+    assert config.security.allow_private_targets is True
+    assert config.gateway.batch_concurrency == 8
+    assert {m.alias for m in config.models} == {"gpt-4o-mini", "backup", "embed"}
+    assert config.model("gpt-4o-mini").fallbacks == ("backup",)  # type: ignore[union-attr]
+
+
+def test_sample_providers_config_loads() -> None:
+    config = load(ROOT / "sample_data" / "providers.toml", environ={"OPENAI_API_KEY": "sk-x"})
+    assert config.security.allow_private_targets is False
+    assert config.database_path == Path("relay-data/relay.db")
+    openai = config.model("gpt-4o-mini")
+    assert openai is not None
+    assert openai.api_key == "sk-x"
+    assert openai.fallbacks == ("local-llama", "ollama-llama")
+    assert config.model("local-llama").api_key is None  # type: ignore[union-attr]

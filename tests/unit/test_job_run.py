@@ -1,0 +1,220 @@
+"""JobRun: the bookkeeping of one running job, driven by hand with a stepped clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.domain.jobs import RowWork
+from daemon.domain.outcome import RowOutcome
+from daemon.domain.run import JobRun
+
+START = 1_700_000_000.0
+
+
+def make_work(id: int, **overrides: Any) -> RowWork:
+    fields: dict[str, Any] = {
+        "id": id, "job_seq": 1, "custom_id": f"row-{id}", "model": "gpt-4o-mini",
+        "endpoint": "/v1/chat/completions",
+        "body": {"messages": [{"role": "user", "content": f"row {id}"}]},
+    }
+    return RowWork(**(fields | overrides))
+
+
+def make_outcome(ok: bool = True, **overrides: Any) -> RowOutcome:
+    fields: dict[str, Any] = ({"ok": True, "response": {"choices": []}, "status_code": 200}
+                              if ok else {"ok": False, "error": "upstream_error: 500",
+                                          "status_code": 500})
+    return RowOutcome(**(fields | overrides))
+
+
+def make_run(**overrides: Any) -> JobRun:
+    fields: dict[str, Any] = {"concurrency": 2, "started_at": START, "load_rows": 4,
+                              "flush_rows": 3, "flush_seconds": 1.0}
+    return JobRun(**(fields | overrides))
+
+
+def works(*ids: int) -> list[RowWork]:
+    return [make_work(i) for i in ids]
+
+
+def test_new_run_wants_rows_and_is_not_done() -> None:
+    run = make_run()
+    assert run.wants_rows
+    assert not run.exhausted
+    assert not run.done_dispatching
+    assert not run.done
+    assert run.take_dispatch() == []
+
+
+def test_full_page_keeps_loading_and_moves_the_cursor() -> None:
+    run = make_run(concurrency=8)
+    run.add_rows(works(3, 5, 8, 9))  # exactly load_rows: more may follow
+    assert not run.exhausted
+    assert run.cursor == 9
+    assert run.wants_rows  # 4 queued < concurrency 8
+
+
+def test_short_page_means_exhausted() -> None:
+    run = make_run(concurrency=8)
+    run.add_rows(works(1, 2))
+    assert run.exhausted
+    assert not run.wants_rows
+    assert run.cursor == 2
+
+
+def test_empty_page_exhausts_and_keeps_the_cursor() -> None:
+    run = make_run()
+    run.add_rows(works(1, 2, 3, 4))
+    run.add_rows([])
+    assert run.exhausted
+    assert run.cursor == 4
+
+
+def test_wants_no_rows_while_queue_covers_concurrency() -> None:
+    run = make_run(concurrency=2)
+    run.add_rows(works(1, 2, 3, 4))
+    assert not run.wants_rows
+    run.take_dispatch()  # 2 left in the queue
+    assert not run.wants_rows
+    run.take_dispatch()  # nothing more fits while 2 are in flight
+    assert len(run.queue) == 2
+
+
+def test_take_dispatch_respects_concurrency() -> None:
+    run = make_run(concurrency=2)
+    run.add_rows(works(1, 2, 3, 4))
+    first = run.take_dispatch()
+    assert [w.id for w in first] == [1, 2]
+    assert run.in_flight == {1, 2}
+    assert run.take_dispatch() == []
+    assert run.record(1, make_outcome())
+    assert [w.id for w in run.take_dispatch()] == [3]
+    assert run.in_flight == {2, 3}
+
+
+def test_record_ignores_rows_not_in_flight() -> None:
+    run = make_run()
+    run.add_rows(works(1, 2))
+    run.take_dispatch()
+    assert not run.record(99, make_outcome())
+    assert run.record(1, make_outcome())
+    assert not run.record(1, make_outcome())  # a second report of the same row
+    assert [rid for rid, _ in run.buffer] == [1]
+
+
+def test_should_flush_needs_something_buffered() -> None:
+    run = make_run()
+    assert not run.should_flush(START + 100)
+
+
+def test_should_flush_by_size() -> None:
+    run = make_run(concurrency=4, flush_rows=3)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    run.record(2, make_outcome(ok=False))
+    assert not run.should_flush(START)
+    run.record(3, make_outcome())
+    assert run.should_flush(START)
+
+
+def test_should_flush_by_age() -> None:
+    run = make_run(concurrency=2, flush_rows=100)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    assert not run.should_flush(START + 0.5)
+    assert not run.should_flush(START + 0.999)
+    assert run.should_flush(START + 1.0)
+
+
+def test_age_counts_from_the_last_flush() -> None:
+    run = make_run(concurrency=2, flush_rows=100)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    assert [rid for rid, _ in run.take_flush(START + 5)] == [1]
+    run.record(2, make_outcome())
+    assert not run.should_flush(START + 5.5)
+    assert run.should_flush(START + 6)
+
+
+def test_should_flush_when_done_dispatching() -> None:
+    run = make_run(concurrency=2, flush_rows=100)
+    run.add_rows(works(1, 2))  # short page: exhausted
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    assert not run.should_flush(START)
+    run.record(2, make_outcome())
+    assert run.done_dispatching
+    assert run.should_flush(START)
+
+
+def test_take_flush_hands_over_the_buffer_in_order() -> None:
+    run = make_run(concurrency=3)
+    run.add_rows(works(1, 2, 3))
+    run.take_dispatch()
+    bad = make_outcome(ok=False)
+    run.record(3, bad)
+    run.record(1, make_outcome())
+    batch = run.take_flush(START + 2)
+    assert [rid for rid, _ in batch] == [3, 1]
+    assert batch[0][1] is bad
+    assert run.buffer == []
+    assert run.last_flush == START + 2
+    assert run.take_flush(START + 3) == []
+
+
+def test_stop_clears_queue_and_stops_dispatch() -> None:
+    run = make_run(concurrency=2)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    run.stop()
+    assert run.stopping
+    assert len(run.queue) == 0
+    assert not run.wants_rows
+    assert run.take_dispatch() == []
+    assert not run.done_dispatching  # rows 1 and 2 are still in flight
+    assert run.record(1, make_outcome())
+    assert run.record(2, make_outcome())
+    assert run.done_dispatching
+    assert not run.done  # their outcomes are not stored yet
+    run.take_flush(START)
+    assert run.done
+
+
+def test_stop_before_anything_ran_is_done() -> None:
+    run = make_run()
+    run.add_rows(works(1, 2, 3, 4))
+    run.stop()
+    assert run.done_dispatching
+    assert run.done
+
+
+def test_whole_run_to_done() -> None:
+    run = make_run(concurrency=2, load_rows=4, flush_rows=100)
+    run.add_rows(works(1, 2, 3, 4))
+    now = START
+    stored: list[int] = []
+    while not run.done:
+        if run.wants_rows:
+            run.add_rows(works(5) if run.cursor == 4 else [])
+        for work in run.take_dispatch():
+            assert len(run.in_flight) <= 2
+            run.record(work.id, make_outcome())
+        now += 0.25
+        if run.should_flush(now):
+            stored += [rid for rid, _ in run.take_flush(now)]
+    assert sorted(stored) == [1, 2, 3, 4, 5]
+    assert run.exhausted
+    assert not run.queue and not run.in_flight
+
+
+def test_not_done_dispatching_while_rows_are_queued() -> None:
+    run = make_run(concurrency=1)
+    run.add_rows(works(1, 2))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    assert run.exhausted
+    assert not run.done_dispatching  # row 2 is still queued
+    assert not run.done

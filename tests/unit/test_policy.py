@@ -1,0 +1,144 @@
+"""The outbound URL policy: https only, public addresses only, literally or by DNS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from daemon.domain.errors import InvalidRequest
+from daemon.outbound.policy import check_url, is_public, system_resolver
+
+PUBLIC = "93.184.216.34"
+
+
+def make_resolver(*addresses: str, calls: list[str] | None = None) -> Callable[[str], list[str]]:
+    def resolve(host: str) -> list[str]:
+        if calls is not None:
+            calls.append(host)
+        return list(addresses)
+    return resolve
+
+
+def failing_resolver(host: str) -> list[str]:
+    raise OSError("Name or service not known")
+
+
+def refused(url: str, *, resolve: Callable[[str], list[str]] | None = None,
+            allow_private: bool = False) -> InvalidRequest:
+    with pytest.raises(InvalidRequest) as info:
+        check_url(url, param="webhookUrl", allow_private=allow_private,
+                  resolve=resolve or make_resolver(PUBLIC))
+    assert info.value.param == "webhookUrl"
+    assert info.value.status == 400
+    return info.value
+
+
+def test_https_public_ip_literal_is_allowed_without_resolving() -> None:
+    calls: list[str] = []
+    check_url(f"https://{PUBLIC}/hook", param="webhookUrl", allow_private=False,
+              resolve=make_resolver("10.0.0.1", calls=calls))
+    assert calls == []
+
+
+def test_https_public_hostname_is_allowed() -> None:
+    calls: list[str] = []
+    check_url("https://hooks.example.com:8443/relay?x=1", param="webhookUrl",
+              allow_private=False, resolve=make_resolver(PUBLIC, "2606:2800:220:1::1",
+                                                         calls=calls))
+    assert calls == ["hooks.example.com"]
+
+
+def test_http_is_refused() -> None:
+    assert refused(f"http://{PUBLIC}/hook").code == "invalid_url"
+
+
+@pytest.mark.parametrize("url", ["not a url", "hooks.example.com/relay", "https://",
+                                 "https:///path", "ftp://example.com/x", "file:///etc/passwd",
+                                 "javascript:alert(1)", ""])
+def test_not_an_absolute_url_is_refused(url: str) -> None:
+    assert refused(url).code == "invalid_url"
+
+
+@pytest.mark.parametrize("host", [
+    "127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.254", "192.168.1.1",
+    "169.254.169.254", "[::1]", "[fe80::1]", "224.0.0.1", "0.0.0.0", "240.0.0.1",
+    "255.255.255.255", "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]", "100.64.0.1", "[fc00::1]",
+    "[ff02::1]", "[::]",
+])
+def test_non_public_literal_is_refused(host: str) -> None:
+    error = refused(f"https://{host}/hook")
+    assert error.code == "forbidden_target"
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "192.168.0.10", "::1",
+                                     "169.254.169.254", "fd12:3456::1"])
+def test_hostname_resolving_to_a_private_address_is_refused(address: str) -> None:
+    error = refused("https://hooks.example.com/relay", resolve=make_resolver(address))
+    assert error.code == "forbidden_target"
+    assert address in error.message
+
+
+def test_one_private_address_among_public_ones_is_enough_to_refuse() -> None:
+    error = refused("https://hooks.example.com/relay",
+                    resolve=make_resolver(PUBLIC, "10.0.0.7"))
+    assert error.code == "forbidden_target"
+
+
+def test_resolver_error_is_a_400() -> None:
+    error = refused("https://no-such-host.invalid/relay", resolve=failing_resolver)
+    assert error.code == "invalid_url"
+    assert "no-such-host.invalid" in error.message
+
+
+def test_resolver_with_no_addresses_is_a_400() -> None:
+    assert refused("https://empty.example.com/", resolve=make_resolver()).code == "invalid_url"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9000/hook", "https://10.0.0.1/hook",
+                                 "http://localhost:8080/hook", "http://[::1]/hook"])
+def test_allow_private_lifts_both_rules(url: str) -> None:
+    calls: list[str] = []
+    check_url(url, param="webhookUrl", allow_private=True,
+              resolve=make_resolver("127.0.0.1", calls=calls))
+    assert calls == []
+
+
+def test_allow_private_still_needs_an_absolute_http_url() -> None:
+    assert refused("ftp://127.0.0.1/x", allow_private=True).code == "invalid_url"
+
+
+@pytest.mark.parametrize("url", ["https://8.8.8.8:abc/hook", "https://8.8.8.8:99999/hook"])
+def test_url_with_an_invalid_port_is_refused(url: str) -> None:
+    # Accepted today; httpx then raises InvalidURL (not an HTTPError) when it is used,
+    # so the webhook delivery blows up instead of recording an outcome.
+    assert refused(url).code == "invalid_url"
+
+
+def test_param_is_named_in_the_refusal() -> None:
+    with pytest.raises(InvalidRequest) as info:
+        check_url("http://x", param="tools[0].executor", allow_private=False,
+                  resolve=make_resolver(PUBLIC))
+    assert info.value.param == "tools[0].executor"
+
+
+@pytest.mark.parametrize(("address", "public"), [
+    ("8.8.8.8", True), ("2001:4860:4860::8888", True), ("127.0.0.1", False),
+    ("fe80::1%eth0", False), ("::ffff:8.8.8.8", True), ("::ffff:192.168.0.1", False),
+])
+def test_is_public(address: str, public: bool) -> None:
+    assert is_public(address) is public
+
+
+def test_localhost_through_the_system_resolver_is_refused() -> None:
+    assert all(not is_public(a) for a in system_resolver("localhost"))
+    with pytest.raises(InvalidRequest) as info:
+        check_url("https://localhost/hook", param="webhookUrl", allow_private=False)
+    assert info.value.code == "forbidden_target"
+
+
+@pytest.mark.parametrize("host", ["2130706433", "127.1", "0x7f.0.0.1"])
+def test_odd_loopback_spellings_are_refused_by_the_system_resolver(host: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        check_url(f"https://{host}/hook", param="webhookUrl", allow_private=False)
+    assert info.value.code == "forbidden_target"
