@@ -94,12 +94,10 @@ def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> C
         raise ConfigError(f"config file not found: {path}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    return parse(raw, environ=environ, base_dir=Path(path).parent)
+    return parse(raw, environ=environ)
 
 
-def parse(
-    raw: dict[str, Any], *, environ: dict[str, str] | None = None, base_dir: Path | None = None
-) -> Config:
+def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Config:
     """Validate an already-decoded TOML document."""
     _reject_unknown(raw, _SECTIONS, "")
     env = os.environ if environ is None else environ

@@ -26,6 +26,7 @@ from daemon.domain.jobs import Job
 from daemon.outbound import webhook
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store.db import open_database
+from daemon.store.files import FileStore
 from daemon.store.repo import Repo
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
@@ -92,15 +93,17 @@ class Daemon:
         self.io_loop.add_cleanup(self.router.aclose)
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
                                        deliver=self._deliver, clock=self.clock).proxy()
+        self.files = FileStore(self.config.server.data_dir)
         self.scheduler = Scheduler.start(
-            repo=self.repo, slots=self.config.gateway.max_running_jobs,
+            repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models).proxy()
         self.ticker = Ticker([self.scheduler.tick, self.notifier.tick],
                              interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
-                                 notifier=self.notifier, hub=self.hub, clock=self.clock,
+                                 notifier=self.notifier, files=self.files, hub=self.hub,
+                                 clock=self.clock,
                                  resolve=self.resolve)
         return self.services
 
@@ -121,7 +124,7 @@ class Daemon:
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
         return JobSupervisor.start(
-            job, repo=self.repo, router=self.router, io_loop=self.io_loop,
+            job, repo=self.repo, files=self.files, router=self.router, io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
             clock=self.clock).proxy()

@@ -14,8 +14,21 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.finalize import finalize
 from daemon.domain import cron, ids
-from daemon.domain.jobs import CANCELLING, FAILED, QUEUED, RELAY, RUNNING, Job
+from daemon.domain.jobs import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    EXPIRED,
+    FINALIZING,
+    QUEUED,
+    RELAY,
+    RUNNING,
+    VALIDATING,
+    Job,
+)
+from daemon.store.files import FileStore
 from daemon.store.repo import Repo
 
 log = logging.getLogger("relay.scheduler")
@@ -28,14 +41,18 @@ class Scheduler(pykka.ThreadingActor):
         self,
         *,
         repo: Repo,
+        files: FileStore,
         slots: int,
         start_supervisor: SupervisorFactory,
         notifier: Any,
         clock: Callable[[], float],
         models: Collection[str] = (),
+        validator: Any = None,
     ) -> None:
         super().__init__()
         self.models = frozenset(models)
+        self.validator = validator
+        self.files = files
         self.repo = repo
         self.slots = slots
         self.start_supervisor = start_supervisor
@@ -51,12 +68,16 @@ class Scheduler(pykka.ThreadingActor):
 
     def _recover(self, now: float) -> None:
         """What a previous process left behind: running jobs go back to the queue,
-        cancels in progress end, webhooks never sent are sent (at most once)."""
+        cancels and finalizing in progress end, validation restarts, webhooks never
+        sent are sent (at most once)."""
         self.repo.requeue_running(now=now)
         for job in self.repo.jobs_in(CANCELLING):
-            ended = self.repo.end_cancelled(job.seq, now=now)
-            if ended is not None:
-                self.notifier.job_ended(ended)
+            self._end(job, CANCELLED, now=now)
+        for job in self.repo.jobs_in(FINALIZING):
+            self._end(job, COMPLETED, now=now)
+        if self.validator is not None:
+            for job in self.repo.jobs_in(VALIDATING):
+                self.validator.validate(job.seq)
         self.repo.abandon_claimed_webhooks(now=now)
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
@@ -78,9 +99,9 @@ class Scheduler(pykka.ThreadingActor):
         if supervisor is not None:
             supervisor.cancel()
             return True
-        ended = self.repo.end_cancelled(seq, now=self.clock())  # finished or never started
-        if ended is not None:
-            self.notifier.job_ended(ended)
+        job = self.repo.job_by_seq(seq)  # never started, or finished meanwhile
+        if job is not None:
+            self._end(job, CANCELLED, now=self.clock())
         return False
 
     @contained
@@ -89,6 +110,7 @@ class Scheduler(pykka.ThreadingActor):
         if not self.draining:
             for run in spawn_due_runs(self.repo, now):
                 self.notifier.job_created(run)
+            self._expire(now)
         for seq, supervisor in list(self.running.items()):
             if supervisor.actor_ref.is_alive():
                 supervisor.tick(now)
@@ -117,10 +139,23 @@ class Scheduler(pykka.ThreadingActor):
                 self.running[started.seq] = self.start_supervisor(started, self._me)
                 self.notifier.job_changed(started.seq)
 
+    def _expire(self, now: float) -> None:
+        """Batches past their completion window end `expired`."""
+        for job in self.repo.expired_jobs(now):
+            supervisor = self.running.get(job.seq)
+            if supervisor is not None:
+                supervisor.expire()
+            else:
+                self._end(job, EXPIRED, now=now)
+
+    def _end(self, job: Job, target: str, *, now: float) -> None:
+        ended = finalize(self.repo, self.files, job, target=target, now=now)
+        if ended is not None:
+            self.notifier.job_ended(ended)
+
     def _fail(self, job: Job, error: str, *, now: float) -> None:
         """The job cannot run at all: it fails as a whole, its rows untouched."""
-        failed = self.repo.transition(job.seq, source={QUEUED}, target=FAILED, now=now,
-                                      finished_at=now, error=error)
+        failed = self.repo.fail_job(job.seq, error=error, now=now)
         if failed is not None:
             self.notifier.job_ended(failed)
 

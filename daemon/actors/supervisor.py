@@ -14,12 +14,14 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.finalize import finalize
 from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
-from daemon.domain.jobs import COMPLETED, RUNNING, Job
+from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.pricing import batch_discount, cost_nano_usd
 from daemon.domain.run import JobRun
+from daemon.store.files import FileStore
 from daemon.store.repo import Repo
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
@@ -33,6 +35,7 @@ class JobSupervisor(pykka.ThreadingActor):
         job: Job,
         *,
         repo: Repo,
+        files: FileStore,
         router: Router,
         io_loop: IOLoop,
         scheduler: Any,
@@ -44,6 +47,7 @@ class JobSupervisor(pykka.ThreadingActor):
         super().__init__()
         self.job = job
         self.repo = repo
+        self.files = files
         self.router = router
         self.io_loop = io_loop
         self.scheduler = scheduler
@@ -54,7 +58,7 @@ class JobSupervisor(pykka.ThreadingActor):
                           started_at=clock())
         self.workers: list[Any] = []
         self.idle: list[int] = []
-        self.cancel_requested = False
+        self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
         me = self.actor_ref.proxy()
@@ -85,7 +89,16 @@ class JobSupervisor(pykka.ThreadingActor):
     @contained
     def cancel(self) -> None:
         """Stop dispatching; rows in flight finish, the rest end as `canceled`."""
-        self.cancel_requested = True
+        self._end_early(CANCELLED)
+
+    @contained
+    def expire(self) -> None:
+        """The completion window closed: like cancel, ending `expired`."""
+        self._end_early(EXPIRED)
+
+    def _end_early(self, ending: str) -> None:
+        if self.ending == COMPLETED:
+            self.ending = ending
         self.run.stop()
         self._pump()
 
@@ -105,7 +118,7 @@ class JobSupervisor(pykka.ThreadingActor):
         now = self.clock()
         if self.run.should_flush(now):
             self._flush(now)
-        if self.run.done and (self.cancel_requested or not self.run.stopping):
+        if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
             self._finish(now)
 
     def _flush(self, now: float) -> None:
@@ -130,12 +143,10 @@ class JobSupervisor(pykka.ThreadingActor):
                              discount=batch_discount(self.job))
 
     def _finish(self, now: float) -> None:
-        job = None
-        if not self.cancel_requested:
-            job = self.repo.transition(self.job.seq, source={RUNNING}, target=COMPLETED,
-                                       now=now, finished_at=now)
-        if job is None:  # cancelled, here or by the API between our last row and now
-            job = self.repo.end_cancelled(self.job.seq, now=now)
+        job = finalize(self.repo, self.files, self.job, target=self.ending, now=now)
+        if job is None and self.ending == COMPLETED:
+            # cancelled by the API between our last row and now
+            job = finalize(self.repo, self.files, self.job, target=CANCELLED, now=now)
         if job is not None:
             self.notifier.job_ended(job)
         self.scheduler.job_finished(self.job.seq)

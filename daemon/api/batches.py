@@ -10,12 +10,14 @@ from typing import Any
 
 from aiohttp import web
 
+from daemon.actors.finalize import finalize
 from daemon.api import relay
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.domain import ids
 from daemon.domain.errors import InvalidRequest, conflict, not_found
 from daemon.domain.jobs import (
+    CANCELLED,
     CANCELLING,
     OPENAI,
     QUEUED,
@@ -147,16 +149,18 @@ async def cancel(request: web.Request) -> web.Response:
 
 
 def _request_cancel(services: Services, job: Job) -> Job:
-    """Write the cancel to the store, then tell the actor that owns the job."""
+    """Write the cancel to the store, then tell the actor that owns the job. A running
+    job (or any OpenAI batch, which answers `cancelling`) is ended by the scheduler;
+    a queued Relay job or a cron template ends here and now."""
     repo, now = services.repo, services.clock()
-    if job.status == RUNNING:
-        changed = repo.transition(job.seq, source={RUNNING}, target=CANCELLING, now=now)
+    if job.status == RUNNING or (job.dialect == OPENAI and job.status in (QUEUED, VALIDATING)):
+        changed = repo.transition(job.seq, source={job.status}, target=CANCELLING, now=now)
         if changed is not None:
             services.scheduler.cancel(job.seq)
             services.notifier.job_changed(job.seq)
             return changed
     elif job.status in (QUEUED, VALIDATING, SCHEDULED):
-        ended = repo.end_cancelled(job.seq, now=now)
+        ended = finalize(repo, services.files, job, target=CANCELLED, now=now)
         if ended is not None:
             services.notifier.job_ended(ended)
             return ended

@@ -12,6 +12,7 @@ from aiohttp import web
 from daemon.api.events import EventHub
 from daemon.config import Config
 from daemon.outbound.policy import Resolver, system_resolver
+from daemon.store.files import FileStore
 from daemon.store.repo import Repo
 
 
@@ -21,6 +22,7 @@ class Services:
     config: Config
     scheduler: Any  # proxy: wake(), cancel(seq)
     notifier: Any  # proxy: job_created(job), job_changed(seq)
+    files: FileStore
     hub: EventHub = field(default_factory=EventHub)
     clock: Callable[[], float] = time.time
     resolve: Resolver = system_resolver

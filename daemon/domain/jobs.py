@@ -30,8 +30,8 @@ TERMINAL = frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED})
 TRANSITIONS: dict[str, frozenset[str]] = {
     SCHEDULED: frozenset({CANCELLED}),
     VALIDATING: frozenset({QUEUED, FAILED, CANCELLING, CANCELLED}),
-    QUEUED: frozenset({RUNNING, CANCELLED, EXPIRED, FAILED}),
-    RUNNING: frozenset({FINALIZING, COMPLETED, QUEUED, CANCELLING, FAILED}),
+    QUEUED: frozenset({RUNNING, CANCELLING, CANCELLED, EXPIRED, FAILED}),
+    RUNNING: frozenset({FINALIZING, COMPLETED, QUEUED, CANCELLING, FAILED, EXPIRED}),
     FINALIZING: frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED}),
     CANCELLING: frozenset({CANCELLED}),
     COMPLETED: frozenset(),
@@ -102,6 +102,7 @@ class Job:
     input_file_id: str | None = None
     output_file_id: str | None = None
     error_file_id: str | None = None
+    expires_at: float | None = None
     stamps: dict[str, float] = field(default_factory=dict)  # status -> when it was entered
 
     @property
@@ -149,6 +150,7 @@ class RowRecord:
     response: dict[str, Any] | None = None
     status_code: int | None = None
     error: str | None = None
+    error_code: str | None = None
     dead_letter: bool = False
     model: str | None = None
     attempt_log: tuple[dict[str, Any], ...] = ()

@@ -86,6 +86,7 @@ class JobModel(BaseModel):
     input_file_id = TextField(null=True)
     output_file_id = TextField(null=True)
     error_file_id = TextField(null=True)
+    expires_at = FloatField(null=True)
     stamps = TextField(default="{}")  # JSON: status -> unix seconds
 
     class Meta:

@@ -18,9 +18,10 @@ from typing import Any
 from peewee import SqliteDatabase, fn
 
 from daemon.domain import ids
+from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
-    CANCELLED,
     CANCELLING,
+    FAILED,
     QUEUED,
     ROW_COMPLETED,
     ROW_FAILED,
@@ -35,7 +36,7 @@ from daemon.domain.jobs import (
     RowWork,
 )
 from daemon.domain.outcome import RowOutcome
-from daemon.store.models import ApiKey, AttemptModel, JobModel, RowModel, Workspace
+from daemon.store.models import ApiKey, AttemptModel, FileModel, JobModel, RowModel, Workspace
 
 INSERT_CHUNK = 500
 CANCELLABLE = frozenset({SCHEDULED, VALIDATING, QUEUED, RUNNING, CANCELLING})
@@ -79,6 +80,7 @@ class JobDraft:
     tier: str = "standard"
     metadata: dict[str, Any] | None = None
     input_file_id: str | None = None
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ class Repo:
             if row is None or row.status not in set(source):
                 return None
             stamps = json.loads(row.stamps or "{}")
-            stamps[target] = now
+            stamps.setdefault(target, now)  # when the status was first entered
             JobModel.update(status=target, stamps=json.dumps(stamps), **fields).where(
                 JobModel.seq == seq).execute()
         return self.job_by_seq(seq)
@@ -239,12 +241,10 @@ class Repo:
 
     def requeue_running(self, *, now: float) -> list[Job]:
         """At start: jobs a previous process left running go back to the queue."""
-        with self.db.atomic("IMMEDIATE"):
-            seqs = [r.seq for r in JobModel.select(JobModel.seq)
-                    .where(JobModel.status == RUNNING)]
-            if seqs:
-                JobModel.update(status=QUEUED).where(JobModel.seq.in_(seqs)).execute()
-        return [j for j in (self.job_by_seq(s) for s in seqs) if j]
+        seqs = [r.seq for r in JobModel.select(JobModel.seq).where(JobModel.status == RUNNING)]
+        requeued = (self.transition(seq, source={RUNNING}, target=QUEUED, now=now)
+                    for seq in seqs)
+        return [job for job in requeued if job is not None]
 
     def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
                           now: float) -> Job | None:
@@ -298,6 +298,83 @@ class Repo:
                 'FROM "row" WHERE job_id = ? ORDER BY position',
                 (run.seq, ROW_PENDING, template.seq))
         return _job(run)
+
+    # -- OpenAI dialect: validation and files ---------------------------------
+
+    def accept_validated(self, seq: int, rows: Sequence[RowDraft], *, model: str | None,
+                         now: float) -> Job | None:
+        """A validated batch's records become its rows and it joins the queue, in one
+        transaction; None if it left `validating` meanwhile (cancelled)."""
+        with self.db.atomic("IMMEDIATE"):
+            job = JobModel.get_or_none(JobModel.seq == seq)
+            if job is None or job.status != VALIDATING:
+                return None
+            self._insert_rows(seq, rows, now=now)
+            JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
+                            model=model or job.model).where(JobModel.seq == seq).execute()
+            return self.transition(seq, source={VALIDATING}, target=QUEUED, now=now)
+
+    def fail_job(self, seq: int, *, error: str, now: float,
+                 errors: list[dict[str, Any]] | None = None) -> Job | None:
+        """The job could not run at all (validation failed, its model vanished)."""
+        return self.transition(seq, source={VALIDATING, QUEUED}, target=FAILED, now=now,
+                               finished_at=now, error=error,
+                               errors=json.dumps(errors) if errors else None)
+
+    def end_pending_rows(self, seq: int, *, error: str, error_code: str, now: float) -> int:
+        """Rows that never ran fail with `error` (cancel, expiry); counters follow. Does
+        nothing once the job has ended."""
+        with self.db.atomic("IMMEDIATE"):
+            current = JobModel.get_or_none(JobModel.seq == seq)
+            if current is None or current.status in TERMINAL:
+                return 0
+            n = (RowModel.update(status=ROW_FAILED, error=error, error_code=error_code,
+                                 finished_at=now)
+                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
+            JobModel.update(failed=JobModel.failed + n).where(JobModel.seq == seq).execute()
+        return n
+
+    def expired_jobs(self, now: float) -> list[Job]:
+        query = JobModel.select().where(JobModel.expires_at <= now,
+                                        JobModel.status.not_in(list(TERMINAL)))
+        return [_job(r) for r in query]
+
+    def add_file(self, record: FileRecord) -> FileRecord:
+        with self.db.atomic("IMMEDIATE"):
+            FileModel.create(id=record.id, workspace=record.workspace_id,
+                             filename=record.filename, purpose=record.purpose,
+                             bytes=record.bytes, status=record.status, path=record.path,
+                             created_at=record.created_at)
+        return record
+
+    def file(self, file_id: str, *, workspace_id: int | None = None) -> FileRecord | None:
+        query = FileModel.select().where(FileModel.id == file_id, FileModel.deleted_at.is_null())
+        if workspace_id is not None:
+            query = query.where(FileModel.workspace == workspace_id)
+        row = query.first()
+        return _file(row) if row else None
+
+    def list_files(self, workspace_id: int, *, limit: int, after: str | None = None,
+                   purpose: str | None = None) -> tuple[list[FileRecord], bool]:
+        query = FileModel.select().where(FileModel.workspace == workspace_id,
+                                         FileModel.deleted_at.is_null())
+        if after:
+            cursor = FileModel.get_or_none(FileModel.id == after,
+                                           FileModel.workspace == workspace_id)
+            if cursor is None:
+                return [], False
+            query = query.where(FileModel.seq < cursor.seq)
+        if purpose:
+            query = query.where(FileModel.purpose == purpose)
+        rows = list(query.order_by(FileModel.seq.desc()).limit(limit + 1))
+        return [_file(r) for r in rows[:limit]], len(rows) > limit
+
+    def delete_file(self, file_id: str, *, workspace_id: int, now: float) -> FileRecord | None:
+        with self.db.atomic("IMMEDIATE"):
+            found = self.file(file_id, workspace_id=workspace_id)
+            if found is not None:
+                FileModel.update(deleted_at=now).where(FileModel.id == file_id).execute()
+        return found
 
     # -- webhooks ------------------------------------------------------------
 
@@ -408,18 +485,6 @@ class Repo:
             for rid, o in done for a in o.attempts
         ])
 
-    def end_cancelled(self, seq: int, *, now: float) -> Job | None:
-        """End a cancelled job in one transaction: rows never run fail as `canceled`."""
-        with self.db.atomic("IMMEDIATE"):
-            current = JobModel.get_or_none(JobModel.seq == seq)
-            if current is None or current.status not in CANCELLABLE:
-                return None
-            n = (RowModel.update(status=ROW_FAILED, error="canceled", finished_at=now)
-                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
-            JobModel.update(failed=JobModel.failed + n).where(JobModel.seq == seq).execute()
-            return self.transition(seq, source=CANCELLABLE, target=CANCELLED, now=now,
-                                   finished_at=now)
-
     def row_counts(self, job_seq: int) -> dict[str, int]:
         """Counters computed from the row table (the truth the job's counters must equal)."""
         query = (RowModel.select(RowModel.status, RowModel.dead_letter,
@@ -471,7 +536,7 @@ def _draft_fields(d: JobDraft) -> dict[str, Any]:
         "created_at": d.created_at, "webhook_url": d.webhook_url, "cron": d.cron,
         "next_run_at": d.next_run_at, "template_id": d.template_id, "tier": d.tier,
         "metadata": json.dumps(d.metadata) if d.metadata is not None else None,
-        "input_file_id": d.input_file_id,
+        "input_file_id": d.input_file_id, "expires_at": d.expires_at,
     }
 
 
@@ -494,14 +559,21 @@ def _job(r: JobModel) -> Job:
         next_run_at=r.next_run_at, template_id=r.template_id, last_run_id=r.last_run_id,
         tier=r.tier, metadata=_loads(r.metadata), errors=_loads(r.errors),
         input_file_id=r.input_file_id, output_file_id=r.output_file_id,
-        error_file_id=r.error_file_id, stamps=_loads(r.stamps) or {},
+        error_file_id=r.error_file_id, expires_at=r.expires_at, stamps=_loads(r.stamps) or {},
     )
+
+
+def _file(r: FileModel) -> FileRecord:
+    return FileRecord(id=r.id, workspace_id=r.workspace_id, filename=r.filename,
+                      purpose=r.purpose, bytes=r.bytes, created_at=r.created_at, path=r.path,
+                      status=r.status)
 
 
 def _row(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> RowRecord:
     return RowRecord(
         id=r.id, position=r.position, custom_id=r.custom_id, status=r.status,
         body=json.loads(r.body), attempts=r.attempts, response=_loads(r.response),
-        status_code=r.status_code, error=r.error, dead_letter=bool(r.dead_letter),
+        status_code=r.status_code, error=r.error, error_code=r.error_code,
+        dead_letter=bool(r.dead_letter),
         model=r.answered_by or r.model, attempt_log=attempt_log,
     )

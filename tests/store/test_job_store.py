@@ -261,15 +261,18 @@ def test_requeue_keeps_finished_rows(repo: Repo, make_job: MakeJob,
 # -- cancel -----------------------------------------------------------------------
 
 
-def test_end_cancelled_fails_pending_rows(repo: Repo, make_job: MakeJob,
-                                          make_outcome: MakeOutcome) -> None:
+def test_end_pending_rows_fails_only_pending_rows(repo: Repo, make_job: MakeJob,
+                                                  make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=5)
     repo.transition(job.seq, source={"queued"}, target="running", now=NOW)
     work = repo.pending_rows(job, after_id=0, limit=2)
     repo.save_outcomes(job.seq, [(work[0].id, make_outcome()),
                                  (work[1].id, make_outcome(False, dead_letter=True))], now=NOW)
     repo.transition(job.seq, source={"running"}, target="cancelling", now=NOW + 1)
-    ended = repo.end_cancelled(job.seq, now=NOW + 2)
+    assert repo.end_pending_rows(job.seq, error="canceled", error_code="canceled",
+                                 now=NOW + 2) == 3
+    ended = repo.transition(job.seq, source={"cancelling"}, target="cancelled", now=NOW + 2,
+                            finished_at=NOW + 2)
     assert ended is not None
     assert ended.status == "cancelled"
     assert ended.finished_at == NOW + 2
@@ -277,21 +280,22 @@ def test_end_cancelled_fails_pending_rows(repo: Repo, make_job: MakeJob,
     counts = repo.row_counts(job.seq)
     assert counts == {"completed": 1, "failed": 4, "dead_letter": 1, "pending": 0}
     rows = list(repo.rows(job.seq))
-    assert [r.error for r in rows[2:]] == ["canceled"] * 3
+    assert [(r.error, r.error_code) for r in rows[2:]] == [("canceled", "canceled")] * 3
     assert rows[1].error == "upstream_error: 503"
 
 
-def test_end_cancelled_from_queued(repo: Repo, make_job: MakeJob) -> None:
+def test_end_pending_rows_of_a_queued_job(repo: Repo, make_job: MakeJob) -> None:
     job = make_job(repo, rows=2)
-    ended = repo.end_cancelled(job.seq, now=NOW)
-    assert ended is not None
-    assert (ended.status, ended.failed) == ("cancelled", 2)
+    assert repo.end_pending_rows(job.seq, error="x", error_code="x", now=NOW) == 2
+    stored = repo.get_job(job.id)
+    assert stored is not None
+    assert (stored.status, stored.failed) == ("queued", 2)
 
 
-def test_end_cancelled_of_an_ended_job_changes_nothing(repo: Repo, make_job: MakeJob) -> None:
+def test_end_pending_rows_of_an_ended_job_changes_nothing(repo: Repo, make_job: MakeJob) -> None:
     job = make_job(repo, rows=2)
     repo.transition(job.seq, source={"queued"}, target="failed", now=NOW, error="no model")
-    assert repo.end_cancelled(job.seq, now=NOW + 1) is None
+    assert repo.end_pending_rows(job.seq, error="x", error_code="x", now=NOW + 1) == 0
     stored = repo.get_job(job.id)
     assert stored is not None
     assert (stored.status, stored.failed) == ("failed", 0)

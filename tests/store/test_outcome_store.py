@@ -160,7 +160,7 @@ def test_outcomes_of_a_cancelled_row_are_not_counted(
         repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
-    repo.end_cancelled(job.seq, now=NOW)
+    repo.end_pending_rows(job.seq, error="canceled", error_code="canceled", now=NOW)
     repo.save_outcomes(job.seq, [(ids[0], make_outcome())], now=NOW + 1)
     stored = assert_counters_match_rows(repo, job)
     assert (stored.completed, stored.failed) == (0, 2)

@@ -1,0 +1,98 @@
+"""Rendering for the OpenAI Batch dialect (seed 002): the batch object, the file
+object and the lines of the output and error files. Pure: records in, dicts out."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from daemon.domain.files import FileRecord
+from daemon.domain.jobs import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    EXPIRED,
+    FAILED,
+    FINALIZING,
+    QUEUED,
+    RUNNING,
+    VALIDATING,
+    Job,
+    RowRecord,
+)
+
+_STATUS = {QUEUED: "in_progress", RUNNING: "in_progress"}
+
+
+def openai_status(status: str) -> str:
+    return _STATUS.get(status, status)
+
+
+def _ts(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def batch(job: Job) -> dict[str, Any]:
+    """`GET /v1/batches/{id}` for an OpenAI-dialect batch."""
+    stamps = job.stamps
+    progressed = job.completed + job.failed > 0 or job.input_tokens > 0
+    return {
+        "id": job.id,
+        "object": "batch",
+        "endpoint": job.endpoint,
+        "errors": {"object": "list", "data": job.errors} if job.errors else None,
+        "input_file_id": job.input_file_id,
+        "completion_window": "24h",
+        "status": openai_status(job.status),
+        "output_file_id": job.output_file_id,
+        "error_file_id": job.error_file_id,
+        "created_at": int(job.created_at),
+        "in_progress_at": _ts(stamps.get(QUEUED) if job.status != VALIDATING else None),
+        "expires_at": _ts(job.expires_at),
+        "finalizing_at": _ts(stamps.get(FINALIZING)),
+        "completed_at": _ts(stamps.get(COMPLETED)),
+        "failed_at": _ts(stamps.get(FAILED)),
+        "expired_at": _ts(stamps.get(EXPIRED)),
+        "cancelling_at": _ts(stamps.get(CANCELLING)),
+        "cancelled_at": _ts(stamps.get(CANCELLED)),
+        "request_counts": {"total": job.total, "completed": job.completed,
+                           "failed": job.failed},
+        "metadata": job.metadata,
+        "model": job.model or None,
+        "priority": job.tier,
+        "usage": {"input_tokens": job.input_tokens, "output_tokens": job.output_tokens,
+                  "cost_nano_usd": job.cost_nano_usd} if progressed else None,
+    }
+
+
+def file_object(f: FileRecord) -> dict[str, Any]:
+    return {"id": f.id, "object": "file", "bytes": f.bytes, "created_at": int(f.created_at),
+            "filename": f.filename, "purpose": f.purpose, "status": f.status,
+            "status_details": None}
+
+
+def _line_ids(job: Job, row: RowRecord) -> tuple[str, str]:
+    digest = hashlib.sha256(f"{job.id}:{row.position}".encode()).hexdigest()
+    return "batch_req_" + digest[:32], "req_" + digest[32:64]
+
+
+def output_line(job: Job, row: RowRecord) -> dict[str, Any]:
+    """A successful record's line of the output file."""
+    line_id, request_id = _line_ids(job, row)
+    return {"id": line_id, "custom_id": row.custom_id,
+            "response": {"status_code": row.status_code or 200, "request_id": request_id,
+                         "body": row.response},
+            "error": None}
+
+
+def error_line(job: Job, row: RowRecord) -> dict[str, Any]:
+    """A failed record's line of the error file: the upstream's non-2xx answer when
+    there was one, otherwise `{code, message}`."""
+    line_id, request_id = _line_ids(job, row)
+    if row.status_code and not 200 <= row.status_code < 300 and row.response is not None:
+        return {"id": line_id, "custom_id": row.custom_id,
+                "response": {"status_code": row.status_code, "request_id": request_id,
+                             "body": row.response},
+                "error": None}
+    return {"id": line_id, "custom_id": row.custom_id, "response": None,
+            "error": {"code": row.error_code or "failed", "message": row.error or "failed"}}
