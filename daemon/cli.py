@@ -46,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
     revoke = _command(keys, "revoke", "revoke a key by its prefix (as `keys list` shows)",
                       _keys_revoke)
     revoke.add_argument("prefix")
+    spaces = commands.add_parser("workspaces", help="workspaces").add_subparsers(
+        dest="workspaces", required=True)
+    switch = _command(spaces, "set", "switch a workspace's batch access or expedited tier",
+                      _workspace_set)
+    switch.add_argument("name")
+    switch.add_argument("--batch-access", choices=("on", "off"))
+    switch.add_argument("--expedited", choices=("on", "off"))
+    _command(spaces, "list", "list workspaces and their switches", _workspace_list)
     hooks = commands.add_parser("webhooks", help="webhook signing").add_subparsers(
         dest="webhooks", required=True)
     secret = _command(hooks, "secret", "print (or --rotate) a workspace's signing secret",
@@ -114,6 +122,28 @@ def _webhook_secret(config: configuration.Config, args: argparse.Namespace) -> i
     workspace = repo.ensure_workspace(args.workspace, now=time.time())
     print(repo.webhook_secret(workspace.id, rotate=args.rotate))
     return 0
+
+
+def _workspace_set(config: configuration.Config, args: argparse.Namespace) -> int:
+    def flag(value: str | None) -> bool | None:
+        return None if value is None else value == "on"
+
+    ws = _repo(config).set_workspace(args.name, now=time.time(),
+                                     batch_access=flag(args.batch_access),
+                                     expedited=flag(args.expedited))
+    print(f"{ws.name}: batch access {_on(ws.batch_access)}, expedited {_on(ws.expedited)}")
+    return 0
+
+
+def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> int:
+    print(f"{'WORKSPACE':<24} {'BATCH ACCESS':<13} EXPEDITED")
+    for ws in _repo(config).workspaces():
+        print(f"{ws.name:<24} {_on(ws.batch_access):<13} {_on(ws.expedited)}")
+    return 0
+
+
+def _on(value: bool) -> str:
+    return "on" if value else "off"
 
 
 def _when(ts: float) -> str:

@@ -23,12 +23,15 @@ class ServerConfig:
     port: int = 8080
     data_dir: Path = Path("relay-data")
     max_body_mb: int = 64
+    max_upload_mb: int = 200
+    max_concurrent_uploads: int = 4
 
 
 @dataclass(frozen=True)
 class GatewayConfig:
     batch_concurrency: int = 4
     max_running_jobs: int = 2
+    completion_window_s: int = 86_400  # OpenAI batches expire this long after creation
 
 
 @dataclass(frozen=True)
@@ -119,28 +122,36 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
 
 
 def _server(t: dict[str, Any]) -> ServerConfig:
-    _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb"}, "server.")
+    _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb", "max_upload_mb",
+                        "max_concurrent_uploads"}, "server.")
     port = _typed(t, "port", int, 8080, "server.")
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0–65535, got {port}")
-    max_body = _typed(t, "max_body_mb", int, 64, "server.")
-    if max_body < 1:
-        raise ConfigError(f"server.max_body_mb: must be at least 1, got {max_body}")
+    sizes = {key: _typed(t, key, int, default, "server.") for key, default in
+             (("max_body_mb", 64), ("max_upload_mb", 200), ("max_concurrent_uploads", 4))}
+    for key, value in sizes.items():
+        if value < 1:
+            raise ConfigError(f"server.{key}: must be at least 1, got {value}")
     return ServerConfig(
         host=_typed(t, "host", str, "127.0.0.1", "server."),
         port=port,
         data_dir=Path(_typed(t, "data_dir", str, "relay-data", "server.")),
-        max_body_mb=max_body,
+        **sizes,
     )
 
 
 def _gateway(t: dict[str, Any]) -> GatewayConfig:
-    _reject_unknown(t, {"batch_concurrency", "max_running_jobs"}, "gateway.")
+    _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s"},
+                    "gateway.")
     concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
     running = _typed(t, "max_running_jobs", int, 2, "gateway.")
+    window = _typed(t, "completion_window_s", int, 86_400, "gateway.")
     if running < 1:
         raise ConfigError(f"gateway.max_running_jobs: must be at least 1, got {running}")
-    return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)), max_running_jobs=running)
+    if window < 1:
+        raise ConfigError(f"gateway.completion_window_s: must be at least 1, got {window}")
+    return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
+                         max_running_jobs=running, completion_window_s=window)
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

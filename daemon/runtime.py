@@ -18,11 +18,12 @@ from aiohttp import web
 from daemon.actors.notifier import Notifier
 from daemon.actors.scheduler import Scheduler
 from daemon.actors.supervisor import JobSupervisor
+from daemon.actors.validator import Validator
 from daemon.api.app import create_app
 from daemon.api.context import Services
 from daemon.api.events import EventHub
 from daemon.config import Config
-from daemon.domain.jobs import Job
+from daemon.domain.jobs import VALIDATING, Job
 from daemon.outbound import webhook
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store.db import open_database
@@ -98,12 +99,17 @@ class Daemon:
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models).proxy()
+        self.validator = Validator.start(repo=self.repo, scheduler=self.scheduler,
+                                         notifier=self.notifier, models=self.models,
+                                         clock=self.clock).proxy()
+        for job in self.repo.jobs_in(VALIDATING):  # left by a previous process
+            self.validator.validate(job.seq)
         self.ticker = Ticker([self.scheduler.tick, self.notifier.tick],
                              interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
                                  notifier=self.notifier, files=self.files, hub=self.hub,
-                                 clock=self.clock,
+                                 validator=self.validator, clock=self.clock,
                                  resolve=self.resolve)
         return self.services
 

@@ -25,7 +25,6 @@ from daemon.domain.jobs import (
     QUEUED,
     RELAY,
     RUNNING,
-    VALIDATING,
     Job,
 )
 from daemon.store.files import FileStore
@@ -47,11 +46,9 @@ class Scheduler(pykka.ThreadingActor):
         notifier: Any,
         clock: Callable[[], float],
         models: Collection[str] = (),
-        validator: Any = None,
     ) -> None:
         super().__init__()
         self.models = frozenset(models)
-        self.validator = validator
         self.files = files
         self.repo = repo
         self.slots = slots
@@ -68,16 +65,13 @@ class Scheduler(pykka.ThreadingActor):
 
     def _recover(self, now: float) -> None:
         """What a previous process left behind: running jobs go back to the queue,
-        cancels and finalizing in progress end, validation restarts, webhooks never
-        sent are sent (at most once)."""
+        cancels and finalizing in progress end, webhooks never sent are sent (at most
+        once). Batches left validating are the validator's (see `Daemon.start`)."""
         self.repo.requeue_running(now=now)
         for job in self.repo.jobs_in(CANCELLING):
             self._end(job, CANCELLED, now=now)
         for job in self.repo.jobs_in(FINALIZING):
             self._end(job, COMPLETED, now=now)
-        if self.validator is not None:
-            for job in self.repo.jobs_in(VALIDATING):
-                self.validator.validate(job.seq)
         self.repo.abandon_claimed_webhooks(now=now)
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)

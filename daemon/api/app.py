@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import web
 
-from daemon.api import batches, stream
+from daemon.api import batches, files, stream
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import auth, envelope, errors
 
@@ -23,6 +23,7 @@ def create_app(services: Services) -> web.Application:
         web.get("/v1/events", stream.events),
         *batches.routes(),
     ])
+    files.setup(app)
     app.on_startup.append(_bind_hub)
     return app
 

@@ -11,10 +11,10 @@ from typing import Any
 from aiohttp import web
 
 from daemon.actors.finalize import finalize
-from daemon.api import relay
+from daemon.api import openai, relay
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
-from daemon.domain import ids
+from daemon.domain import ids, render_openai
 from daemon.domain.errors import InvalidRequest, conflict, not_found
 from daemon.domain.jobs import (
     CANCELLED,
@@ -34,7 +34,7 @@ from daemon.domain.render import dead_letter_entry, relay_job, relay_result
 from daemon.store.repo import WorkspaceRecord
 
 OPENAI_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
-RENDERERS = {RELAY: relay_job}
+RENDERERS = {RELAY: relay_job, OPENAI: render_openai.batch}
 ROUTE_ID = "job_id"
 
 
@@ -58,7 +58,11 @@ async def read_json(request: web.Request) -> Any:
 
 
 def context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
-    return request.app[SERVICES], request[WORKSPACE]
+    workspace: WorkspaceRecord = request[WORKSPACE]
+    if not workspace.batch_access:  # seed 002: no Batch API access reads as not found
+        raise InvalidRequest("Not found: this organization does not have Batch API access.",
+                             status=404, code="not_found", type="not_found_error")
+    return request.app[SERVICES], workspace
 
 
 async def load_job(request: web.Request) -> Job:
@@ -76,10 +80,8 @@ async def create(request: web.Request) -> web.Response:
         raise InvalidRequest("The daemon is shutting down; retry shortly.", status=503,
                              code="unavailable", type="service_unavailable")
     body = await read_json(request)
-    if is_openai_dialect(body):
-        raise InvalidRequest("The OpenAI Batch dialect is not available yet.",
-                             param="endpoint", code="unsupported_dialect")
-    job = await asyncio.to_thread(relay.submit, services, workspace, body)
+    dialect = openai if is_openai_dialect(body) else relay
+    job = await asyncio.to_thread(dialect.submit, services, workspace, body)
     announce(services, job)
     return web.json_response(render(job))
 

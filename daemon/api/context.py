@@ -23,10 +23,14 @@ class Services:
     scheduler: Any  # proxy: wake(), cancel(seq)
     notifier: Any  # proxy: job_created(job), job_changed(seq)
     files: FileStore
+    validator: Any = None  # proxy: validate(seq)
     hub: EventHub = field(default_factory=EventHub)
     clock: Callable[[], float] = time.time
     resolve: Resolver = system_resolver
     accepting: bool = True
+
+    def validator_alive(self) -> bool:
+        return self.validator is not None and self.validator.actor_ref.is_alive()
 
 
 SERVICES = web.AppKey("services", Services)

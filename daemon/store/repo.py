@@ -111,6 +111,22 @@ class Repo:
         ws = Workspace.get_or_none(Workspace.name == name)
         return _workspace(ws) if ws else None
 
+    def workspaces(self) -> list[WorkspaceRecord]:
+        return [_workspace(ws) for ws in Workspace.select().order_by(Workspace.name)]
+
+    def set_workspace(self, name: str, *, now: float, batch_access: bool | None = None,
+                      expedited: bool | None = None) -> WorkspaceRecord:
+        """Operator switches: batch API access and the expedited tier."""
+        changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited))
+                   if v is not None}
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+            if changes:
+                Workspace.update(**changes).where(Workspace.id == ws.id).execute()
+        found = self.workspace(name)
+        assert found is not None
+        return found
+
     def create_key(self, workspace_name: str, *, now: float) -> str:
         plain = ids.api_key()
         with self.db.atomic("IMMEDIATE"):

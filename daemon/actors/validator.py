@@ -1,0 +1,68 @@
+"""Validator: parses an OpenAI-dialect batch's input in the background.
+
+A batch is created `validating`; this actor reads its input file, turns the
+records into rows (record-level problems become failed rows) and queues the
+batch, or fails it with OpenAI's `errors` list when the file itself is wrong.
+Parsing a 200 MB file takes seconds: it happens here, never on the API's loop
+or in the scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+from daemon.actors.contained import contained
+from daemon.domain.jobs import VALIDATING
+from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
+from daemon.store.repo import Repo
+
+log = logging.getLogger("relay.validator")
+
+
+class Validator(pykka.ThreadingActor):
+    def __init__(self, *, repo: Repo, scheduler: Any, notifier: Any,
+                 models: Collection[str], clock: Callable[[], float]) -> None:
+        super().__init__()
+        self.repo = repo
+        self.scheduler = scheduler
+        self.notifier = notifier
+        self.models = frozenset(models)
+        self.clock = clock
+
+    @contained
+    def validate(self, seq: int) -> None:
+        job = self.repo.job_by_seq(seq)
+        if job is None or job.status != VALIDATING:
+            return
+        parsed = self._parse(job.input_file_id or "", job.endpoint, job.workspace_id)
+        now = self.clock()
+        if parsed.errors:
+            failed = self.repo.fail_job(seq, error=parsed.errors[0].message, now=now,
+                                        errors=[e.as_dict() for e in parsed.errors])
+            if failed is not None:
+                self.notifier.job_ended(failed)
+            return
+        queued = self.repo.accept_validated(seq, parsed.rows, model=parsed.model, now=now)
+        if queued is not None:
+            self.notifier.job_changed(seq)
+            self.scheduler.wake()
+
+    def _parse(self, file_id: str, endpoint: str, workspace_id: int) -> ParsedRecords:
+        record = self.repo.file(file_id, workspace_id=workspace_id)
+        if record is None:
+            return _unreadable(f"The input file {file_id!r} no longer exists.")
+        try:
+            with Path(record.path).open("rb") as data:
+                return parse_records(jsonl_lines(data), endpoint=endpoint, models=self.models)
+        except OSError as exc:
+            log.warning("input file %s unreadable: %s", file_id, exc)
+            return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")
+
+
+def _unreadable(message: str) -> ParsedRecords:
+    return ParsedRecords(errors=[FileError("invalid_file", message, param="input_file_id")])

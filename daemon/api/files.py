@@ -1,0 +1,164 @@
+"""`/v1/files`: JSONL uploads for OpenAI-dialect batches and the result files.
+
+Uploads stream to disk chunk by chunk (never held in memory) with a hard size
+cap: past it the client gets 413 at once and the partial file is deleted. A
+workspace has at most `server.max_concurrent_uploads` uploads in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from aiohttp import BodyPartReader, web
+
+from daemon.api.context import SERVICES, Services
+from daemon.api.middleware import WORKSPACE
+from daemon.domain.errors import InvalidRequest, not_found
+from daemon.domain.files import BATCH, FileRecord
+from daemon.domain.render_openai import file_object
+from daemon.store.repo import WorkspaceRecord
+
+CHUNK = 256 * 1024
+MB = 1024 * 1024
+UPLOADS = web.AppKey("uploads_in_progress", Counter)
+
+
+def _context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
+    return request.app[SERVICES], request[WORKSPACE]
+
+
+async def upload(request: web.Request) -> web.Response:
+    services, workspace = _context(request)
+    in_progress = request.app[UPLOADS]
+    if in_progress[workspace.id] >= services.config.server.max_concurrent_uploads:
+        raise InvalidRequest("Too many concurrent uploads for this workspace; retry shortly.",
+                             status=429, code="too_many_uploads", type="rate_limit_error")
+    in_progress[workspace.id] += 1
+    try:
+        record = await _receive(request, services, workspace)
+    finally:
+        in_progress[workspace.id] -= 1
+    await asyncio.to_thread(services.repo.add_file, record)
+    return web.json_response(file_object(record))
+
+
+async def _receive(request: web.Request, services: Services,
+                   workspace: WorkspaceRecord) -> FileRecord:
+    if not request.content_type.startswith("multipart/"):
+        raise InvalidRequest("Upload a file as multipart/form-data with 'file' and 'purpose'.",
+                             param="file")
+    reader = await request.multipart()
+    purpose, stored = None, None
+    file_id = "file-" + secrets.token_hex(16)
+    path = services.files.path_for(file_id)
+    try:
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "purpose":
+                purpose = (await part.text()).strip()
+            elif part.name == "file" and stored is None:
+                stored = (part.filename or "upload.jsonl",
+                          await _stream(part, path, services.config.server.max_upload_mb))
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return _checked(file_id, purpose, stored, path, workspace, now=services.clock())
+
+
+def _checked(file_id: str, purpose: str | None, stored: tuple[str, int] | None, path: Path,
+             workspace: WorkspaceRecord, *, now: float) -> FileRecord:
+    if stored is None:
+        path.unlink(missing_ok=True)
+        raise InvalidRequest("The multipart body has no 'file' part.", param="file")
+    if purpose != BATCH:
+        path.unlink(missing_ok=True)
+        raise InvalidRequest(f"'purpose' must be 'batch'; got {purpose!r}.", param="purpose")
+    filename, size = stored
+    if size == 0:
+        path.unlink(missing_ok=True)
+        raise InvalidRequest("The uploaded file is empty.", param="file", code="empty_file")
+    return FileRecord(id=file_id, workspace_id=workspace.id, filename=filename,
+                      purpose=purpose, bytes=size, created_at=now, path=str(path))
+
+
+async def _stream(part: BodyPartReader, path: Path, limit_mb: int) -> int:
+    """Copy one part to `path`; 413 (and no file) the moment it passes the cap."""
+    limit, size = limit_mb * MB, 0
+    with path.open("wb") as out:
+        while chunk := await part.read_chunk(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise InvalidRequest(f"The upload exceeds the {limit_mb} MB limit.",
+                                     status=413, param="file", code="file_too_large")
+            out.write(chunk)  # 256 KB into the page cache: not worth a thread hop
+    return size
+
+
+async def _load(request: web.Request) -> FileRecord:
+    services, workspace = _context(request)
+    file_id = request.match_info["file_id"]
+    record = await asyncio.to_thread(services.repo.file, file_id, workspace_id=workspace.id)
+    if record is None:
+        raise not_found("file", file_id)
+    return record
+
+
+async def retrieve(request: web.Request) -> web.Response:
+    return web.json_response(file_object(await _load(request)))
+
+
+async def content(request: web.Request) -> web.StreamResponse:
+    record = await _load(request)
+    if not Path(record.path).exists():
+        raise not_found("file content", record.id)
+    return web.FileResponse(record.path, headers={
+        "Content-Type": "application/jsonl",
+        "Content-Disposition": f'attachment; filename="{record.filename}"'})
+
+
+async def delete(request: web.Request) -> web.Response:
+    services, workspace = _context(request)
+    file_id = request.match_info["file_id"]
+    record = await asyncio.to_thread(services.repo.delete_file, file_id,
+                                     workspace_id=workspace.id, now=services.clock())
+    if record is None:
+        raise not_found("file", file_id)
+    services.files.remove(record.path)
+    return web.json_response({"id": record.id, "object": "file", "deleted": True})
+
+
+async def list_files(request: web.Request) -> web.Response:
+    services, workspace = _context(request)
+    limit = _limit(request.query.get("limit"))
+    files, has_more = await asyncio.to_thread(
+        services.repo.list_files, workspace.id, limit=limit,
+        after=request.query.get("after") or None, purpose=request.query.get("purpose") or None)
+    data: list[dict[str, Any]] = [file_object(f) for f in files]
+    return web.json_response({"object": "list", "data": data, "has_more": has_more,
+                              "first_id": data[0]["id"] if data else None,
+                              "last_id": data[-1]["id"] if data else None})
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return 100
+    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
+        raise InvalidRequest(f"'limit' must be an integer from 1 to 10000; got {raw!r}.",
+                             param="limit")
+    return int(raw)
+
+
+def setup(app: web.Application) -> None:
+    app[UPLOADS] = Counter()
+    app.add_routes([
+        web.post("/v1/files", upload),
+        web.get("/v1/files", list_files),
+        web.get("/v1/files/{file_id}", retrieve),
+        web.get("/v1/files/{file_id}/content", content),
+        web.delete("/v1/files/{file_id}", delete),
+    ])
