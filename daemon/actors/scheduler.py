@@ -1,7 +1,7 @@
 """Scheduler: decides which job runs next and keeps `max_running_jobs` slots busy.
 
-Queued jobs are admitted highest priority first (expedited tier ahead of
-standard), then oldest. A running job is never preempted. Cron templates spawn
+Queued jobs are admitted expedited tier first (ahead of anything waiting), then
+highest priority, then oldest. A running job is never preempted. Cron templates spawn
 their runs on `tick(now)`, which a small timer calls; tests call it by hand.
 """
 

@@ -232,9 +232,10 @@ class Repo:
     # -- scheduling ----------------------------------------------------------
 
     def queued_jobs(self, limit: int) -> list[Job]:
-        """The next jobs to admit: highest priority, expedited tier, then oldest."""
+        """The next jobs to admit: the expedited tier ahead of everything waiting, then
+        highest priority, then oldest."""
         query = (JobModel.select().where(JobModel.status == QUEUED)
-                 .order_by(JobModel.priority.desc(), (JobModel.tier == "expedited").desc(),
+                 .order_by((JobModel.tier == "expedited").desc(), JobModel.priority.desc(),
                            JobModel.seq)
                  .limit(limit))
         return [_job(r) for r in query]

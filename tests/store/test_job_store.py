@@ -205,8 +205,8 @@ def test_queued_jobs_order(repo: Repo, make_job: MakeJob) -> None:
     repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
     make_job(repo, priority=99, status="scheduled", cron="0 * * * *", next_run_at=NOW)
     order = [j.id for j in repo.queued_jobs(10)]
-    assert order == [high.id, newer_high.id, expedited.id, standard.id, old_low.id, new_low.id]
-    assert [j.id for j in repo.queued_jobs(2)] == [high.id, newer_high.id]
+    assert order == [expedited.id, high.id, newer_high.id, standard.id, old_low.id, new_low.id]
+    assert [j.id for j in repo.queued_jobs(2)] == [expedited.id, high.id]
 
 
 def test_transition_from_listed_source(repo: Repo, make_job: MakeJob) -> None:
