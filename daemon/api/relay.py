@@ -7,11 +7,9 @@ from typing import Any
 from daemon.api.context import Services
 from daemon.domain import cron, ids
 from daemon.domain.jobs import QUEUED, RELAY, SCHEDULED, Job
-from daemon.domain.relay_input import Submission, parse_submission
+from daemon.domain.relay_input import CHAT, Submission, parse_submission
 from daemon.outbound.policy import check_url
 from daemon.store.repo import JobDraft, WorkspaceRecord
-
-CHAT = "/v1/chat/completions"
 
 
 def submit(services: Services, workspace: WorkspaceRecord, body: Any) -> Job:

@@ -152,8 +152,9 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
         record = _decode(number, raw, parsed)
         if record is None:
             continue
-        row = _record(number, record, endpoint=endpoint, models=models, parsed=parsed)
-        if row is None:
+        row = record_row(number, record, endpoint=endpoint, models=models)
+        if isinstance(row, FileError):
+            parsed.errors.append(row)
             continue
         if row.custom_id in seen:
             parsed.errors.append(FileError(
@@ -186,23 +187,27 @@ def _decode(number: int, raw: Any, parsed: ParsedRecords) -> Any:
     return None
 
 
-def _record(number: int, record: Any, *, endpoint: str, models: Collection[str],
-            parsed: ParsedRecords) -> RowDraft | None:
+def record_row(number: int, record: Any, *, endpoint: str, models: Collection[str],
+               default_model: str | None = None) -> RowDraft | FileError:
+    """One OpenAI record: a `FileError` if it is not a record for this endpoint, else a
+    row (already failed, with its code, for a record-level problem). `default_model`
+    fills a missing `body.model` (Relay-dialect jobs name the model once)."""
     problem = _shape_problem(record, endpoint)
     if problem is not None:
         code, message, param = problem
-        parsed.errors.append(FileError(code, f"Line {number}: {message}", number, param))
-        return None
+        return FileError(code, f"Line {number}: {message}", number, param)
     body = record["body"]
-    custom_id = record["custom_id"]
-    failure = record_failure(body, models=models)
+    if default_model and isinstance(body, dict) and "model" not in body:
+        body = {**body, "model": default_model}
     model = body.get("model") if isinstance(body, dict) else None
+    failure = record_failure(body, models=models)
     if failure is not None:
         code, message = failure
-        return RowDraft(custom_id=custom_id, body=body if isinstance(body, dict) else {},
+        return RowDraft(custom_id=record["custom_id"],
+                        body=body if isinstance(body, dict) else {},
                         model=model if isinstance(model, str) else None, error=message,
                         error_code=code)
-    return RowDraft(custom_id=custom_id, body=body, model=model)
+    return RowDraft(custom_id=record["custom_id"], body=body, model=model)
 
 
 def _shape_problem(record: Any, endpoint: str) -> tuple[str, str, str | None] | None:

@@ -13,7 +13,9 @@ from typing import Any
 
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
+from daemon.domain.openai_input import FileError, record_row
 
+CHAT = "/v1/chat/completions"
 MAX_ROWS = 50_000
 MAX_NAME = 256
 MAX_CUSTOM_ID = 512
@@ -48,17 +50,22 @@ def parse_submission(
             raise InvalidRequest(f"Unknown field '{key}'.", param=key)
     cron = _cron(body.get("cron"), check_cron)
     webhook = _webhook(body.get("webhookUrl"), check_url)
+    model = _model(body.get("model"), models)
     return Submission(
         name=_name(body.get("name"), now),
-        model=_model(body.get("model"), models),
-        rows=parse_rows(body.get("requests")),
+        model=model,
+        rows=parse_rows(body.get("requests"), models=models, model=model),
         priority=_priority(body.get("priority", 0)),
         webhook_url=webhook,
         cron=cron,
     )
 
 
-def parse_rows(requests: Any, *, param: str = "requests") -> list[RowDraft]:
+def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str] = (),
+               model: str | None = None) -> list[RowDraft]:
+    """Relay rows `{custom_id?, messages}`; a row may also be an OpenAI chat record
+    `{custom_id, method, url, body}` (an uploaded OpenAI JSONL), read by the OpenAI
+    dialect's own parser."""
     if requests is None:
         raise InvalidRequest("'requests' is required: a non-empty array of rows.", param=param)
     if not isinstance(requests, list):
@@ -69,7 +76,9 @@ def parse_rows(requests: Any, *, param: str = "requests") -> list[RowDraft]:
         raise InvalidRequest(
             f"'requests' has {len(requests)} rows; at most {MAX_ROWS} are allowed.", param=param
         )
-    rows = [_row(i, r, f"{param}[{i}]") for i, r in enumerate(requests)]
+    rows = [_record(i, r, f"{param}[{i}]", models=models, model=model)
+            if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]")
+            for i, r in enumerate(requests)]
     _reject_duplicates(rows, param)
     return rows
 
@@ -87,6 +96,18 @@ def _row(index: int, row: Any, where: str) -> RowDraft:
             param=f"{where}.custom_id",
         )
     return RowDraft(custom_id=custom_id, body={"messages": _messages(row.get("messages"), where)})
+
+
+def _record(index: int, record: dict[str, Any], where: str, *, models: Collection[str],
+            model: str | None) -> RowDraft:
+    row = record_row(index + 1, record, endpoint=CHAT, models=models, default_model=model)
+    if isinstance(row, FileError):
+        raise InvalidRequest(row.message.replace(f"Line {index + 1}: ", "", 1),
+                             param=f"{where}.{row.param}" if row.param else where,
+                             code=row.code)
+    if row.error is not None:
+        raise InvalidRequest(row.error, param=f"{where}.body", code=row.error_code)
+    return row
 
 
 def _messages(messages: Any, where: str) -> list[dict[str, Any]]:

@@ -111,16 +111,21 @@ class Relayd:
 
 
 def config_text(*, data_dir: Path, port: int, sim: Simulator, concurrency: int = 8,
-                running: int = 2, allow_private: bool = True, attempts: int = 3) -> str:
+                running: int = 2, allow_private: bool = True, attempts: int = 3,
+                server: dict[str, int] | None = None,
+                gateway: dict[str, int] | None = None) -> str:
+    """A config for one test daemon; `server` and `gateway` add keys to those tables."""
+    more_server = "".join(f"{k} = {v}\n" for k, v in (server or {}).items())
+    more_gateway = "".join(f"{k} = {v}\n" for k, v in (gateway or {}).items())
     return f"""
 [server]
 port = {port}
 data_dir = "{data_dir}"
-
+{more_server}
 [gateway]
 batch_concurrency = {concurrency}
 max_running_jobs = {running}
-
+{more_gateway}
 [security]
 allow_private_targets = {"true" if allow_private else "false"}
 
