@@ -1,14 +1,20 @@
-"""The one HTTP client of relayd (httpx), used by the demo, the CLI and the TUI."""
+"""The one HTTP client of relayd (httpx), shared by the TUI, the scripting CLI and the
+demo. Every call returns decoded JSON or raises `RelayError` with the daemon's own
+message (or a clear "cannot reach relayd" when it is down). Nothing here imports
+Textual or the daemon."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 
 class RelayError(Exception):
-    """relayd answered with its error envelope (or could not be reached)."""
+    """relayd answered with its error envelope, or could not be reached (`status` None)."""
 
     def __init__(self, status: int | None, message: str, param: str | None = None) -> None:
         super().__init__(message if param is None else f"{message} (field: {param})")
@@ -16,16 +22,35 @@ class RelayError(Exception):
         self.message = message
         self.param = param
 
+    @property
+    def unreachable(self) -> bool:
+        return self.status is None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event of `GET /v1/events`."""
+
+    type: str
+    data: dict[str, Any]
+
 
 class RelayClient:
     def __init__(self, url: str, key: str, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
-        self.http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout,
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(base_url=self.url, timeout=timeout,
                                  headers={"Authorization": f"Bearer {key}"},
                                  transport=transport)
 
     def close(self) -> None:
         self.http.close()
+
+    def __enter__(self) -> RelayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def healthy(self) -> bool:
         try:
@@ -33,9 +58,12 @@ class RelayClient:
         except httpx.HTTPError:
             return False
 
+    # -- batches ---------------------------------------------------------------
+
     def submit(self, *, model: str, requests: list[dict[str, Any]], name: str | None = None,
                priority: int = 0, cron: str | None = None,
                webhook_url: str | None = None) -> dict[str, Any]:
+        """A Relay-dialect batch (rows may also be OpenAI chat records)."""
         body: dict[str, Any] = {"model": model, "requests": requests, "priority": priority}
         optional = {"name": name, "cron": cron, "webhookUrl": webhook_url}
         body.update({k: v for k, v in optional.items() if v is not None})
@@ -44,8 +72,23 @@ class RelayClient:
     def job(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}")
 
-    def jobs(self, **params: Any) -> dict[str, Any]:
-        return self._call("GET", "/v1/batches", params=params)
+    def jobs(self, *, limit: int = 100, after: str | None = None, status: str | None = None,
+             template_id: str | None = None) -> dict[str, Any]:
+        params = {"limit": limit, "after": after, "status": status, "template_id": template_id}
+        return self._call("GET", "/v1/batches",
+                          params={k: v for k, v in params.items() if v is not None})
+
+    def all_jobs(self, *, page: int = 100, most: int = 1000, **filters: Any) -> list[dict]:
+        """Newest first, following `after` until the list ends or `most` are read."""
+        found: list[dict[str, Any]] = []
+        after = None
+        while len(found) < most:
+            listing = self.jobs(limit=min(page, most - len(found)), after=after, **filters)
+            found.extend(listing["data"])
+            if not listing["has_more"] or not listing["data"]:
+                break
+            after = listing["last_id"]
+        return found
 
     def results(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/results")
@@ -53,22 +96,74 @@ class RelayClient:
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/dead_letter")
 
+    def retry_dead_letter(self, job_id: str,
+                          custom_ids: list[str] | None = None) -> dict[str, Any]:
+        body = {"custom_ids": custom_ids} if custom_ids else {}
+        return self._call("POST", f"/v1/batches/{job_id}/dead_letter/retry", json=body)
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self._call("POST", f"/v1/batches/{job_id}/cancel")
 
     def models(self) -> dict[str, Any]:
         return self._call("GET", "/v1/models")
 
+    def file_content(self, file_id: str) -> bytes:
+        try:
+            reply = self.http.get(f"/v1/files/{file_id}/content")
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        self._raise_for(reply)
+        return reply.content
+
+    # -- live events -------------------------------------------------------------
+
+    def events(self, *, read_timeout: float = 60.0) -> Iterator[Event]:
+        """Server-sent events until the connection ends; raises `RelayError` if the
+        daemon cannot be reached. Keep-alive comments arrive every 15 s, so a read
+        timeout of a minute means the daemon is gone."""
+        timeout = httpx.Timeout(10.0, read=read_timeout)
+        try:
+            with self.http.stream("GET", "/v1/events", timeout=timeout) as reply:
+                if not reply.is_success:
+                    reply.read()
+                    self._raise_for(reply)
+                yield from _parse_sse(reply.iter_lines())
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+
+    # -- plumbing ------------------------------------------------------------------
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             reply = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise RelayError(None, f"cannot reach relayd at {self.http.base_url}: {exc}") \
-                from exc
+            raise self._unreachable(exc) from exc
+        self._raise_for(reply)
+        return reply.json()
+
+    def _unreachable(self, exc: Exception) -> RelayError:
+        return RelayError(None, f"cannot reach relayd at {self.url}: {exc}")
+
+    @staticmethod
+    def _raise_for(reply: httpx.Response) -> None:
         if reply.is_success:
-            return reply.json()
+            return
         try:
             err = reply.json()["error"]
-            raise RelayError(reply.status_code, err["message"], err.get("param"))
+            message, param = err["message"], err.get("param")
         except (ValueError, KeyError, TypeError):
-            raise RelayError(reply.status_code, reply.text[:200]) from None
+            message, param = reply.text[:200] or reply.reason_phrase, None
+        raise RelayError(reply.status_code, message, param)
+
+
+def _parse_sse(lines: Iterator[str]) -> Iterator[Event]:
+    kind, data = "message", []
+    for line in lines:
+        if not line:
+            if data:
+                yield Event(kind, json.loads("\n".join(data)))
+            kind, data = "message", []
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())

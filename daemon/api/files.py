@@ -12,6 +12,7 @@ import secrets
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
@@ -62,8 +63,14 @@ async def _receive(request: web.Request, services: Services,
             if part.name == "purpose":
                 purpose = (await part.text()).strip()
             elif part.name == "file" and stored is None:
-                stored = (part.filename or "upload.jsonl",
+                stored = (_clean_name(part.filename),
                           await _stream(part, path, services.config.server.max_upload_mb))
+    except InvalidRequest:
+        path.unlink(missing_ok=True)
+        raise
+    except ValueError as exc:  # aiohttp's multipart reader: a body cut short or malformed
+        path.unlink(missing_ok=True)
+        raise InvalidRequest(f"The multipart body is malformed: {exc}.", param="file") from exc
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -84,6 +91,13 @@ def _checked(file_id: str, purpose: str | None, stored: tuple[str, int] | None, 
         raise InvalidRequest("The uploaded file is empty.", param="file", code="empty_file")
     return FileRecord(id=file_id, workspace_id=workspace.id, filename=filename,
                       purpose=purpose, bytes=size, created_at=now, path=str(path))
+
+
+def _clean_name(filename: str | None) -> str:
+    """A display name without control characters, quotes or path parts."""
+    name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if c.isprintable() and c not in '"')
+    return name[:255] or "upload.jsonl"
 
 
 async def _stream(part: BodyPartReader, path: Path, limit_mb: int) -> int:
@@ -116,9 +130,11 @@ async def content(request: web.Request) -> web.StreamResponse:
     record = await _load(request)
     if not Path(record.path).exists():
         raise not_found("file content", record.id)
+    ascii_name = record.filename.encode("ascii", "replace").decode().replace("?", "_")
     return web.FileResponse(record.path, headers={
         "Content-Type": "application/jsonl",
-        "Content-Disposition": f'attachment; filename="{record.filename}"'})
+        "Content-Disposition": f'attachment; filename="{ascii_name}"; '
+                               f"filename*=UTF-8''{quote(record.filename)}"})
 
 
 async def delete(request: web.Request) -> web.Response:

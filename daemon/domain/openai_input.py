@@ -150,7 +150,7 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
         if len(parsed.errors) >= MAX_ERRORS:
             break
         record = _decode(number, raw, parsed)
-        if record is None:
+        if record is _SKIP:
             continue
         row = record_row(number, record, endpoint=endpoint, models=models)
         if isinstance(row, FileError):
@@ -174,17 +174,34 @@ def jsonl_lines(data: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
             yield number, line
 
 
+_SKIP = object()  # a line that was refused (its error is recorded)
+
+
 def _decode(number: int, raw: Any, parsed: ParsedRecords) -> Any:
-    if not isinstance(raw, bytes | str):
+    """A JSONL line (bytes: strict UTF-8, strict JSON) or an inline record as is."""
+    if not isinstance(raw, bytes):
         return raw
     try:
-        return json.loads(raw)
+        return json.loads(raw.decode("utf-8-sig"), parse_constant=_refuse_constant)
     except UnicodeDecodeError:
         reason = "is not valid UTF-8"
     except (ValueError, RecursionError) as exc:
-        reason = f"is not valid JSON ({getattr(exc, 'msg', exc)})"
+        reason = f"is not valid JSON ({str(getattr(exc, 'msg', exc))[:120]})"
     parsed.errors.append(FileError("invalid_json_line", f"Line {number} {reason}.", number))
-    return None
+    return _SKIP
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def is_text(value: str) -> bool:
+    """True unless `value` holds a lone surrogate (valid JSON escapes, not storable text)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def record_row(number: int, record: Any, *, endpoint: str, models: Collection[str],
@@ -205,7 +222,7 @@ def record_row(number: int, record: Any, *, endpoint: str, models: Collection[st
         code, message = failure
         return RowDraft(custom_id=record["custom_id"],
                         body=body if isinstance(body, dict) else {},
-                        model=model if isinstance(model, str) else None, error=message,
+                        model=model if model in models else None, error=message,
                         error_code=code)
     return RowDraft(custom_id=record["custom_id"], body=body, model=model)
 
@@ -221,8 +238,10 @@ def _shape_problem(record: Any, endpoint: str) -> tuple[str, str, str | None] | 
     if extra:
         return "invalid_request", f"unknown record field '{extra[0]}'.", extra[0]
     custom_id = record["custom_id"]
-    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > 512:
-        return "invalid_request", "'custom_id' must be a non-empty string.", "custom_id"
+    if (not isinstance(custom_id, str) or not custom_id or len(custom_id) > 512
+            or not is_text(custom_id)):
+        return ("invalid_request", "'custom_id' must be a non-empty string of at most 512 "
+                "characters of valid text.", "custom_id")
     if record["method"] != "POST":
         return "invalid_request", "'method' must be POST.", "method"
     if record["url"] != endpoint:

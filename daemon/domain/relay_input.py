@@ -13,7 +13,7 @@ from typing import Any
 
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
-from daemon.domain.openai_input import FileError, record_row
+from daemon.domain.openai_input import FileError, is_text, record_row
 
 CHAT = "/v1/chat/completions"
 MAX_ROWS = 50_000
@@ -90,7 +90,8 @@ def _row(index: int, row: Any, where: str) -> RowDraft:
         if key not in _ROW_KEYS:
             raise InvalidRequest(f"Unknown row field '{key}'.", param=f"{where}.{key}")
     custom_id = row.get("custom_id", f"row-{index + 1}")
-    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > MAX_CUSTOM_ID:
+    if (not isinstance(custom_id, str) or not custom_id or len(custom_id) > MAX_CUSTOM_ID
+            or not is_text(custom_id)):
         raise InvalidRequest(
             f"'custom_id' must be a non-empty string of at most {MAX_CUSTOM_ID} characters.",
             param=f"{where}.custom_id",
@@ -163,7 +164,7 @@ def _model(model: Any, models: Collection[str]) -> str:
 def _name(name: Any, now: float) -> str:
     if name is None:
         return "Batch " + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or not is_text(name):
         raise InvalidRequest(f"'name' must be a non-empty string of at most {MAX_NAME} "
                              "characters.", param="name")
     return name

@@ -24,7 +24,7 @@ class FileStore:
         count = 0
         with open(path, "wb") as out:
             for line in lines:
-                out.write(json.dumps(line, ensure_ascii=False).encode() + b"\n")
+                out.write(json.dumps(line).encode() + b"\n")  # ASCII: any text survives
                 count += 1
             out.flush()
             os.fsync(out.fileno())
