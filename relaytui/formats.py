@@ -63,7 +63,18 @@ def jsonl_rows(text: str, *, path: str = "<jsonl>") -> list[dict[str, Any]]:
             row = json.loads(line)
         except ValueError as exc:
             raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
-        if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
-            raise InputFileError(path, number, "expected an object with a 'messages' array")
-        rows.append({k: row[k] for k in ("custom_id", "messages") if k in row})
+        rows.append(_jsonl_row(row, path=path, number=number))
     return rows
+
+
+def _jsonl_row(row: object, *, path: str, number: int) -> dict[str, Any]:
+    """A Relay row `{custom_id?, messages}`, or an OpenAI record `{custom_id, method, url,
+    body}` passed through whole (relayd reads those with its OpenAI parser)."""
+    if isinstance(row, dict) and "body" in row:
+        if not isinstance(row.get("custom_id"), str):
+            raise InputFileError(path, number, "an OpenAI record needs a 'custom_id' string")
+        return row
+    if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+        raise InputFileError(path, number, "expected an object with a 'messages' array "
+                             "(a Relay row) or an OpenAI record with 'body'")
+    return {k: row[k] for k in ("custom_id", "messages") if k in row}
