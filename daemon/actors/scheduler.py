@@ -154,10 +154,19 @@ class Scheduler(pykka.ThreadingActor):
             self.notifier.job_ended(failed)
 
     def _revive(self, seq: int) -> None:
-        """A supervisor died (a bug): put its job back in the queue to run again."""
-        log.error("supervisor of job %s died; requeueing the job", seq)
+        """A supervisor is gone. If it finished, its `job_finished` is on its way; if it
+        died (a bug), its job runs again from the queue, or ends if it was cancelling."""
         self.running.pop(seq, None)
-        self.repo.transition(seq, source={RUNNING}, target=QUEUED, now=self.clock())
+        job = self.repo.job_by_seq(seq)
+        if job is None or job.terminal:
+            return
+        log.error("supervisor of job %s died; %s", job.id,
+                  "ending the cancel" if job.status == CANCELLING else "requeueing the job")
+        if job.status == CANCELLING:
+            self._end(job, CANCELLED, now=self.clock())
+        else:
+            self.repo.transition(seq, source={RUNNING, FINALIZING}, target=QUEUED,
+                                 now=self.clock())
 
 
 def spawn_due_runs(repo: Repo, now: float) -> list[Job]:

@@ -36,6 +36,7 @@ from daemon.store.repo import WorkspaceRecord
 OPENAI_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
 RENDERERS = {RELAY: relay_job, OPENAI: render_openai.batch}
 ROUTE_ID = "job_id"
+LARGE_BODY = 256 * 1024
 
 
 def render(job: Job) -> dict[str, Any]:
@@ -51,8 +52,9 @@ async def read_json(request: web.Request) -> Any:
     if not raw:
         raise InvalidRequest("The request body is empty; send a JSON object.")
     try:
-        return await asyncio.to_thread(json.loads, raw) if len(raw) > 256_000 \
-            else json.loads(raw)
+        if len(raw) > LARGE_BODY:  # decoding megabytes would stall the event loop
+            return await asyncio.to_thread(json.loads, raw)
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
 
@@ -151,21 +153,25 @@ async def cancel(request: web.Request) -> web.Response:
 
 
 def _request_cancel(services: Services, job: Job) -> Job:
-    """Write the cancel to the store, then tell the actor that owns the job. A running
-    job (or any OpenAI batch, which answers `cancelling`) is ended by the scheduler;
-    a queued Relay job or a cron template ends here and now."""
+    """Write the cancel to the store, then tell whoever owns the job. Each step is a
+    conditional transition, so a stale read (the job was admitted meanwhile) can never
+    end a job behind its supervisor's back."""
     repo, now = services.repo, services.clock()
-    if job.status == RUNNING or (job.dialect == OPENAI and job.status in (QUEUED, VALIDATING)):
-        changed = repo.transition(job.seq, source={job.status}, target=CANCELLING, now=now)
-        if changed is not None:
-            services.scheduler.cancel(job.seq)
-            services.notifier.job_changed(job.seq)
-            return changed
-    elif job.status in (QUEUED, VALIDATING, SCHEDULED):
-        ended = finalize(repo, services.files, job, target=CANCELLED, now=now)
-        if ended is not None:
-            services.notifier.job_ended(ended)
-            return ended
+    if job.dialect == RELAY:  # a Relay job that is not running ends here and now
+        taken = repo.transition(job.seq, source={QUEUED, SCHEDULED}, target=CANCELLING,
+                                now=now)
+        if taken is not None:
+            ended = finalize(repo, services.files, taken, target=CANCELLED, now=now)
+            if ended is not None:
+                services.notifier.job_ended(ended)
+                return ended
+    # running (either dialect), or an OpenAI batch, which answers `cancelling`
+    changed = repo.transition(job.seq, source={QUEUED, VALIDATING, RUNNING},
+                              target=CANCELLING, now=now)
+    if changed is not None:
+        services.scheduler.cancel(job.seq)
+        services.notifier.job_changed(job.seq)
+        return changed
     return repo.job_by_seq(job.seq) or job
 
 

@@ -30,6 +30,8 @@ class IOLoop:
         self._thread: threading.Thread | None = None
         self._cleanups: list[Cleanup] = []
         self._closing = False
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._lock = threading.Lock()
 
     @property
     def running(self) -> bool:
@@ -54,10 +56,14 @@ class IOLoop:
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule `coro` on the loop; safe from any thread."""
-        if self._loop is None:
-            coro.close()  # never awaited; closing avoids a RuntimeWarning
-            raise RuntimeError("IOLoop is not running")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        with self._lock:
+            if self._loop is None or self._closing:
+                coro.close()  # never awaited; closing avoids a RuntimeWarning
+                raise RuntimeError("IOLoop is not running")
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+            self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return future
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run `coro` on the loop and wait for its result; cancel it on timeout."""
@@ -84,13 +90,17 @@ class IOLoop:
             return
         if threading.current_thread() is thread:
             raise RuntimeError("IOLoop.stop() called from its own thread")
-        self._closing = True
+        with self._lock:
+            self._closing = True
         try:
-            self.run(self._shutdown(), timeout)
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            future.result(timeout)
         except Exception:
             log.exception("I/O loop shutdown did not finish cleanly")
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
+        for pending in list(self._pending):  # submitted but never run: free their waiters
+            pending.cancel()
         self._loop = self._thread = None
         if not thread.is_alive():
             loop.close()
