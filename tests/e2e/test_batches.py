@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from tests.e2e.harness import rows, wait_for_status
 
-pytestmark = __import__("pytest").mark.e2e
+pytestmark = pytest.mark.e2e
 
 
 def test_a_batch_runs_with_retries_fallback_and_dead_letter(simulator_factory, relayd_factory):
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     special = [
-        {"custom_id": "retried", "messages": [{"role": "user", "content": "a [sim:fail=429 times=1]"}]},
+        {"custom_id": "retried", "messages": [{"role": "user",
+                                               "content": "a [sim:fail=429 times=1]"}]},
         {"custom_id": "fell-back", "messages": [{"role": "user",
                                                  "content": "b [sim:fail=503 model=sim-small]"}]},
         {"custom_id": "dead", "messages": [{"role": "user", "content": "c [sim:fail=503]"}]},

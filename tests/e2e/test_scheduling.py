@@ -8,6 +8,7 @@ import json
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -56,7 +57,7 @@ def test_cancel_stops_the_upstream_traffic(simulator_factory, relayd_factory):
 
 
 class _Receiver(BaseHTTPRequestHandler):
-    received: list[tuple[dict[str, str], bytes]] = []
+    received: ClassVar[list[tuple[dict[str, str], bytes]]] = []
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))

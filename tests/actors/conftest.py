@@ -1,0 +1,96 @@
+"""Fixtures for actor tests: a real Daemon (store, router, actors) on a temp SQLite
+file, fed through the repo and the scheduler, no HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.domain import ids
+from daemon.domain.jobs import QUEUED, Job, RowDraft
+from daemon.runtime import Daemon
+from daemon.store.repo import JobDraft, Repo
+from tests.actors.harness import (
+    PRIMARY,
+    FakeClock,
+    Upstream,
+    make_config,
+    make_daemon,
+    stop_daemon,
+)
+
+SupervisorFactory = Callable[[Job, Any], Any]  # (job, scheduler proxy) -> supervisor proxy
+
+
+class Running:
+    """A started Daemon and what tests reach through it."""
+
+    def __init__(self, daemon: Daemon, *, supervisors: SupervisorFactory | None = None) -> None:
+        self.daemon = daemon
+        if supervisors is not None:  # the seam where the scheduler starts supervisors
+            daemon._start_supervisor = supervisors  # type: ignore[method-assign]
+        self.services = daemon.start()
+        self.repo: Repo = self.services.repo
+        self.stopped = False
+        self.workspace = self.repo.ensure_workspace("ws-a", now=daemon.clock())
+
+    def stop(self) -> None:
+        """Stop now, whatever is in flight (the graceful stop under test)."""
+        if not self.stopped:
+            self.stopped = True
+            self.daemon.stop()
+
+    def teardown(self, upstream: Upstream) -> None:
+        if not self.stopped:
+            self.stopped = True
+            stop_daemon(self.daemon, upstream)
+
+    def submit(self, prompts: list[str], *, priority: int = 0, model: str = PRIMARY,
+               tag: str = "job") -> Job:
+        """Store a queued job with one row per prompt, then wake the scheduler."""
+        rows = [RowDraft(custom_id=f"{tag}-{i}",
+                         body={"messages": [{"role": "user", "content": p}]})
+                for i, p in enumerate(prompts, 1)]
+        draft = JobDraft(id=ids.relay_job_id(), workspace_id=self.workspace.id,
+                         dialect="relay", name=tag, model=model,
+                         endpoint="/v1/chat/completions", status=QUEUED, priority=priority,
+                         created_at=self.daemon.clock())
+        job = self.repo.create_job(draft, rows)
+        self.services.scheduler.wake()
+        return job
+
+    def job(self, job: Job) -> Job:
+        found = self.repo.job_by_seq(job.seq)
+        assert found is not None
+        return found
+
+
+@pytest.fixture
+def upstream() -> Upstream:
+    return Upstream()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[..., Running]]:
+    """`start_daemon(upstream, gateway={...}, ...)`: a started Daemon on this test's data
+    dir; every one is stopped at teardown."""
+    started: list[tuple[Running, Upstream]] = []
+
+    def start(upstream: Upstream, *, supervisors: SupervisorFactory | None = None,
+              **sections: dict[str, Any]) -> Running:
+        running = Running(make_daemon(make_config(tmp_path, **sections), upstream, clock),
+                          supervisors=supervisors)
+        started.append((running, upstream))
+        return running
+
+    yield start
+    for running, upstream in started:
+        running.teardown(upstream)

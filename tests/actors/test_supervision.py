@@ -1,0 +1,108 @@
+"""The scheduler watching its supervisors: a dead one is noticed on the next tick. The
+supervisors here are stand-ins the test stops by hand, so each interleaving of
+messages is exact rather than left to thread timing."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pykka
+import pytest
+
+from daemon.domain.jobs import CANCELLING, COMPLETED, RUNNING, Job
+from tests.actors.harness import wait_until
+
+
+class StandIn(pykka.ThreadingActor):
+    """A supervisor that takes every message and does nothing."""
+
+    def tick(self, now: float) -> None: ...
+    def drain(self) -> None: ...
+    def cancel(self) -> None: ...
+    def expire(self) -> None: ...
+
+
+class StandIns:
+    """A supervisor factory: stand-ins, or real supervisors once `real` is set."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[Job, Any]] = []
+        self.real: Any = None
+
+    def __call__(self, job: Job, scheduler: Any) -> Any:
+        real = self.real
+        supervisor = real(job, scheduler) if real is not None else StandIn.start().proxy()
+        self.started.append((job, supervisor))
+        return supervisor
+
+    def stop_last(self) -> None:
+        self.started[-1][1].actor_ref.stop(block=True)
+
+
+@pytest.fixture
+def stand_ins() -> StandIns:
+    return StandIns()
+
+
+def died_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "relay.scheduler" and r.levelno >= logging.ERROR and "died" in r.message]
+
+
+def tick(relay) -> None:
+    relay.services.scheduler.tick(relay.daemon.clock()).get(timeout=5)
+
+
+def test_a_dead_supervisors_job_is_requeued_and_runs_again(start_daemon, upstream, stand_ins,
+                                                           caplog):
+    relay = start_daemon(upstream, supervisors=stand_ins)
+    job = relay.submit(["survives"])
+    wait_until(lambda: stand_ins.started, what="the first supervisor")
+    stand_ins.real = type(relay.daemon)._start_supervisor.__get__(relay.daemon)
+
+    stand_ins.stop_last()  # dies without a word
+    tick(relay)
+
+    wait_until(lambda: relay.job(job).status == COMPLETED, what="the job to run again")
+    assert len(stand_ins.started) == 2
+    assert died_logs(caplog)
+    assert upstream.prompts() == ["survives"]
+
+
+def test_a_supervisor_that_finished_is_not_reported_dead(start_daemon, upstream, stand_ins,
+                                                         caplog):
+    relay = start_daemon(upstream, supervisors=stand_ins)
+    job = relay.submit(["done"])
+    wait_until(lambda: stand_ins.started, what="the supervisor")
+    now = relay.daemon.clock()
+    # What JobSupervisor._finish does: end the job, tell job_finished, stop itself. A tick
+    # already in the scheduler's inbox runs between the stop and job_finished.
+    assert relay.repo.transition(job.seq, source={RUNNING}, target=COMPLETED, now=now,
+                                 finished_at=now) is not None
+    stand_ins.stop_last()
+    tick(relay)
+    relay.services.scheduler.job_finished(job.seq).get(timeout=5)
+
+    assert relay.job(job).status == COMPLETED
+    assert died_logs(caplog) == [], "a normal finish was logged as a dead supervisor"
+
+
+def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(start_daemon, upstream,
+                                                                 stand_ins):
+    relay = start_daemon(upstream, supervisors=stand_ins)
+    job = relay.submit(["one", "two"])
+    wait_until(lambda: stand_ins.started, what="the supervisor")
+    now = relay.daemon.clock()
+    assert relay.repo.transition(job.seq, source={RUNNING}, target=CANCELLING,
+                                 now=now) is not None
+
+    stand_ins.stop_last()
+    tick(relay)
+
+    try:
+        wait_until(lambda: relay.job(job).status == "cancelled", timeout=1,
+                   what="the cancelling job to end")
+    except AssertionError:
+        pytest.fail(f"the job is left {relay.job(job).status!r} after its supervisor died")
+    assert [r.error for r in relay.repo.rows(job.seq)] == ["canceled", "canceled"]

@@ -1,0 +1,85 @@
+"""GET /v1/events: a snapshot of active jobs for a late joiner, then the live
+created / progress / ended events of the key's workspace only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import ClientResponse
+
+from tests.actors.harness import wait_for
+from tests.api.conftest import batch
+
+
+class EventStream:
+    """Reads server-sent events off a streaming response."""
+
+    def __init__(self, response: ClientResponse) -> None:
+        self.response = response
+
+    async def next(self, timeout: float = 5.0) -> tuple[str, dict[str, Any]]:
+        kind, data = None, None
+        while True:
+            raw = await asyncio.wait_for(self.response.content.readline(), timeout)
+            assert raw, "the event stream closed"
+            line = raw.decode().rstrip("\n")
+            if not line:
+                if kind is not None:
+                    return kind, json.loads(data or "null")
+                continue
+            field, _, value = line.partition(": ")
+            if field == "event":
+                kind = value
+            elif field == "data":
+                data = value
+
+    async def until(self, kind: str, job_id: str,
+                    **fields: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Every event up to and including the first `kind` event of `job_id` whose
+        data has `fields`."""
+        seen = []
+        while True:
+            event = await self.next()
+            seen.append(event)
+            kind_seen, data = event
+            if (kind_seen == kind and data["id"] == job_id
+                    and all(data[k] == v for k, v in fields.items())):
+                return seen
+
+
+async def test_events_snapshot_then_live_events_of_own_workspace(relay):
+    active = await relay.submit(batch("held BLOCK"))
+    await relay.wait_status(active["id"], "running")
+    template = await relay.submit(batch("cron row", cron="0 * * * *"))
+    finished = await relay.submit(batch("done already"))
+    await relay.wait_status(finished["id"], "completed")
+    other_key = await relay.new_key("ws-b")
+
+    async with relay.client.get("/v1/events", headers=relay.headers()) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        stream = EventStream(response)
+
+        snapshot = [await stream.next(), await stream.next()]
+        assert {kind for kind, _ in snapshot} == {"job.snapshot"}
+        assert {data["id"] for _, data in snapshot} == {active["id"], template["id"]}
+        assert {data["relay_status"] for _, data in snapshot} == {"running", "scheduled"}
+
+        theirs = await relay.submit(batch("their row"), key=other_key)
+        mine = await relay.submit(batch("fast row", "slow row BLOCK"))
+        created = await stream.until("job.created", mine["id"])
+        await wait_for(lambda: relay.upstream.seen("slow row BLOCK"), what="the slow row")
+        relay.clock.advance(2)  # past the supervisor's flush interval: a progress event
+        progressed = await stream.until("job.progress", mine["id"], completed=1)
+        relay.upstream.gate.set()
+        ended = await stream.until("job.ended", mine["id"])
+
+    events = created + progressed + ended
+    assert all(data["id"] != theirs["id"] for _, data in events)
+    kinds = [kind for kind, data in events if data["id"] == mine["id"]]
+    assert kinds[0] == "job.created" and kinds[-1] == "job.ended"
+    assert "job.progress" in kinds
+    final = ended[-1][1]
+    assert (final["relay_status"], final["completed"], final["total"]) == ("completed", 2, 2)
