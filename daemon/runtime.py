@@ -39,6 +39,13 @@ TICK_S = 0.25
 STOP_BUDGET_S = 8.0
 
 
+def stuck_threads() -> list[str]:
+    """Threads that would keep the process alive after a stop (actor threads are not
+    daemon threads)."""
+    return [t.name for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+
+
 class Ticker:
     """Calls each target with `now` every `interval` seconds, on its own thread."""
 
@@ -125,7 +132,11 @@ class Daemon:
         except (pykka.Timeout, pykka.ActorDeadError):
             log.warning("drain did not finish in time; unflushed rows will re-run")
         self.io_loop.stop(timeout=max(0.5, deadline - time.monotonic()))
-        pykka.ActorRegistry.stop_all(block=True, timeout=max(0.5, deadline - time.monotonic()))
+        try:
+            pykka.ActorRegistry.stop_all(block=True,
+                                         timeout=max(0.5, deadline - time.monotonic()))
+        except pykka.Timeout:
+            log.warning("some actors did not stop in time: %s", stuck_threads())
         self.db.close()
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:

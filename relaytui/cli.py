@@ -1,11 +1,384 @@
-"""`relay`: the operator TUI arrives with its own issue; until then this says so."""
+"""`relay`: with no command, the operator TUI; otherwise one scripting command against
+relayd (submit, ls, status, cancel, results, dead-letter).
+
+Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
+config file) and `--json` (machine-readable JSON alone on stdout; messages go to
+stderr). Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or a bad input
+file, 3 relayd cannot be reached. All HTTP goes through `RelayClient`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import csv
+import json
+import os
+import shutil
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from relaytui import progress
+from relaytui.client import RelayClient, RelayError
+from relaytui.formats import InputFileError, read_rows
+from relaytui.settings import Settings, resolve
+
+OK, REFUSED, USAGE, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 130
+POLL_S = 0.5  # how often `submit --wait` asks for the job
+
+GET_A_KEY = ("Get a key on the relayd host with `relayd keys create --workspace NAME`,\n"
+             "then pass it with --key KEY or set RELAY_API_KEY.")
 
 
-def main() -> int:
-    print("relay: the terminal UI is not built yet; use the HTTP API (see README).",
-          file=sys.stderr)
-    return 1
+class Stop(Exception):
+    """Ends a command with a message on stderr and an exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+Command = Callable[[RelayClient, argparse.Namespace], int]
+
+
+# -- entry point -------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else USAGE
+    settings = resolve(getattr(args, "url", None), getattr(args, "key", None))
+    if args.command is None:
+        return open_tui(settings)
+    try:
+        return run_command(args.run, args, settings)
+    except Stop as stop:
+        say(f"relay: {stop}")
+        return stop.code
+    except RelayError as exc:
+        return refused(exc)
+    except KeyboardInterrupt:
+        say("relay: interrupted")
+        return INTERRUPTED
+    except BrokenPipeError:  # `relay results ID | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return OK
+
+
+def open_tui(settings: Settings) -> int:
+    try:
+        from relaytui.app import run  # Textual loads only for the TUI
+    except ImportError as exc:
+        say(f"relay: the terminal UI is not available in this build ({exc}).\n"
+            "The scripting commands work: see `relay --help`.")
+        return REFUSED
+    return run(url=settings.url, key=settings.key)
+
+
+def run_command(command: Command, args: argparse.Namespace, settings: Settings) -> int:
+    url = urlsplit(settings.url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise Stop(USAGE, f"--url must look like http://HOST:PORT; got {settings.url!r}")
+    if not settings.key:
+        raise Stop(USAGE, "no API key. " + GET_A_KEY)
+    with RelayClient(settings.url, settings.key) as client:
+        try:
+            return command(client, args)
+        except json.JSONDecodeError as exc:  # something answered, but not relayd
+            raise Stop(UNREACHABLE, f"cannot reach relayd at {settings.url}: the answer "
+                       f"is not JSON ({exc.msg}); is this relayd's address?") from exc
+
+
+def refused(exc: RelayError) -> int:
+    if exc.unreachable:
+        say(f"relay: {exc.message}")
+        return UNREACHABLE
+    say(f"relay: {exc}")
+    if exc.status == 401:
+        say(GET_A_KEY)
+    return REFUSED
+
+
+# -- the parser ----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # The shared options sit on the top-level parser and on every command, so they work
+    # before or after the command; SUPPRESS keeps a command from resetting them.
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--url", default=argparse.SUPPRESS,
+                        help="relayd's address (default: $RELAY_URL, the config file, "
+                        "http://127.0.0.1:8080)")
+    shared.add_argument("--key", default=argparse.SUPPRESS,
+                        help="API key (default: $RELAY_API_KEY, then the config file)")
+    shared.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print machine-readable JSON only on stdout")
+    parser = argparse.ArgumentParser(
+        prog="relay", parents=[shared],
+        description="Relay's operator TUI (no command) and scripting commands.",
+        epilog="Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or bad "
+        "input file, 3 relayd unreachable.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text, command, add_options in COMMANDS:
+        sub = commands.add_parser(name, parents=[shared], help=help_text,
+                                  description=help_text)
+        add_options(sub)
+        sub.set_defaults(run=command)
+    return parser
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
+    return value
+
+
+def submit_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("file", type=Path, help="a .csv (one prompt per record) or .jsonl file")
+    sub.add_argument("--model", required=True, help="a model alias configured in relayd")
+    sub.add_argument("--name", help="the job's name (default: a timestamp)")
+    sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
+    sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
+    sub.add_argument("--webhook", metavar="URL", help="HTTPS URL told when the job ends")
+    sub.add_argument("--wait", action="store_true",
+                     help="show progress until the job ends; exit 1 unless it completed")
+
+
+def ls_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--status", help="only jobs with this status (queued, scheduled, "
+                     "running, completed, failed, canceled)")
+    sub.add_argument("--limit", type=positive, default=20, help="at most N jobs (default 20)")
+
+
+def id_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("id", help="the job's id")
+
+
+def results_options(sub: argparse.ArgumentParser) -> None:
+    id_option(sub)
+    sub.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write to FILE (.jsonl, or .csv with custom_id,content,error)")
+
+
+# -- commands ------------------------------------------------------------------------
+
+
+def submit(client: RelayClient, args: argparse.Namespace) -> int:
+    if args.wait and args.cron:
+        raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
+                   "(each run is a job of its own)")
+    try:
+        rows = read_rows(args.file)
+    except InputFileError as exc:
+        say(str(exc))  # FILE:LINE: reason, as compilers and editors expect
+        return USAGE
+    job = client.submit(model=args.model, requests=rows, name=args.name,
+                        priority=args.priority, cron=args.cron, webhook_url=args.webhook)
+    if args.wait:
+        return wait_for(client, job["id"], json_out=wants_json(args))
+    if wants_json(args):
+        emit(job)
+    elif job.get("cron"):
+        print(f"submitted {len(rows)} rows from {args.file} as cron template {job['id']} "
+              f"({job['cron']}; next run {job.get('next_run_at')})")
+    else:
+        print(f"submitted {len(rows)} rows from {args.file} as job {job['id']} "
+              f"({job['status']})")
+    return OK
+
+
+def wait_for(client: RelayClient, job_id: str, *, json_out: bool) -> int:
+    say(f"waiting for job {job_id} (Ctrl-C stops waiting, not the job)")
+    try:
+        job = progress.watch(lambda: client.job(job_id), stream=sys.stderr, every=POLL_S)
+    except KeyboardInterrupt:
+        if sys.stderr.isatty():
+            say("")  # leave the progress bar's line
+        raise Stop(INTERRUPTED, f"stopped waiting; job {job_id} keeps running on relayd "
+                   f"(`relay status {job_id}`)") from None
+    view = progress.summarize(job)
+    if json_out:
+        emit(job)
+    else:
+        print(progress.outcome(view))
+        if job.get("error"):
+            print(f"error: {job['error']}")
+    return OK if view.status == progress.SUCCEEDED else REFUSED
+
+
+def ls(client: RelayClient, args: argparse.Namespace) -> int:
+    jobs = client.all_jobs(page=min(args.limit, 100), most=args.limit, status=args.status)
+    if wants_json(args):
+        emit(jobs)
+    elif not jobs:
+        say("no jobs" + (f" with status {args.status}" if args.status else ""))
+    else:
+        print(table(JOB_COLUMNS, [job_cells(progress.summarize(j)) for j in jobs],
+                    right={"PRI", "DONE/TOTAL", "FAILED", "DEAD"}))
+    return OK
+
+
+JOB_COLUMNS = ("ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED", "DEAD",
+               "CREATED")
+
+
+def job_cells(job: progress.JobSummary) -> list[str]:
+    return [job.id, job.status, clip(job.name, 32), job.model, job.priority,
+            f"{job.done}/{job.total}", str(job.failed),
+            "-" if job.dead_letter is None else str(job.dead_letter), job.created_at]
+
+
+def status(client: RelayClient, args: argparse.Namespace) -> int:
+    job = client.job(args.id)
+    if wants_json(args):
+        emit(job)
+        return OK
+    fields = {k: v for k, v in job.items() if k != "object"}
+    width = max(len(k) for k in fields) + 1
+    for key, value in fields.items():
+        if key.endswith("_at") and isinstance(value, int):  # OpenAI's Unix seconds
+            value = progress.iso(value)
+        print(f"{key + ':':<{width}} {plain(value)}")
+    return OK
+
+
+def cancel(client: RelayClient, args: argparse.Namespace) -> int:
+    job = client.cancel(args.id)
+    if wants_json(args):
+        emit(job)
+    elif job["status"] in progress.ENDED:
+        print(f"{job['id']}: {job['status']}")
+    else:  # a running job stops dispatching now and ends once rows in flight finish
+        print(f"{job['id']}: cancelling (rows in flight may still finish; "
+              f"`relay status {job['id']}` shows when it has ended)")
+    return OK
+
+
+def results(client: RelayClient, args: argparse.Namespace) -> int:
+    out = args.output
+    if out is not None and out.suffix.lower() not in (".jsonl", ".csv"):
+        raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
+    answer = client.results(args.id)
+    if answer["status"] not in progress.ENDED:
+        raise Stop(REFUSED, not_ended(args.id, answer["status"]))
+    items = answer["data"]
+    if out is not None:
+        written = write_results(items, out)
+        if wants_json(args):
+            emit({"id": args.id, "path": str(out), "rows": len(items)})
+        else:
+            print(f"wrote {len(items)} results of job {args.id} to {written}")
+    elif wants_json(args):
+        emit(items)
+    else:
+        for item in items:
+            print(json.dumps(item, ensure_ascii=False))
+    return OK
+
+
+def not_ended(job_id: str, job_status: str) -> str:
+    if job_status == "scheduled":
+        return (f"job {job_id} is a cron template; its runs have the results "
+                f"(`relay ls` lists them)")
+    return (f"job {job_id} has not ended yet ({job_status}); its results are ready when "
+            f"it ends (`relay status {job_id}`)")
+
+
+def write_results(items: list[dict[str, Any]], path: Path) -> Path:
+    try:
+        with path.open("w", encoding="utf-8", newline="") as f:
+            if path.suffix.lower() == ".csv":
+                writer = csv.writer(f)
+                writer.writerow(["custom_id", "content", "error"])
+                writer.writerows([item["custom_id"], cell(item.get("content")),
+                                  item.get("error") or ""] for item in items)
+            else:
+                f.writelines(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
+    except OSError as exc:
+        raise Stop(USAGE, f"cannot write {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def cell(content: Any) -> str:
+    """Chat content is text; an embedding is a list, written as JSON."""
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
+    entries = client.dead_letter(args.id)["data"]
+    if wants_json(args):
+        emit(entries)
+    elif not entries:
+        say(f"job {args.id} has no dead-lettered rows")
+    else:
+        rows = [[e["custom_id"], str(e["attempts"]), ",".join(e["models"]),
+                 e.get("last_error") or ""] for e in entries]
+        text = table(("CUSTOM_ID", "ATTEMPTS", "MODELS", "LAST ERROR"), rows,
+                     right={"ATTEMPTS"})
+        print(fit(text) if sys.stdout.isatty() else text)
+    return OK
+
+
+COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
+    ("submit", "submit a .csv or .jsonl file as one job", submit, submit_options),
+    ("ls", "list jobs, newest first", ls, ls_options),
+    ("status", "show one job", status, id_option),
+    ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),
+    ("results", "print a finished job's results as JSONL (a JSON array with --json), "
+     "or save them with -o", results, results_options),
+    ("dead-letter", "list a job's dead-lettered rows", dead_letter, id_option),
+]
+
+
+# -- output --------------------------------------------------------------------------
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    return getattr(args, "json", False)
+
+
+def emit(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def plain(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def fit(text: str) -> str:
+    """Clip each line to the terminal's width (a long last error would wrap)."""
+    width = shutil.get_terminal_size().columns
+    return "\n".join(clip(line, width) for line in text.splitlines())
+
+
+def table(headers: Sequence[str], rows: list[list[str]], *, right: set[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def render(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if h in right else c.ljust(w)
+                         for c, w, h in zip(cells, widths, headers, strict=True)).rstrip()
+
+    return "\n".join(render(r) for r in [headers, *rows])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

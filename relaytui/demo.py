@@ -1,22 +1,34 @@
-"""`just demo`: start the simulator and relayd, submit the sample batches, show progress
-until they end, print what came back, then stop what it started.
+"""`just demo`: start the simulator and relayd, submit the sample batches, open the TUI
+on them, and stop what it started when the TUI quits.
 
-Everything runs against the SIMULATED upstream (`relayd simulate`); no real
-provider is called. The daemon's data stays in `relay-data/demo/`.
+The batches: `reviews.jsonl` (three rows are rigged to dead-letter), a cron template
+(a few rows of `reviews.csv` every 5 minutes) and a long job (3,000 rows of
+`reviews.csv`, a minute or two against the simulator), so the TUI has live work to
+show. Without a terminal (CI, pipes), with `--no-tui`, or while the TUI is not built,
+it prints progress until the jobs end, then the first results and the dead letters.
+
+Everything runs against the SIMULATED upstream (`relayd simulate`); no real provider
+is called. The daemon's data and both logs stay in `relay-data/demo/`. The user's
+relay config file is never touched: the TUI gets the URL and key directly.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import itertools
 import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.formats import read_rows
 
@@ -24,28 +36,71 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_data"
 DATA = Path("relay-data/demo")
 BIN = Path(sys.executable).parent
+MODEL = "gpt-4o-mini"
+CRON = "*/5 * * * *"
+CRON_NAME = "Demo: every 5 minutes"
+LONG_NAME = "Demo: long job"
+LONG_ROWS = 3000
+
+Tui = Callable[..., int]
 
 
-def main() -> int:
-    sim_port, api_port = _port(9900), _port(8080)
-    config = _write_config(sim_port, api_port)
-    with _process("simulator", [str(BIN / "relayd"), "simulate", "--port", str(sim_port),
-                                "--latency-ms", "120", "--jitter-ms", "80",
-                                "--rate-429", "0.02", "--rate-5xx", "0.02", "--seed", "7"]):
-        key = _create_key(config)
-        with _process("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]):
-            client = RelayClient(f"http://127.0.0.1:{api_port}", key)
-            _wait_healthy(client)
-            jobs = _submit_samples(client)
-            _watch(client, jobs)
-            _report(client, jobs)
-            print(f"\nAPI key for this demo workspace: {key}")
-            print(f"Data kept in {DATA}/ — run `just serve` to keep relayd up "
-                  f"(the simulator with `just simulate`).")
-    return 0
+@dataclass(frozen=True)
+class DemoJobs:
+    watched: dict[str, str]  # label -> id of the jobs that end
+    template: str  # the cron template's id
 
 
-def _port(preferred: int) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    tui = choose_tui(no_tui=args.no_tui, interactive=sys.stdout.isatty())
+    sim_port, api_port = free_port(9900), free_port(8080)
+    DATA.mkdir(parents=True, exist_ok=True)
+    config = DATA / "demo-run.toml"
+    config.write_text(config_text((SAMPLES / "demo.toml").read_text(),
+                                  sim_port=sim_port, api_port=api_port))
+    url = f"http://127.0.0.1:{api_port}"
+    with started("simulator", simulator_argv(sim_port)):
+        key = create_key(config)
+        with started("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]), \
+                RelayClient(url, key) as client:
+            wait_healthy(client)
+            jobs = submit_samples(client)
+            code = tui(url=url, key=key) if tui else print_run(client, jobs)
+    print(f"\nStopped the simulator and relayd. Data and logs are in {DATA}/ "
+          f"(relayd.log, simulator.log).")
+    print("To look again, run `just simulate` and `just serve` in two terminals, then")
+    print(f"  relay --url http://127.0.0.1:8080 --key {key}")
+    return code
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m relaytui.demo",
+                                     description="Relay's demo, on the SIMULATED upstream.")
+    parser.add_argument("--no-tui", action="store_true",
+                        help="print progress and results instead of opening the TUI")
+    return parser.parse_args(argv)
+
+
+def choose_tui(*, no_tui: bool, interactive: bool) -> Tui | None:
+    """The TUI's `run`, or None for the printing mode (asked for, no terminal, or no TUI)."""
+    return load_tui() if interactive and not no_tui else None
+
+
+def load_tui() -> Tui | None:
+    try:
+        from relaytui.app import run
+    except ImportError as exc:
+        print(f"The TUI is not available ({exc}); printing progress instead.")
+        return None
+    return run
+
+
+# -- processes -----------------------------------------------------------------------
+
+
+def free_port(preferred: int) -> int:
+    """`preferred` if nothing listens there, else any free port."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", preferred))
@@ -55,39 +110,48 @@ def _port(preferred: int) -> int:
             return int(s.getsockname()[1])
 
 
-def _write_config(sim_port: int, api_port: int) -> Path:
-    text = (SAMPLES / "demo.toml").read_text()
-    text = text.replace("127.0.0.1:9900", f"127.0.0.1:{sim_port}")
-    text = re.sub(r"(?m)^port = 8080", f"port = {api_port}", text)
-    DATA.mkdir(parents=True, exist_ok=True)
-    path = DATA / "demo-run.toml"
-    path.write_text(text)
-    return path
+def config_text(template: str, *, sim_port: int, api_port: int) -> str:
+    """The demo config pointed at the ports this run found free."""
+    text = template.replace("127.0.0.1:9900", f"127.0.0.1:{sim_port}")
+    return re.sub(r"(?m)^port = 8080\b", f"port = {api_port}", text)
+
+
+def simulator_argv(port: int) -> list[str]:
+    return [str(BIN / "relayd"), "simulate", "--port", str(port), "--latency-ms", "120",
+            "--jitter-ms", "80", "--rate-429", "0.02", "--rate-5xx", "0.02", "--seed", "7"]
 
 
 @contextlib.contextmanager
-def _process(label: str, argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    log = open(DATA / f"{label}.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    print(f"started {label} (pid {proc.pid}, log {DATA / (label + '.log')})")
+def started(label: str, argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    log_path = DATA / f"{label}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    print(f"started {label} (pid {proc.pid}, log {log_path})")
     try:
         yield proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop(proc, label)
 
 
-def _create_key(config: Path) -> str:
+def stop(proc: subprocess.Popen[bytes], label: str, grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds."""
+    print(f"stopping {label} (pid {proc.pid})…", flush=True)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        print(f"{label} did not stop within {grace:.0f} s; killed it")
+        proc.kill()
+        proc.wait()
+
+
+def create_key(config: Path) -> str:
     out = subprocess.run([str(BIN / "relayd"), "keys", "create", "--workspace", "demo",
                           "--config", str(config)], check=True, capture_output=True, text=True)
     return out.stdout.strip().splitlines()[-1]
 
 
-def _wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
+def wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not client.healthy():
         if time.monotonic() > deadline:
@@ -95,46 +159,83 @@ def _wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
         time.sleep(0.1)
 
 
-def _submit_samples(client: RelayClient) -> dict[str, str]:
-    jobs = {}
-    for name, priority in (("reviews.jsonl", 5), ("reviews.csv", 0)):
-        job = client.submit(model="gpt-4o-mini", requests=read_rows(SAMPLES / name),
-                            name=f"Demo: {name}", priority=priority)
-        jobs[name] = job["id"]
-        print(f"submitted {name}: {job['total']} rows as job {job['id']} (priority {priority})")
-    return jobs
+# -- the sample batches --------------------------------------------------------------
 
 
-def _watch(client: RelayClient, jobs: dict[str, str]) -> None:
+def submit_samples(client: RelayClient, samples: Path = SAMPLES) -> DemoJobs:
+    prompts = read_rows(samples / "reviews.csv")
+    dead = client.submit(model=MODEL, requests=read_rows(samples / "reviews.jsonl"),
+                         name="Demo: reviews.jsonl", priority=5)
+    print(f"submitted reviews.jsonl: {dead['total']} rows as job {dead['id']} (priority 5)")
+    template = cron_template(client, prompts[:5])
+    long = client.submit(model=MODEL, requests=long_job_rows(prompts), name=LONG_NAME)
+    print(f"submitted {LONG_NAME!r}: {long['total']} rows as job {long['id']}")
+    return DemoJobs(watched={"reviews.jsonl": dead["id"], "long job": long["id"]},
+                    template=template)
+
+
+def cron_template(client: RelayClient, rows: list[dict[str, Any]]) -> str:
+    """The demo's cron template; a second demo run reuses the first one's rather than
+    adding another that ticks alongside it."""
+    for job in client.all_jobs(status="scheduled"):
+        if job.get("name") == CRON_NAME:
+            print(f"reusing cron template {job['id']} ({job['cron']})")
+            return str(job["id"])
+    job = client.submit(model=MODEL, requests=rows, name=CRON_NAME, cron=CRON)
+    print(f"submitted cron template {job['id']}: {job['total']} rows at {CRON!r} UTC, "
+          f"next run {job['next_run_at']}")
+    return str(job["id"])
+
+
+def long_job_rows(prompts: list[dict[str, Any]], count: int = LONG_ROWS) -> list[dict]:
+    cycled = itertools.islice(itertools.cycle(prompts), count)
+    return [{"custom_id": f"long-{n:04d}", "messages": row["messages"]}
+            for n, row in enumerate(cycled, start=1)]
+
+
+# -- printing mode -------------------------------------------------------------------
+
+
+def print_run(client: RelayClient, jobs: DemoJobs) -> int:
+    watch(client, jobs.watched)
+    report(client, jobs)
+    return 0
+
+
+def watch(client: RelayClient, jobs: dict[str, str], *, every: float = 0.5,
+          log_every: float = 5.0) -> None:
+    """One line per job: redrawn in place on a terminal, else every `log_every` s."""
     live = sys.stdout.isatty()
+    logged_at = 0.0
+    first = True
     while True:
-        views = {name: client.job(job_id) for name, job_id in jobs.items()}
-        line = "   ".join(_progress(name, v) for name, v in views.items())
-        print(("\r" + line) if live else line, end="" if live else "\n", flush=True)
-        if all(v["status"] in ("completed", "failed", "canceled") for v in views.values()):
-            print()
+        views = {label: progress.summarize(client.job(i)) for label, i in jobs.items()}
+        ended = all(v.ended for v in views.values())
+        width = max(2 * len(str(v.total)) + 1 for v in views.values())
+        lines = [f"{label:<14} {progress.line(v, count_width=width)}"
+                 for label, v in views.items()]
+        if live:
+            up = "" if first else f"\x1b[{len(lines)}F"
+            print(up + "".join(f"{text}\x1b[K\n" for text in lines), end="", flush=True)
+        elif ended or time.monotonic() - logged_at >= log_every:
+            print("\n".join(lines), flush=True)
+            logged_at = time.monotonic()
+        if ended:
             return
-        time.sleep(0.5 if live else 2.0)
+        first = False
+        time.sleep(every)
 
 
-def _progress(name: str, view: dict[str, object]) -> str:
-    total = int(view["total"] or 1)  # type: ignore[call-overload]
-    done = int(view["completed"]) + int(view["failed"])  # type: ignore[call-overload]
-    filled = round(20 * done / total)
-    return (f"{name:<14} {view['status']:<9} [{'#' * filled}{'.' * (20 - filled)}] "
-            f"{done:>3}/{total} failed {view['failed']} dead-letter {view['dead_letter']}")
-
-
-def _report(client: RelayClient, jobs: dict[str, str]) -> None:
-    for name, job_id in jobs.items():
-        results = client.results(job_id)["data"]
-        print(f"\n{name}: first results")
-        for item in results[:3]:
+def report(client: RelayClient, jobs: DemoJobs) -> None:
+    for label, job_id in jobs.watched.items():
+        print(f"\n{label}: first results")
+        for item in client.results(job_id)["data"][:3]:
             print(f"  {item['custom_id']}: {item.get('content') or item.get('error')}")
-        dead = client.dead_letter(job_id)["data"]
-        for entry in dead:
+        for entry in client.dead_letter(job_id)["data"]:
             print(f"  dead-letter {entry['custom_id']}: {entry['attempts']} attempts on "
                   f"{', '.join(entry['models'])}")
+    template = client.job(jobs.template)
+    print(f"\ncron template {template['id']}: next run {template['next_run_at']}")
 
 
 if __name__ == "__main__":

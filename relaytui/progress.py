@@ -1,0 +1,107 @@
+"""Jobs as the CLI and the demo show them: one summary for both dialects (`summarize`),
+a one-line progress bar, and `watch`, which polls a job until it ends, redrawing the
+bar in place on a terminal or logging a line every few seconds when the output is a
+file or a pipe. No HTTP here: the caller passes a `fetch` function."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+# Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
+ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired"})
+SUCCEEDED = "completed"
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    id: str
+    status: str
+    name: str
+    model: str
+    priority: str
+    total: int
+    completed: int
+    failed: int
+    dead_letter: int | None  # the OpenAI batch object has no dead-letter count
+    created_at: str
+
+    @property
+    def done(self) -> int:
+        return self.completed + self.failed
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
+
+
+def summarize(job: dict[str, Any]) -> JobSummary:
+    """A Relay job (counters at the top, ISO timestamps) or an OpenAI batch object
+    (`request_counts`, Unix timestamps, metadata instead of a name) as one shape."""
+    counts = job.get("request_counts")
+    if isinstance(counts, dict):
+        return JobSummary(
+            id=job["id"], status=job["status"], name=(job.get("metadata") or {}).get("name", ""),
+            model=job.get("model") or job.get("endpoint") or "",
+            priority=str(job.get("priority") or ""), total=counts.get("total", 0),
+            completed=counts.get("completed", 0), failed=counts.get("failed", 0),
+            dead_letter=None, created_at=iso(job.get("created_at")))
+    return JobSummary(
+        id=job["id"], status=job["status"], name=job.get("name") or "",
+        model=job.get("model") or "", priority=str(job.get("priority", "")),
+        total=job.get("total", 0), completed=job.get("completed", 0),
+        failed=job.get("failed", 0), dead_letter=job.get("dead_letter", 0),
+        created_at=iso(job.get("created_at")))
+
+
+def iso(stamp: str | float | None) -> str:
+    """ISO 8601 UTC, whether relayd sent it as text (Relay) or Unix seconds (OpenAI)."""
+    if stamp is None:
+        return ""
+    if isinstance(stamp, int | float):
+        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(stamp)
+
+
+def bar(job: JobSummary, width: int = 20) -> str:
+    filled = width * job.done // job.total if job.total else 0  # full only when done
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def line(job: JobSummary, *, count_width: int = 0) -> str:
+    """`running    [#####...............]  75/300  failed 2  dead-letter 1`; lines of
+    several jobs align when they share a `count_width`."""
+    dead = "" if job.dead_letter is None else f"  dead-letter {job.dead_letter}"
+    count = f"{job.done:>{len(str(job.total))}}/{job.total}"
+    return f"{job.status:<10} {bar(job)} {count:>{count_width}}  failed {job.failed}{dead}"
+
+
+def outcome(job: JobSummary) -> str:
+    """The closing line once a job has ended."""
+    dead = "" if job.dead_letter is None else f", {job.dead_letter} dead-lettered"
+    return f"{job.id}: {job.status} ({job.completed} completed, {job.failed} failed{dead})"
+
+
+def watch(fetch: Callable[[], dict[str, Any]], *, stream: TextIO, every: float = 0.5,
+          log_every: float = 5.0, sleep: Callable[[float], None] = time.sleep,
+          clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Poll `fetch` every `every` seconds until the job ends and return its last view.
+    A terminal gets a bar redrawn in place; anything else a line every `log_every` s
+    (and the final one), so CI logs stay short."""
+    live = stream.isatty()
+    logged_at: float | None = None
+    while True:
+        job = fetch()
+        view = summarize(job)
+        if live:
+            stream.write("\r" + line(view) + "\x1b[K" + ("\n" if view.ended else ""))
+        elif view.ended or logged_at is None or clock() - logged_at >= log_every:
+            stream.write(line(view) + "\n")
+            logged_at = clock()
+        stream.flush()
+        if view.ended:
+            return job
+        sleep(every)

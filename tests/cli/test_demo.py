@@ -1,0 +1,123 @@
+"""The demo's pieces (config, ports, sample batches, printing mode, TUI choice) and one
+whole run with a stand-in TUI, without the minute the long job takes to finish."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import tomllib
+import types
+
+import httpx
+import pytest
+
+from relaytui import demo
+from relaytui.client import RelayClient
+from tests.e2e.harness import rows, wait_for_status, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_config_points_at_the_ports_found_free():
+    text = demo.config_text((demo.SAMPLES / "demo.toml").read_text(), sim_port=19900,
+                            api_port=18080)
+    config = tomllib.loads(text)
+    assert config["server"]["port"] == 18080
+    assert {m["base_url"] for m in config["models"]} == {"http://127.0.0.1:19900/v1"}
+    assert config["server"]["data_dir"] == "relay-data/demo"
+
+
+def test_a_busy_port_is_swapped_for_a_free_one():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        other = demo.free_port(taken)
+    assert other != taken
+    assert demo.free_port(other) == other
+
+
+def test_the_long_job_cycles_the_csv_prompts_under_unique_ids():
+    prompts = [{"messages": [{"role": "user", "content": f"p{i}"}]} for i in range(3)]
+    long = demo.long_job_rows(prompts, count=7)
+    assert [r["custom_id"] for r in long] == [f"long-000{i}" for i in range(1, 8)]
+    assert [r["messages"][0]["content"] for r in long] == ["p0", "p1", "p2"] * 2 + ["p0"]
+    assert len(demo.long_job_rows(prompts)) == demo.LONG_ROWS == 3000
+
+
+def test_the_samples_are_submitted_and_the_cron_template_is_reused(
+        simulator_factory, relayd_factory, capsys):
+    relayd = relayd_factory(simulator_factory()).start()  # its own: 3,000 rows of load
+    with RelayClient(relayd.url, relayd.key("demo")) as client:
+        jobs = demo.submit_samples(client)
+        views = {label: client.job(i) for label, i in jobs.watched.items()}
+        template = client.job(jobs.template)
+        again = demo.cron_template(client, rows(2))
+    assert (views["reviews.jsonl"]["total"], views["reviews.jsonl"]["priority"]) == (300, 5)
+    assert (views["long job"]["total"], views["long job"]["name"]) == (3000, "Demo: long job")
+    assert (template["status"], template["cron"], template["total"]) == (
+        "scheduled", "*/5 * * * *", 5)
+    assert template["name"] == "Demo: every 5 minutes"
+    assert again == jobs.template
+    assert f"reusing cron template {jobs.template}" in capsys.readouterr().out
+
+
+def test_the_printing_mode_shows_progress_results_and_dead_letters(
+        shared_relayd, workspace, http, capsys):
+    dead = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
+    job = http.post("/v1/batches", json={"model": "gpt-4o-mini",
+                                         "requests": [*rows(3), dead]}).json()
+    template = http.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(1),
+                                              "cron": "0 4 * * *"}).json()
+    wait_for_status(http, job["id"], "completed")
+    with RelayClient(shared_relayd.url, shared_relayd.key(workspace)) as client:
+        demo.print_run(client, demo.DemoJobs({"small": job["id"]}, template["id"]))
+    out = capsys.readouterr().out
+    assert "small          completed  [####################] 4/4  failed 1" in out
+    assert "small: first results\n  r-0: " in out
+    assert "  dead-letter dead: 6 attempts on gpt-4o-mini, backup" in out
+    assert f"cron template {template['id']}: next run " in out
+
+
+def test_the_tui_is_chosen_only_on_a_terminal_and_when_it_exists(monkeypatch, capsys):
+    fake = types.ModuleType("relaytui.app")
+    fake.run = lambda url, key: 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "relaytui.app", fake)
+    assert demo.choose_tui(no_tui=False, interactive=True) is fake.run
+    assert demo.choose_tui(no_tui=True, interactive=True) is None
+    assert demo.choose_tui(no_tui=False, interactive=False) is None
+    monkeypatch.setitem(sys.modules, "relaytui.app", None)
+    assert demo.choose_tui(no_tui=False, interactive=True) is None
+    assert "printing progress instead" in capsys.readouterr().out
+
+
+def long_id(client: RelayClient) -> str:
+    return next(j["id"] for j in client.all_jobs() if j["name"] == demo.LONG_NAME)
+
+
+def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the demo keeps its data under ./relay-data/demo
+    seen: dict[str, object] = {}
+
+    def tui(*, url: str, key: str) -> int:
+        with RelayClient(url, key) as client:
+            seen["jobs"] = {j["name"]: j["status"] for j in client.all_jobs()}
+            # Look at the live job for a moment, as a person would (see the report:
+            # a SIGTERM in relayd's first instants of a big job can hang its stop).
+            wait_until(lambda: client.job(long_id(client))["completed"] > 0)
+        seen["url"] = url
+        return 0
+
+    monkeypatch.setattr(demo, "choose_tui", lambda **_: tui)
+    assert demo.main([]) == 0
+    assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
+    assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
+    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: every 5 minutes",  # type: ignore[arg-type]
+                                 "Demo: long job"}
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{seen['url']}/healthz", timeout=2)
+    out = capsys.readouterr().out
+    assert "Data and logs are in relay-data/demo/" in out
+    assert (tmp_path / "relay-data" / "demo" / "relayd.log").exists()
+    assert not (tmp_path / "config").exists() or not any((tmp_path / "config").iterdir())

@@ -1,0 +1,180 @@
+"""`relay ls | status | cancel | results | dead-letter` against a real relayd, in text
+and with --json, for Relay jobs and OpenAI-dialect batches."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.e2e.harness import rows, wait_for_status
+
+pytestmark = pytest.mark.e2e
+
+DEAD = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
+QUOTED = {"custom_id": "quoted", "messages": [{"role": "user", "content": 'say "hi", then go'}]}
+
+
+def slow_rows(n: int) -> list[dict]:
+    return rows(n, text="Classify slowly [sim:sleep=1500]")
+
+
+@pytest.fixture
+def submit(relay, write):
+    """Submit rows as a job (`--wait`s unless told otherwise) and return its JSON."""
+
+    def run(lines: list[dict], *options: str, wait: bool = True) -> dict:
+        path = write("rows.jsonl", lines)
+        done = relay("submit", path, "--model", "gpt-4o-mini", "--json", *options,
+                     *(["--wait"] if wait else []))
+        assert done.code == 0, done.err
+        return done.json()
+
+    return run
+
+
+@pytest.fixture
+def openai_batch(http):
+    batch = http.post("/v1/batches", json={
+        "endpoint": "/v1/chat/completions", "completion_window": "24h",
+        "metadata": {"name": "From the SDK"},
+        "requests": [{"custom_id": "o-1", "method": "POST", "url": "/v1/chat/completions",
+                      "body": {"model": "gpt-4o-mini",
+                               "messages": [{"role": "user", "content": "hi"}]}}]}).json()
+    return wait_for_status(http, batch["id"], "completed")
+
+
+def test_ls_shows_both_dialects_in_one_table(relay, submit, openai_batch):
+    job = submit([*rows(3), DEAD], "--name", "Reviews", "--priority", "2")
+    run = relay("ls")
+    assert run.code == 0
+    header, newest, older = run.out.splitlines()  # the OpenAI batch was made first
+    assert header.split() == ["ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED",
+                              "DEAD", "CREATED"]
+    assert newest.split() == [job["id"], "completed", "Reviews", "gpt-4o-mini", "2", "4/4",
+                              "1", "1", job["created_at"]]
+    assert older.split()[:9] == [openai_batch["id"], "completed", "From", "the", "SDK",
+                                 "gpt-4o-mini", "standard", "1/1", "0"]
+    assert older.split()[9] == "-"  # OpenAI batches have no dead-letter count
+    assert older.split()[10].endswith("Z")  # Unix seconds shown as ISO
+
+
+def test_ls_json_status_filter_and_limit(relay, submit):
+    first, second = submit(rows(1)), submit(rows(1))
+    template = submit(rows(1), "--cron", "0 3 * * *", wait=False)
+    listed = relay("ls", "--json")
+    assert [j["id"] for j in listed.json()] == [template["id"], second["id"], first["id"]]
+    assert [j["id"] for j in relay("ls", "--json", "--limit", "1").json()] == [template["id"]]
+    scheduled = relay("ls", "--status", "scheduled", "--json").json()
+    assert [j["id"] for j in scheduled] == [template["id"]]
+    none = relay("ls", "--status", "running")
+    assert (none.code, none.out, none.err) == (0, "", "no jobs with status running\n")
+    bogus = relay("ls", "--status", "bogus")
+    assert bogus.code == 1 and "(field: status)" in bogus.err
+
+
+def test_status_prints_key_value_lines_or_json(relay, submit, openai_batch):
+    job = submit(rows(2), "--name", "Two rows")
+    run = relay("status", job["id"])
+    assert run.code == 0
+    fields = dict(line.split(":", 1) for line in run.out.splitlines())
+    assert fields["id"].strip() == job["id"]
+    assert (fields["status"].strip(), fields["total"].strip()) == ("completed", "2")
+    assert fields["name"].strip() == "Two rows"
+    assert fields["error"].strip() == "-"
+    as_json = relay("status", job["id"], "--json")
+    assert (as_json.json()["id"], as_json.json()["completed"], as_json.err) == (job["id"], 2, "")
+    assert relay("--json", "status", job["id"]).json()["name"] == "Two rows"
+    openai = relay("status", openai_batch["id"]).out
+    assert "request_counts:" in openai and '"completed": 1' in openai
+    assert "created_at:" in openai and "Z\n" in openai  # Unix seconds shown as ISO
+
+
+def test_status_of_an_unknown_job_is_the_daemons_404(relay):
+    run = relay("status", "0" * 32)
+    assert run.code == 1
+    assert run.err == f"relay: No batch found with id '{'0' * 32}'.\n"
+
+
+def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay, submit):
+    template = submit(rows(1), "--cron", "*/5 * * * *", wait=False)
+    run = relay("cancel", template["id"])
+    assert (run.code, run.out) == (0, f"{template['id']}: canceled\n")
+    again = relay("cancel", template["id"], "--json")
+    assert again.code == 1
+    assert "has already ended (canceled)" in again.err and again.out == ""
+
+
+def test_cancel_a_running_job_then_results_once_it_ends(relay, http, submit):
+    job = submit(slow_rows(16), wait=False)
+    wait_for_status(http, job["id"], "running")
+    early = relay("results", job["id"])
+    assert early.code == 1
+    assert f"job {job['id']} has not ended yet (running)" in early.err
+    run = relay("cancel", job["id"])
+    assert run.code == 0
+    assert run.out.startswith(f"{job['id']}: cancelling (rows in flight may still finish")
+    ended = wait_for_status(http, job["id"], "canceled", timeout=10)
+    assert ended["completed"] < 16
+    results = relay("results", job["id"], "--json").json()
+    assert len(results) == 16
+    assert {r.get("error") for r in results if "error" in r} == {"canceled"}
+
+
+def test_results_as_jsonl_on_stdout_and_to_files(relay, submit, tmp_path):
+    job = submit([*rows(2), DEAD, QUOTED])
+    run = relay("results", job["id"])
+    assert run.code == 0
+    lines = [json.loads(line) for line in run.out.splitlines()]
+    assert [line["custom_id"] for line in lines] == ["r-0", "r-1", "dead", "quoted"]
+    assert lines[0] == {"custom_id": "r-0", "content": "neutral"}
+    assert lines[2]["error"].startswith("upstream_error: 503")
+    assert relay("results", job["id"], "--json").json() == lines
+
+    out = tmp_path / "out.jsonl"
+    saved = relay("results", job["id"], "-o", out)
+    assert saved.out == f"wrote 4 results of job {job['id']} to {out}\n"
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines
+
+    table = tmp_path / "out.csv"
+    assert relay("results", job["id"], "-o", table, "--json").json()["rows"] == 4
+    with table.open(newline="") as f:
+        records = list(csv.reader(f))
+    assert records[0] == ["custom_id", "content", "error"]
+    assert records[1] == ["r-0", "neutral", ""]
+    assert records[3][0] == "dead" and records[3][1] == ""
+    assert records[3][2].startswith("upstream_error: 503")
+    assert records[4] == ["quoted", lines[3]["content"], ""]
+    assert 'say "hi", then go' in records[4][1]
+
+
+def test_results_refuses_other_extensions_and_templates(relay, submit, tmp_path):
+    job = submit(rows(1))
+    bad = relay("results", job["id"], "-o", tmp_path / "out.txt")
+    assert bad.code == 2 and "must end in .jsonl or .csv" in bad.err
+    template = submit(rows(1), "--cron", "*/5 * * * *", wait=False)
+    early = relay("results", template["id"])
+    assert early.code == 1 and "is a cron template" in early.err
+
+
+def test_dead_letter_table_and_json(relay, submit):
+    job = submit([*rows(2), DEAD])
+    run = relay("dead-letter", job["id"])
+    assert run.code == 0
+    header, entry = run.out.splitlines()
+    assert header.split() == ["CUSTOM_ID", "ATTEMPTS", "MODELS", "LAST", "ERROR"]
+    assert entry.split()[:4] == ["dead", "6", "gpt-4o-mini,backup", "upstream_error:"]
+    [data] = relay("dead-letter", job["id"], "--json").json()
+    assert (data["custom_id"], data["attempts"]) == ("dead", 6)
+    clean = submit(rows(1))
+    empty = relay("dead-letter", clean["id"])
+    assert (empty.code, empty.out) == (0, "")
+    assert "has no dead-lettered rows" in empty.err
+    assert relay("dead-letter", clean["id"], "--json").json() == []
+
+
+def test_a_job_of_another_workspace_is_not_found(relay, shared_relayd, submit):
+    job = submit(rows(1))
+    other = relay("status", job["id"], "--key", shared_relayd.key("stranger"))
+    assert other.code == 1 and "No batch found" in other.err

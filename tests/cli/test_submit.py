@@ -1,0 +1,123 @@
+"""`relay submit` against a real relayd: files of each format, --wait, and every way a
+submission is refused (by the file before anything is sent, or by the daemon)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.harness import free_port, rows
+
+pytestmark = pytest.mark.e2e
+
+MULTILINE_CSV = 'prompt one\n"a quoted cell\nthat spans\nthree lines"\n"say ""hi"""\n'
+
+
+def openai_records(n: int) -> list[dict]:
+    return [{"custom_id": f"o-{i}", "method": "POST", "url": "/v1/chat/completions",
+             "body": {"model": "gpt-4o-mini",
+                      "messages": [{"role": "user", "content": f"hello {i}"}]}}
+            for i in range(n)]
+
+
+def test_a_csv_is_one_job_and_a_quoted_multiline_cell_is_one_row(relay, write):
+    path = write("prompts.csv", MULTILINE_CSV)
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--name", "CSV", "--json")
+    assert run.code == 0, run.err
+    job = run.json()
+    assert (job["total"], job["name"], job["status"]) == (3, "CSV", "queued")
+    text = relay("submit", path, "--model", "gpt-4o-mini")
+    assert text.code == 0
+    assert text.out.startswith(f"submitted 3 rows from {path} as job ")
+
+
+def test_relay_rows_in_jsonl_keep_their_ids_and_priority(relay, write):
+    path = write("rows.jsonl", rows(4, prefix="mine"))
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--priority", "7", "--json",
+                "--wait")
+    assert run.code == 0, run.err
+    assert (run.json()["priority"], run.json()["completed"]) == (7, 4)
+    ids = [line["custom_id"] for line in relay("results", run.json()["id"], "--json").json()]
+    assert ids == ["mine-0", "mine-1", "mine-2", "mine-3"]
+
+
+def test_openai_records_in_jsonl_run_as_a_relay_job(relay, write):
+    path = write("records.jsonl", openai_records(3))
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--wait", "--json")
+    assert run.code == 0, run.err
+    results = relay("results", run.json()["id"], "--json").json()
+    assert [r["custom_id"] for r in results] == ["o-0", "o-1", "o-2"]
+    assert all("Simulated reply" in r["content"] for r in results)
+
+
+def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(relay, write):
+    dead = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
+    lines = [*rows(6), dead]
+    run = relay("submit", write("rows.jsonl", lines), "--model", "gpt-4o-mini", "--wait")
+    assert run.code == 0, run.err
+    assert "waiting for job" in run.err
+    assert "completed  [####################] 7/7  failed 1  dead-letter 1" in run.err
+    job_id = run.err.split("waiting for job ")[1].split()[0]
+    assert run.out == f"{job_id}: completed (6 completed, 1 failed, 1 dead-lettered)\n"
+
+
+@pytest.mark.parametrize(("name", "content", "reason"), [
+    ("bad.jsonl", '{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": [\n',
+     ":2: not valid JSON"),
+    ("wrong.jsonl", '{"prompt": "no messages"}\n', ":1: expected an object with a 'messages'"),
+    ("image.csv", b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", ": not UTF-8 text"),
+    ("empty.jsonl", "", ": the file has no rows"),
+    ("blank.csv", "\n\n", ": the file has no rows"),
+    ("notes.txt", "hello", ": expected a .csv or .jsonl file"),
+])
+def test_a_bad_file_exits_2_before_anything_is_sent(cli, write, name, content, reason):
+    path = write(name, content)
+    nobody = f"http://127.0.0.1:{free_port()}"  # exit 3 would mean it tried to connect
+    run = cli("submit", path, "--model", "gpt-4o-mini", "--url", nobody, "--key", "k")
+    assert run.code == 2
+    assert run.err.startswith(f"{path}{reason}")
+    assert run.out == ""
+
+
+def test_a_missing_file_exits_2(cli, tmp_path):
+    run = cli("submit", tmp_path / "nope.csv", "--model", "m", "--key", "k")
+    assert run.code == 2
+    assert "nope.csv: cannot read" in run.err
+
+
+def test_an_unknown_model_prints_the_daemons_message_and_field(relay, write):
+    run = relay("submit", write("p.csv", "hello\n"), "--model", "nope")
+    assert run.code == 1
+    assert run.err.startswith("relay: Unknown model 'nope'.")
+    assert run.err.rstrip().endswith("(field: model)")
+    assert relay("ls", "--json").json() == []
+
+
+def test_a_bad_cron_is_refused_naming_cron(relay, write):
+    run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
+                "--cron", "* * *", "--json")
+    assert run.code == 1
+    assert "(field: cron)" in run.err
+    assert run.out == ""
+
+
+def test_a_cron_template_is_scheduled(relay, write):
+    run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
+                "--cron", "*/5 * * * *", "--name", "Every five")
+    assert run.code == 0, run.err
+    assert " as cron template " in run.out and "(*/5 * * * *; next run 20" in run.out
+    [template] = relay("ls", "--json").json()
+    assert (template["status"], template["name"]) == ("scheduled", "Every five")
+
+
+def test_wait_and_cron_together_is_a_usage_error(relay, write):
+    run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
+                "--cron", "*/5 * * * *", "--wait")
+    assert run.code == 2
+    assert "--wait cannot be used with --cron" in run.err
+    assert relay("ls", "--json").json() == []
+
+
+def test_a_non_integer_priority_is_a_usage_error(cli, write):
+    run = cli("submit", write("p.csv", "hello\n"), "--model", "m", "--priority", "high")
+    assert run.code == 2
+    assert "--priority: invalid int value" in run.err
