@@ -5,7 +5,9 @@ Textual or the daemon."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +133,12 @@ class RelayClient:
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
 
+    def open_events(self, *, read_timeout: float = 60.0) -> EventStream:
+        """Like `events()`, but as an object whose `close()` may be called from another
+        thread and ends a read that is waiting (the TUI stops its feed so at exit;
+        keep-alives mean such a read otherwise never returns)."""
+        return EventStream(self, read_timeout=read_timeout)
+
     # -- plumbing ------------------------------------------------------------------
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -154,6 +162,44 @@ class RelayClient:
         except (ValueError, KeyError, TypeError):
             message, param = reply.text[:200] or reply.reason_phrase, None
         raise RelayError(reply.status_code, message, param)
+
+
+class EventStream:
+    """One `GET /v1/events` connection: iterate it for `Event`s (raising `RelayError` like
+    `events()`); after `close()` the iteration just ends."""
+
+    def __init__(self, client: RelayClient, *, read_timeout: float) -> None:
+        self._client = client
+        self._timeout = httpx.Timeout(10.0, read=read_timeout)
+        self._reply: httpx.Response | None = None
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Event]:
+        client = self._client
+        try:
+            with client.http.stream("GET", "/v1/events", timeout=self._timeout) as reply:
+                self._reply = reply
+                if self._closed:
+                    return
+                if not reply.is_success:
+                    reply.read()
+                    client._raise_for(reply)
+                yield from _parse_sse(reply.iter_lines())
+        except httpx.HTTPError as exc:
+            if not self._closed:
+                raise client._unreachable(exc) from exc
+        finally:
+            self._reply = None
+
+    def close(self) -> None:
+        """Thread-safe: shut the socket down so a blocked read wakes up."""
+        self._closed = True
+        reply = self._reply
+        stream = reply.extensions.get("network_stream") if reply is not None else None
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed: nothing to wake
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 def _parse_sse(lines: Iterator[str]) -> Iterator[Event]:

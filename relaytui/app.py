@@ -1,0 +1,123 @@
+"""The `relay` operator TUI: the App, the factory that gives it its collaborators, and
+`run(url, key)`, which the CLI calls. Screens and widgets do the work; the app only
+connects (asking for a key when none is known) and opens the jobs screen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from relaytui import settings as settings_file
+from relaytui.client import RelayClient
+from relaytui.commands import RelayCommands
+from relaytui.models import key_hint
+from relaytui.screens.connect import ConnectScreen
+from relaytui.screens.help import HelpScreen
+from relaytui.screens.jobs import JobsScreen
+from relaytui.settings import Settings
+
+LIGHT, DARK = "textual-light", "textual-dark"
+
+
+class RelayApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "Relay"
+    COMMANDS = App.COMMANDS | {RelayCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?",
+                tooltip="Show every key of every screen"),
+        Binding("k", "connection", "Connection", show=False,
+                tooltip="Change the relayd URL and API key (saved for next time)"),
+        Binding("t", "toggle_theme", "Light/dark", show=False,
+                tooltip="Switch between the light and the dark theme"),
+        Binding("ctrl+p", "command_palette", "Palette", show=False,
+                tooltip="Find any action by name (the command palette)"),
+        Binding("q", "quit", "Quit", tooltip="Quit the TUI (relayd keeps running)"),
+    ]
+
+    def __init__(self, client: Any | None, settings: Settings, *,
+                 clock: Callable[[], float], save: Callable[[Settings], object],
+                 connect: Callable[[str, str], Any], start_dir: Path) -> None:
+        super().__init__()
+        self.client, self.settings = client, settings
+        self.clock, self.save, self.connect, self.start_dir = clock, save, connect, start_dir
+        self.jobs_screen: JobsScreen | None = None
+        self._clients = [client] if client is not None else []
+
+    def on_mount(self) -> None:
+        if self.client is None:
+            self.push_screen(ConnectScreen(self.settings.url, reason="No API key is known "
+                                           "yet: enter relayd's URL and a key."),
+                             self._connected)
+        else:
+            self._open(self.client)
+
+    def _connected(self, chosen: Settings | None) -> None:
+        if chosen is None:
+            if self.client is None:
+                self.exit(return_code=1, message="relay: no API key given; nothing to show.")
+            return
+        try:
+            self.save(chosen)
+        except OSError as exc:
+            self.notify(f"could not save the settings: {exc}", severity="warning")
+        self.settings = chosen
+        self.client = self.connect(chosen.url, chosen.key or "")
+        self._clients.append(self.client)
+        self._open(self.client)
+
+    def _open(self, client: Any) -> None:
+        """A fresh jobs screen (and live feed) for this connection."""
+        screen = JobsScreen(client, url=self.settings.url, workspace=key_hint(
+            self.settings.key), clock=self.clock, start_dir=self.start_dir)
+        if self.jobs_screen is None:
+            self.push_screen(screen)
+        else:
+            self.switch_screen(screen)
+        self.jobs_screen = screen
+
+    def action_connection(self) -> None:
+        if self.screen is self.jobs_screen:
+            self.push_screen(ConnectScreen(self.settings.url, self.settings.key),
+                             self._connected)
+        else:
+            self.notify("Change the connection from the jobs screen.", severity="warning")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = DARK if "light" in self.theme else LIGHT
+
+    def on_unmount(self) -> None:
+        for client in self._clients:
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
+
+
+def build_app(client: Any | None, settings: Settings, *,
+              clock: Callable[[], float] = time.time,
+              save: Callable[[Settings], object] = settings_file.save,
+              connect: Callable[[str, str], Any] = RelayClient,
+              start_dir: Path | None = None) -> RelayApp:
+    """The app with its collaborators: a `RelayClient` (or a stand-in such as
+    `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, and
+    the clock that ages and rates are read from."""
+    return RelayApp(client, settings, clock=clock, save=save, connect=connect,
+                    start_dir=start_dir or Path.cwd())
+
+
+def run(url: str, key: str | None) -> int:
+    """Open the TUI on relayd at `url`; returns the exit code."""
+    settings = Settings(url=url.rstrip("/"), key=key or None)
+    client = RelayClient(settings.url, key) if key else None
+    app = build_app(client, settings)
+    app.run()
+    return app.return_code or 0

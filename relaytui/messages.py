@@ -1,0 +1,26 @@
+"""App-wide messages. Widget-local ones live in their widgets; results of modal screens
+come back through `dismiss`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from relaytui.live import Connection, JobEvent, JobsListed
+
+
+@dataclass
+class FeedUpdate(Message):
+    """What the live feed reported: a `Connection` state, a `JobsListed` or a `JobEvent`.
+
+    A flood of progress for one job is merged: a progress event still waiting in the
+    queue is superseded by the next one for the same job (its counters are newer)."""
+
+    update: Connection | JobsListed | JobEvent
+
+    def can_replace(self, message: Message) -> bool:
+        mine, theirs = self.update, getattr(message, "update", None)
+        return (isinstance(message, FeedUpdate) and isinstance(mine, JobEvent)
+                and isinstance(theirs, JobEvent) and mine.type == theirs.type == "job.progress"
+                and mine.data.get("id") == theirs.data.get("id"))

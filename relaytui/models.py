@@ -1,0 +1,270 @@
+"""What the TUI knows about a job, in one shape for both dialects, and how it is told to
+an operator: status names, age, rows per second, ETA, a text progress bar.
+
+Pure: no Textual, no HTTP. Time is always passed in (`now`, `at`), in epoch seconds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
+from typing import Any
+
+TERMINAL = frozenset({"completed", "failed", "canceled", "expired"})
+RUNNING = frozenset({"running", "cancelling"})
+STATUS_FILTERS = ("all", "running", "queued", "completed", "failed", "canceled", "scheduled")
+
+# Internal status names (events' `status`) and OpenAI's names, told the Relay way; the
+# one exception is `cancelling`, which the Relay view hides behind `running`.
+_INTERNAL = {"validating": "queued", "finalizing": "running", "cancelled": "canceled"}
+_OPENAI = {"validating": "queued", "in_progress": "running", "finalizing": "running",
+           "cancelled": "canceled"}
+
+
+_INSTANTS = ("created_at", "started_at", "finished_at", "next_run_at")
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds from an event's float, OpenAI's integer or Relay's ISO string."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job (or cron template) as the TUI shows it; `None` means "not known yet"."""
+
+    id: str
+    name: str = ""
+    model: str = ""
+    status: str = "queued"
+    dialect: str = "relay"
+    priority: int = 0
+    tier: str | None = None
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    dead_letter: int | None = 0
+    created_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    cron: str | None = None
+    next_run_at: float | None = None
+    template_id: str | None = None
+    last_run_id: str | None = None
+    error: str | None = None
+    webhook_url: str | None = None
+    webhook: dict[str, Any] | None = None
+
+    @classmethod
+    def from_event(cls, data: dict[str, Any]) -> JobView:
+        """The summary carried by `/v1/events` (same keys for both dialects)."""
+        internal = data.get("status") or ""
+        shown = "cancelling" if internal == "cancelling" else (
+            data.get("relay_status") or _INTERNAL.get(internal, internal))
+        return cls(
+            id=str(data["id"]), name=data.get("name") or "", model=data.get("model") or "",
+            status=shown, dialect=data.get("dialect") or "relay",
+            priority=_int(data.get("priority")), tier=data.get("tier"),
+            total=_int(data.get("total")), completed=_int(data.get("completed")),
+            failed=_int(data.get("failed")), dead_letter=_int(data.get("dead_letter")),
+            created_at=parse_time(data.get("created_at")),
+            started_at=parse_time(data.get("started_at")),
+            finished_at=parse_time(data.get("finished_at")), cron=data.get("cron"),
+            next_run_at=parse_time(data.get("next_run_at")),
+            template_id=data.get("template_id"), error=data.get("error"))
+
+    @classmethod
+    def from_api(cls, obj: dict[str, Any]) -> JobView:
+        """`GET /v1/batches[/{id}]`: a Relay job, or an OpenAI batch object."""
+        if "request_counts" in obj:
+            return cls._from_openai(obj)
+        return cls(
+            id=str(obj["id"]), name=obj.get("name") or "", model=obj.get("model") or "",
+            status=obj.get("status") or "queued", priority=_int(obj.get("priority")),
+            total=_int(obj.get("total")), completed=_int(obj.get("completed")),
+            failed=_int(obj.get("failed")), dead_letter=_int(obj.get("dead_letter")),
+            created_at=parse_time(obj.get("created_at")),
+            started_at=parse_time(obj.get("started_at")),
+            finished_at=parse_time(obj.get("completed_at")), cron=obj.get("cron"),
+            next_run_at=parse_time(obj.get("next_run_at")),
+            template_id=obj.get("template_id"), last_run_id=obj.get("last_run_id"),
+            error=obj.get("error"), webhook_url=obj.get("webhookUrl"),
+            webhook=obj.get("webhook"))
+
+    @classmethod
+    def _from_openai(cls, obj: dict[str, Any]) -> JobView:
+        counts = obj.get("request_counts") or {}
+        errors = (obj.get("errors") or {}).get("data") or []
+        ended = next((obj.get(k) for k in ("completed_at", "failed_at", "cancelled_at",
+                                            "expired_at") if obj.get(k)), None)
+        name = (obj.get("metadata") or {}).get("name") or f"batch {obj.get('input_file_id')}"
+        return cls(
+            id=str(obj["id"]), name=name, model=obj.get("model") or "",
+            status=_OPENAI.get(obj.get("status") or "", obj.get("status") or "queued"),
+            dialect="openai", tier=obj.get("priority"), total=_int(counts.get("total")),
+            completed=_int(counts.get("completed")), failed=_int(counts.get("failed")),
+            dead_letter=None, created_at=parse_time(obj.get("created_at")),
+            started_at=parse_time(obj.get("in_progress_at")), finished_at=parse_time(ended),
+            error="; ".join(str(e.get("message")) for e in errors) or None)
+
+    def merge(self, newer: JobView) -> JobView:
+        """`newer`, keeping what this view knew where `newer` does not say (an OpenAI
+        batch object has no dead-letter count, a summary event no webhook), and the
+        finer instants of events over the API's whole seconds (so order stays put)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(newer, f.name) is None and getattr(self, f.name) is not None}
+        for name in _INSTANTS:
+            mine, theirs = getattr(self, name), getattr(newer, name)
+            if mine is not None and theirs is not None and int(mine) == int(theirs):
+                kept[name] = mine
+        return replace(newer, **kept) if kept else newer
+
+    @property
+    def done(self) -> int:
+        return self.completed + self.failed
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.cron) and self.template_id is None
+
+    @property
+    def priority_text(self) -> str:
+        if self.dialect == "openai":
+            return "exp" if self.tier == "expedited" else "std"
+        return str(self.priority)
+
+    def matches(self, status: str, text: str) -> bool:
+        """The jobs screen's filters: a status name (or "all") and words in name/id/model."""
+        if status != "all" and not _status_matches(self.status, status):
+            return False
+        needle = text.strip().lower()
+        return not needle or any(needle in s.lower() for s in (self.name, self.id, self.model))
+
+
+def _status_matches(shown: str, wanted: str) -> bool:
+    if wanted == "running":
+        return shown in RUNNING
+    if wanted == "failed":
+        return shown in ("failed", "expired")
+    return shown == wanted
+
+
+def order_key(view: JobView) -> tuple[int, float, str]:
+    """Running jobs on top, then newest first."""
+    return (0 if view.status in RUNNING else 1, -(view.created_at or 0.0), view.id)
+
+
+class Throughput:
+    """Rows per second of one job, from the (time, rows done) of its progress events."""
+
+    def __init__(self, *, window: float = 10.0, keep: int = 60) -> None:
+        self.window = window
+        self._points: deque[tuple[float, int]] = deque()
+        self.samples: deque[float] = deque(maxlen=keep)
+
+    def add(self, at: float, done: int) -> None:
+        if self._points:
+            last_at, last_done = self._points[-1]
+            if at <= last_at:
+                return
+            if done < last_done:  # counters went back (a re-run): start over
+                self._points.clear()
+                self._points.append((at, done))
+                return
+            self.samples.append((done - last_done) / (at - last_at))
+        self._points.append((at, done))
+        while len(self._points) > 2 and at - self._points[0][0] > self.window:
+            self._points.popleft()
+
+    def rate(self) -> float | None:
+        if len(self._points) < 2:
+            return None
+        (t0, d0), (t1, d1) = self._points[0], self._points[-1]
+        return (d1 - d0) / (t1 - t0)
+
+
+def average_rate(view: JobView, now: float) -> float | None:
+    """Rows per second over the job's run so far (or its whole run once it ended)."""
+    # Rows a cancel ended never ran: they count as failed but not as throughput.
+    done = view.completed if view.status == "canceled" else view.done
+    if view.started_at is None or done == 0:
+        return None
+    elapsed = (view.finished_at or now) - view.started_at
+    return done / elapsed if elapsed > 0 else None
+
+
+def eta_seconds(view: JobView, rate: float | None) -> float | None:
+    if view.terminal or view.status not in RUNNING or not rate or rate <= 0:
+        return None
+    return max(view.total - view.done, 0) / rate
+
+
+def progress_bar(done: int, total: int, width: int = 10) -> str:
+    """`██████░░░░  60%`: full blocks for the part done, shaded ones for the rest."""
+    fraction = min(done / total, 1.0) if total > 0 else 0.0
+    filled = int(fraction * width)
+    return "█" * filled + "░" * (width - filled) + f" {int(fraction * 100):>3}%"
+
+
+def age_text(seconds: float | None) -> str:
+    """45s, 12m, 3h, 5d: one unit, rounded down."""
+    if seconds is None:
+        return "—"
+    s = max(int(seconds), 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def duration_text(seconds: float | None) -> str:
+    """45s, 12m30s, 2h05m: two units, for ETAs and run times."""
+    if seconds is None:
+        return "—"
+    s = max(round(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def rate_text(rate: float | None) -> str:
+    if rate is None:
+        return "—"
+    return f"{rate:.1f}" if rate < 100 else f"{rate:.0f}"
+
+
+def clock_text(ts: float | None) -> str:
+    """An instant as UTC `2026-10-04 09:12:44Z`."""
+    if ts is None:
+        return "—"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def key_hint(key: str | None) -> str:
+    """A key's public prefix (what `relayd keys list` shows), never the secret part."""
+    if not key:
+        return "no key"
+    return key[:10] + "…"

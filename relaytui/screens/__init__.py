@@ -1,0 +1,1 @@
+"""The TUI's screens: jobs (home), dead letter, results, upload, help, connect."""

@@ -1,0 +1,66 @@
+"""`?`: every key of every screen, read from the screens' own bindings so it never
+drifts from what the keys do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widgets import Footer, Static
+
+from relaytui.screens.base import RelayScreen
+
+# Keys the widgets bring (tables, trees, inputs) that an operator should know about.
+MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also page up/down, home, end)"),
+          Binding("tab", "", "", tooltip="Move to the next field or pane (shift+tab back)")]
+
+
+def sections() -> list[tuple[str, list[BindingType]]]:
+    from relaytui.app import RelayApp
+    from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
+    from relaytui.screens.jobs import JobsScreen
+    from relaytui.screens.results import ResultsScreen
+    from relaytui.screens.upload import UploadScreen
+
+    return [
+        ("Everywhere", [*RelayApp.BINDINGS, *MOVING]),
+        ("Jobs (home)", [Binding("enter", "", "", tooltip="Open the results of a finished "
+                                 "job"), *JobsScreen.BINDINGS]),
+        ("Dead letter (d)", DeadLetterScreen.BINDINGS),
+        ("A dead-lettered row (enter in the dead letter)", AttemptsScreen.BINDINGS),
+        ("Results (v)", ResultsScreen.BINDINGS),
+        ("Upload (u)", [*UploadScreen.BINDINGS, Binding("enter", "", "", tooltip=(
+            "In the tree: pick the file; in the path field: read it now"))]),
+    ]
+
+
+class HelpScreen(RelayScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "app.pop_screen", "Close")]
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]Keys[/b] — every screen's keys; ctrl+p finds any action by name",
+                     classes="screen-title")
+        with VerticalScroll(id="help"):
+            yield Static(self._text())
+        yield Footer()
+
+    def _text(self) -> str:
+        return "\n".join(self._section(title, bindings) for title, bindings in sections())
+
+    def _section(self, title: str, bindings: Iterable[BindingType]) -> str:
+        lines = [f"[b $text-primary]{escape(title)}[/]"]
+        for binding in bindings:
+            if not isinstance(binding, Binding):
+                continue
+            keys = " ".join(self._key(k.strip()) for k in binding.key.split(","))
+            about = binding.tooltip or binding.description
+            lines.append(f"  [b]{escape(keys):<16}[/b] {escape(about)}")
+        return "\n".join(lines) + "\n"
+
+    def _key(self, key: str) -> str:
+        return self.app.get_key_display(Binding(key, ""))

@@ -1,0 +1,272 @@
+"""The home screen: every job of the workspace, live. It owns the live feed (a thread
+worker), folds what it reports into the board, and updates the table one row at a
+time; the other screens open from here for the selected job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import Footer, Input
+
+from relaytui.board import Change, JobBoard
+from relaytui.client import RelayError
+from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed
+from relaytui.messages import FeedUpdate
+from relaytui.models import STATUS_FILTERS, JobView
+from relaytui.screens.base import RelayScreen
+from relaytui.screens.dead_letter import DeadLetterScreen
+from relaytui.screens.results import ResultsScreen
+from relaytui.screens.upload import UploadScreen
+from relaytui.widgets.confirm import ConfirmScreen
+from relaytui.widgets.header import ConnectionBar
+from relaytui.widgets.job_detail import JobDetail
+from relaytui.widgets.job_table import JobTable
+
+_ENDED = {"completed": "information", "canceled": "warning", "failed": "error",
+          "expired": "error"}
+
+
+class JobsScreen(RelayScreen):
+    AUTO_FOCUS = "#jobs"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "cycle_filter", "Status", tooltip="Cycle the status filter: "
+                + ", ".join(STATUS_FILTERS)),
+        Binding("slash", "search", "Search", key_display="/",
+                tooltip="Filter the jobs by words in their name, id or model"),
+        Binding("escape", "clear_filters", "Clear filters", show=False,
+                tooltip="Close the search and show every job"),
+        Binding("v", "results", "Results",
+                tooltip="Browse, search and save a finished job's results (also enter)"),
+        Binding("d", "dead_letter", "Dead letter",
+                tooltip="Inspect and re-drive the selected job's dead-lettered rows"),
+        Binding("c", "cancel", "Cancel job",
+                tooltip="Cancel the selected job or cron template (asks first)"),
+        Binding("u", "upload", "Upload", tooltip="Submit a .csv or .jsonl file as a new job"),
+        Binding("r", "refresh", "Refresh", show=False, tooltip="Fetch the job list again"),
+    ]
+
+    def __init__(self, client: Any, *, url: str, workspace: str,
+                 clock: Callable[[], float], start_dir: Path) -> None:
+        super().__init__()
+        self.client, self.url, self.workspace = client, url, workspace
+        self.clock, self.start_dir = clock, start_dir
+        self.board = JobBoard()
+        self.feed = LiveFeed(client, lambda update: self.post_message(FeedUpdate(update)),
+                             clock=clock)
+        self.listed = False
+        self.status_filter = "all"
+
+    def compose(self) -> ComposeResult:
+        yield ConnectionBar(self.url, self.workspace, clock=self.clock, id="connection")
+        with Vertical(id="jobs-main"):
+            yield Input(placeholder="filter by name, id or model — enter keeps it, "
+                        "escape clears", id="search")
+            yield JobTable(self.board, clock=self.clock, id="jobs")
+            yield JobDetail(self.client, self.board, clock=self.clock, id="detail")
+        yield Footer()
+
+    @property
+    def table(self) -> JobTable:
+        return self.query_one(JobTable)
+
+    @property
+    def detail(self) -> JobDetail:
+        return self.query_one(JobDetail)
+
+    def on_mount(self) -> None:
+        self._title()
+        self.set_interval(1.0, self._tick)
+        self.run_worker(self.feed.run, thread=True, name="live feed", group="feed",
+                        exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self.feed.stop()
+
+    # -- the live feed ---------------------------------------------------------------
+
+    @on(FeedUpdate)
+    def _feed(self, message: FeedUpdate) -> None:
+        update = message.update
+        if isinstance(update, Connection):
+            self.query_one(ConnectionBar).show(update)
+        elif isinstance(update, JobsListed):
+            self._listed(update)
+        elif isinstance(update, JobEvent):
+            change = self.board.apply_event(update.type, update.data, at=update.at)
+            if change is not None:
+                self._changed(change, ended=update.type == "job.ended")
+
+    def _listed(self, listed: JobsListed) -> None:
+        views = [JobView.from_api(j) for j in listed.jobs]
+        changes, gone = self.board.replace_all(views, at=listed.at)
+        if not self.listed:
+            self.listed = True
+            self.table.fill()
+        else:
+            for job_id in gone:
+                self.table.drop(job_id)
+            for change in changes:
+                self._changed(change)
+        self._title()
+        self.detail.show(self.table.selected_id)
+
+    def _changed(self, change: Change, *, ended: bool = False) -> None:
+        self.table.upsert(change.view, moved=change.moved)
+        just_ended = change.ended or (ended and change.before is None)
+        if just_ended:
+            self._announce_end(change.view)
+        if change.view.id == self.detail.job_id:
+            self.detail.show(change.view.id, refetch=just_ended)
+        if change.before is None:
+            self._title()
+
+    def _announce_end(self, view: JobView) -> None:
+        dead = f", {view.dead_letter} dead-letter" if view.dead_letter else ""
+        self.notify(f"{view.completed}/{view.total} completed, {view.failed} failed{dead}",
+                    title=f"{view.name or view.id}: {view.status}",
+                    severity=_ENDED.get(view.status, "information"))  # type: ignore[arg-type]
+
+    def _tick(self) -> None:
+        self.table.tick()
+        self.detail.show(self.detail.job_id)
+
+    def _title(self) -> None:
+        search = self.query_one("#search", Input).value.strip()
+        parts = [f"{self.table.row_count} of {len(self.board)} jobs",
+                 f"status: {self.status_filter}"]
+        if search:
+            parts.append(f"search: {search}")
+        self.table.border_title = "Jobs — " + " · ".join(parts)
+
+    # -- selection ---------------------------------------------------------------------
+
+    @on(JobTable.Highlighted)
+    def _highlighted(self, event: JobTable.Highlighted) -> None:
+        self.detail.show(event.job_id)
+
+    @on(JobTable.Opened)
+    def _opened(self, event: JobTable.Opened) -> None:
+        view = self.board.get(event.job_id)
+        if view is not None and view.terminal:
+            self.action_results()
+
+    def selected(self) -> JobView | None:
+        view = self.board.get(self.table.selected_id or "")
+        if view is None:
+            self.notify("No job is selected.", severity="warning")
+        return view
+
+    # -- filters -----------------------------------------------------------------------
+
+    def action_cycle_filter(self) -> None:
+        index = STATUS_FILTERS.index(self.status_filter)
+        self.status_filter = STATUS_FILTERS[(index + 1) % len(STATUS_FILTERS)]
+        self._filter()
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.add_class("-shown")
+        search.focus()
+
+    def action_clear_filters(self) -> None:
+        search = self.query_one("#search", Input)
+        search.value, self.status_filter = "", "all"
+        search.remove_class("-shown")
+        self.table.focus()
+        self._filter()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self) -> None:
+        self._filter()
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self) -> None:
+        if not self.query_one("#search", Input).value.strip():
+            self.query_one("#search", Input).remove_class("-shown")
+        self.table.focus()
+
+    def _filter(self) -> None:
+        self.table.set_filters(self.status_filter, self.query_one("#search", Input).value)
+        self._title()
+        self.detail.show(self.table.selected_id)
+
+    # -- actions on the selected job ------------------------------------------------------
+
+    def action_results(self) -> None:
+        view = self.selected()
+        if view is None:
+            return
+        if not view.terminal:
+            self.notify(f"{view.name or view.id} is {view.status}: results come when it "
+                        "ends.", severity="warning")
+            return
+        self.app.push_screen(ResultsScreen(self.client, view))
+
+    def action_dead_letter(self) -> None:
+        view = self.selected()
+        if view is not None:
+            self.app.push_screen(DeadLetterScreen(self.client, view))
+
+    def action_upload(self) -> None:
+        self.app.push_screen(UploadScreen(self.client, start_dir=self.start_dir),
+                             self._uploaded)
+
+    def _uploaded(self, job: Any) -> None:
+        if isinstance(job, dict):
+            change = self.board.put(JobView.from_api(job), at=self.clock())
+            if change is not None:
+                self._changed(change)
+            self.table.select(job["id"])
+
+    def action_refresh(self) -> None:
+        self._refetch()
+
+    @work(thread=True, exclusive=True, group="refetch", exit_on_error=False,
+          name="refresh")
+    def _refetch(self) -> None:
+        try:
+            jobs = self.client.all_jobs()
+        except RelayError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title="Refresh failed",
+                                      severity="error")
+            return
+        self.post_message(FeedUpdate(JobsListed(jobs, self.clock())))
+
+    def action_cancel(self) -> None:
+        view = self.selected()
+        if view is None:
+            return
+        if view.terminal:
+            self.notify(f"{view.name or view.id} has already ended ({view.status}).",
+                        severity="warning")
+            return
+        what = "cron template (its future runs stop; runs so far stay)" \
+            if view.is_template else "job"
+        question = f"Cancel the {what} “{view.name or view.id}”?\n{view.id}"
+        self.app.push_screen(ConfirmScreen(question, yes="Cancel it", no="Keep it"),
+                             lambda yes: self._cancel(view.id) if yes else None)
+
+    @work(thread=True, group="cancel", exit_on_error=False, name="cancel")
+    def _cancel(self, job_id: str) -> None:
+        try:
+            answer = self.client.cancel(job_id)
+        except RelayError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title="Cancel refused",
+                                      severity="error")
+            return
+        self.app.call_from_thread(self._cancelled, job_id, answer)
+
+    def _cancelled(self, job_id: str, answer: dict[str, Any]) -> None:
+        change = self.board.put(JobView.from_api(answer), at=self.clock())
+        if change is not None:
+            self._changed(change)
+        marked = self.board.mark_cancelling(job_id)
+        if marked is not None:
+            self._changed(marked)
+        self.notify(f"Cancel requested for {job_id}.")

@@ -1,0 +1,174 @@
+"""The results of a finished job: browse (the highlighted one in full below), search,
+and save them all to a `.jsonl` or `.csv` file (writing is `relaytui.export`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
+
+from relaytui.client import RelayError
+from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
+from relaytui.models import JobView
+from relaytui.screens.base import RelayScreen
+from relaytui.widgets.colours import theme_style
+from relaytui.widgets.confirm import PromptScreen
+
+SHOWN_AT_MOST = 5000  # more rows than this make the table slow; search narrows them
+
+
+def check_export_path(value: str) -> str | None:
+    if not value:
+        return "Type a file name."
+    if Path(value).suffix.lower() not in FORMATS:
+        return "The name must end in .jsonl or .csv."
+    if not Path(value).expanduser().parent.is_dir():
+        return f"{Path(value).expanduser().parent}: no such directory."
+    return None
+
+
+class ResultsScreen(RelayScreen):
+    AUTO_FOCUS = "#results"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", tooltip="Close the search, or go back to the jobs"),
+        Binding("slash", "search", "Search", key_display="/",
+                tooltip="Show only results whose custom_id, content or error has these words"),
+        Binding("s", "save", "Save", tooltip="Save every result to a .jsonl or .csv file"),
+    ]
+
+    def __init__(self, client: Any, job: JobView) -> None:
+        super().__init__()
+        self.client, self.job = client, job
+        self.items: list[dict[str, Any]] = []
+        self.shown: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]Results[/b] — {escape(self.job.name or self.job.id)}  "
+                     f"[dim]{self.job.id} · {self.job.status}[/dim]", classes="screen-title")
+        yield Input(placeholder="search custom_id, content or error — enter keeps it, "
+                    "escape clears", id="search")
+        yield LoadingIndicator()
+        yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="result-full"):
+            yield Static("", id="result-text")
+        yield Static("", id="results-summary", classes="summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("custom_id", key="custom_id", width=24)
+        table.add_column("Result", key="result", width=120)
+        table.display = False
+        self._load()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False,
+          name="loading results")
+    def _load(self) -> None:
+        try:
+            items = self.client.results(self.job.id)["data"]
+        except RelayError as exc:
+            self.app.call_from_thread(self._problem, exc.message)
+            return
+        self.app.call_from_thread(self._loaded, items)
+
+    def _loaded(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self.query_one(LoadingIndicator).display = False
+        self.query_one(DataTable).display = True
+        self._show()
+        self.query_one(DataTable).focus()
+
+    def _problem(self, message: str) -> None:
+        self.query_one(LoadingIndicator).display = False
+        self.query_one("#results-summary", Static).update(
+            f"[$text-error]{escape(message)}[/]")
+
+    def _show(self) -> None:
+        needle = self.query_one("#search", Input).value
+        self.shown = [item for item in self.items if matches(item, needle)]
+        table = self.query_one(DataTable)
+        table.clear()
+        error_style = theme_style(self.app, "text-error")
+        for n, item in enumerate(self.shown[:SHOWN_AT_MOST]):
+            text = " ".join(result_text(item).split())
+            table.add_row(Text(str(item.get("custom_id", "")), no_wrap=True, end=""),
+                          Text(text, style=error_style if is_error(item) else "",
+                               no_wrap=True, overflow="ellipsis", end=""), key=str(n))
+        self._summarise(needle)
+        self._preview()
+
+    def _summarise(self, needle: str) -> None:
+        errors = sum(1 for item in self.items if is_error(item))
+        parts = [f"{len(self.items)} results, {errors} error{'s' if errors != 1 else ''}"]
+        if needle.strip():
+            parts.append(f"{len(self.shown)} match “{needle.strip()}”")
+        if len(self.shown) > SHOWN_AT_MOST:
+            parts.append(f"showing the first {SHOWN_AT_MOST}: search to narrow")
+        if not self.items:
+            parts = [f"No results ({self.job.status})."]
+        self.query_one("#results-summary", Static).update(escape(" · ".join(parts)))
+
+    @on(DataTable.RowHighlighted, "#results")
+    def _preview(self) -> None:
+        table = self.query_one(DataTable)
+        text = self.query_one("#result-text", Static)
+        if not table.row_count:
+            text.update("")
+            return
+        item = self.shown[table.cursor_row]
+        body = escape(result_text(item))
+        label = "[$text-error]error[/]" if is_error(item) else "[dim]content[/dim]"
+        text.update(f"[b]{escape(str(item.get('custom_id')))}[/b] {label}\n{body}")
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.add_class("-shown")
+        search.focus()
+
+    @on(Input.Changed, "#search")
+    def _searched(self) -> None:
+        if self.items:
+            self._show()
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_back(self) -> None:
+        search = self.query_one("#search", Input)
+        if search.has_class("-shown"):
+            search.value = ""
+            search.remove_class("-shown")
+            self.query_one(DataTable).focus()
+        else:
+            self.app.pop_screen()
+
+    def action_save(self) -> None:
+        if not self.items:
+            self.notify("There are no results to save.", severity="warning")
+            return
+        default = f"{self.job.id}.jsonl"
+        self.app.push_screen(PromptScreen("Save every result to (.jsonl or .csv):",
+                                          value=default, check=check_export_path), self._save)
+
+    def _save(self, path: str | None) -> None:
+        if path:
+            self._write(path)
+
+    @work(thread=True, group="save", exit_on_error=False, name="saving results")
+    def _write(self, path: str) -> None:
+        try:
+            count = write_results(path, self.items)
+        except ExportError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Not saved",
+                                      severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"{count} results saved to {path}",
+                                  title="Saved")

@@ -1,0 +1,301 @@
+"""Submitting a file as a job: pick a `.csv` (one prompt per line) or `.jsonl` (Relay rows
+or OpenAI records) in the tree or by typing its path, see its first rows as parsed,
+choose the model, name, priority, optional cron and webhook, and submit once. Reading
+and sending run in thread workers; a bad file or a refusal is shown in the form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
+from textual.timer import Timer
+from textual.widgets import (
+    Button,
+    DataTable,
+    DirectoryTree,
+    Footer,
+    Input,
+    Label,
+    LoadingIndicator,
+    Select,
+    Static,
+)
+
+from relaytui.client import RelayError
+from relaytui.formats import InputFileError, read_rows
+from relaytui.screens.base import RelayScreen
+
+SUFFIXES = (".csv", ".jsonl", ".ndjson")
+PREVIEW_ROWS = 5
+# The daemon's `param` for a refused field, and the form field that shows it.
+FIELDS = {"model": "#model", "cron": "#cron", "webhookUrl": "#webhook",
+          "priority": "#priority", "name": "#name", "requests": "#path"}
+
+
+class InputFileTree(DirectoryTree):
+    """Folders and the files Relay can read; nothing hidden."""
+
+    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
+        return [p for p in paths if not p.name.startswith(".")
+                and (p.suffix.lower() in SUFFIXES or self._is_dir(p))]
+
+    @staticmethod
+    def _is_dir(path: Path) -> bool:
+        try:
+            return path.is_dir()
+        except OSError:
+            return False
+
+
+def preview_cells(n: int, row: dict[str, Any]) -> tuple[str, str, str]:
+    """custom_id, role and text of a row as parsed (a Relay row or an OpenAI record)."""
+    custom_id = row.get("custom_id") or f"row-{n}"
+    body = row.get("body") if isinstance(row.get("body"), dict) else None
+    messages = (body or row).get("messages") or []
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    content = last.get("content", (body or {}).get("input", ""))
+    text = content if isinstance(content, str) else repr(content)
+    role = str(last.get("role", "")) + (f" → {body.get('model')}" if body else "")
+    return str(custom_id), role, " ".join(text.split())
+
+
+class UploadScreen(RelayScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the jobs, sending nothing"),
+        Binding("ctrl+s", "submit", "Submit", tooltip="Submit the file as one job"),
+    ]
+
+    def __init__(self, client: Any, *, start_dir: Path) -> None:
+        super().__init__()
+        self.client, self.start_dir = client, start_dir
+        self.rows: list[dict[str, Any]] | None = None
+        self.rows_path: str | None = None
+        self.submitting = False
+        self._read_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]Upload a batch[/b] — a .csv (one prompt per line) or .jsonl "
+                     "(Relay rows or OpenAI records)", classes="screen-title")
+        with Horizontal(id="upload-main"):
+            yield InputFileTree(self.start_dir, id="tree")
+            with VerticalScroll(id="form"):
+                yield Label("File")
+                yield Input(placeholder="path to a .csv or .jsonl file, or pick one on the left",
+                            id="path")
+                yield Static("", id="file-status")
+                with Horizontal(classes="row"):
+                    with Vertical():
+                        yield Label("Model")
+                        yield Select[str]([], prompt="loading models…", id="model")
+                    with Vertical(classes="narrow"):
+                        yield Label("Priority")
+                        yield Input("0", type="integer", id="priority")
+                yield Label("Name (optional)")
+                yield Input(placeholder="defaults to a timestamp", id="name")
+                with Horizontal(classes="row"):
+                    with Vertical():
+                        yield Label("Cron (optional: 5 fields, UTC)")
+                        yield Input(placeholder="e.g. 0 2 * * *", id="cron")
+                    with Vertical():
+                        yield Label("Webhook URL (optional, HTTPS)")
+                        yield Input(placeholder="https://…", id="webhook")
+                yield Label("Preview (first rows as parsed)")
+                yield DataTable(id="preview", show_cursor=False)
+                with Horizontal(id="submit-bar"):
+                    yield Button("Submit", variant="primary", id="submit", disabled=True)
+                    yield LoadingIndicator(id="busy")
+                    yield Static("", id="submit-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        preview = self.query_one("#preview", DataTable)
+        for label, width in (("custom_id", 16), ("role", 10), ("content", 74)):
+            preview.add_column(label, width=width)
+        self.query_one("#busy").display = False
+        self.query_one("#path", Input).focus()
+        self._load_models()
+
+    # -- models ----------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="models", exit_on_error=False,
+          name="loading models")
+    def _load_models(self) -> None:
+        try:
+            names = [m["id"] for m in self.client.models()["data"]]
+        except RelayError as exc:
+            self.app.call_from_thread(self._models_failed, exc.message)
+            return
+        self.app.call_from_thread(self._models_loaded, names)
+
+    def _models_loaded(self, names: list[str]) -> None:
+        select = self.query_one("#model", Select)
+        select.set_options((name, name) for name in names)
+        select.prompt = "choose a model"
+        if names:
+            select.value = "gpt-4o-mini" if "gpt-4o-mini" in names else names[0]
+
+    def _models_failed(self, message: str) -> None:
+        self.query_one("#model", Select).prompt = "models unavailable"
+        self._status(f"[$text-error]cannot load the models: {escape(message)}[/]")
+
+    # -- the file --------------------------------------------------------------------
+
+    @on(DirectoryTree.FileSelected)
+    def _picked(self, event: DirectoryTree.FileSelected) -> None:
+        self.query_one("#path", Input).value = str(event.path)
+        self._read_now()
+
+    @on(Input.Changed, "#path")
+    def _typed(self) -> None:
+        self.rows, self.rows_path = None, None
+        self._sync_submit()
+        if self._read_timer is not None:
+            self._read_timer.stop()
+        self._read_timer = self.set_timer(0.4, self._read_now)
+
+    @on(Input.Submitted, "#path")
+    def _read_now(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.stop()
+        path = self.query_one("#path", Input).value.strip()
+        if not path:
+            self._file_status("")
+            return
+        if self.rows_path == path:
+            return
+        self._file_status("[dim]reading…[/dim]")
+        self.query_one("#busy").display = True
+        self._read(path)
+
+    @work(thread=True, exclusive=True, group="read", exit_on_error=False,
+          name="reading the file")
+    def _read(self, path: str) -> None:
+        try:
+            rows = read_rows(Path(path).expanduser())
+        except InputFileError as exc:
+            self.app.call_from_thread(self._read_failed, path, exc)
+            return
+        self.app.call_from_thread(self._read_ok, path, rows)
+
+    def _current_path(self, path: str) -> bool:
+        return self.query_one("#path", Input).value.strip() == path
+
+    def _read_ok(self, path: str, rows: list[dict[str, Any]]) -> None:
+        if not self._current_path(path):
+            return
+        self.query_one("#busy").display = self.submitting
+        self.rows, self.rows_path = rows, path
+        self._file_status(f"[$text-success]✓[/] {escape(Path(path).name)}: {len(rows)} "
+                          f"row{'s' if len(rows) != 1 else ''}")
+        self._preview(rows[:PREVIEW_ROWS])
+        self.query_one("#path").remove_class("-invalid")
+        self._sync_submit()
+
+    def _read_failed(self, path: str, error: InputFileError) -> None:
+        if not self._current_path(path):
+            return
+        self.query_one("#busy").display = self.submitting
+        where = f"line {error.line}: " if error.line is not None else ""
+        self._file_status(f"[$text-error]✗ {escape(where + error.reason)}[/]")
+        self.query_one("#path").add_class("-invalid")
+        self._preview([])
+        self._sync_submit()
+
+    def _preview(self, rows: list[dict[str, Any]]) -> None:
+        table = self.query_one("#preview", DataTable)
+        table.clear()
+        for n, row in enumerate(rows, start=1):
+            table.add_row(*(Text(c, no_wrap=True, overflow="ellipsis", end="")
+                            for c in preview_cells(n, row)))
+
+    # -- submitting ------------------------------------------------------------------
+
+    def _sync_submit(self) -> None:
+        self.query_one("#submit", Button).disabled = self.submitting or self.rows is None
+
+    @on(Button.Pressed, "#submit")
+    def action_submit(self) -> None:
+        if self.submitting:  # one submit at a time, whatever the keys say
+            return
+        form = self._form()
+        if form is None:
+            return
+        self.submitting = True
+        self._sync_submit()
+        for field in FIELDS.values():
+            self.query_one(field).remove_class("-invalid")
+        self.query_one("#busy").display = True
+        self._status(f"submitting {len(form['requests'])} rows…")
+        self._send(form)
+
+    def _form(self) -> dict[str, Any] | None:
+        path = self.query_one("#path", Input).value.strip()
+        if self.rows is None or self.rows_path != path:
+            self._status("[$text-error]Pick a readable .csv or .jsonl file first.[/]")
+            return None
+        model = self.query_one("#model", Select).value
+        if not isinstance(model, str):
+            self._status("[$text-error]Choose a model.[/]")
+            return None
+        priority = self.query_one("#priority", Input).value.strip() or "0"
+        try:
+            number = int(priority)
+        except ValueError:
+            self._refused("priority must be an integer", "priority")
+            return None
+        text = {k: self.query_one(f"#{k}", Input).value.strip() or None
+                for k in ("name", "cron", "webhook")}
+        return {"model": model, "requests": self.rows, "name": text["name"],
+                "priority": number, "cron": text["cron"], "webhook_url": text["webhook"]}
+
+    @work(thread=True, exclusive=True, group="submit", exit_on_error=False,
+          name="submitting")
+    def _send(self, form: dict[str, Any]) -> None:
+        try:
+            job = self.client.submit(**form)
+        except RelayError as exc:
+            self.app.call_from_thread(self._send_failed, exc)
+            return
+        except Exception:
+            self.app.call_from_thread(self._send_done)
+            raise
+        self.app.call_from_thread(self._sent, job)
+
+    def _send_done(self) -> None:
+        self.submitting = False
+        self.query_one("#busy").display = False
+        self._sync_submit()
+
+    def _send_failed(self, exc: RelayError) -> None:
+        self._send_done()
+        if exc.unreachable:
+            self._status(f"[$text-error]{escape(exc.message)}[/] — nothing was stored; "
+                         "try again when relayd is back")
+        else:
+            self._refused(f"relayd refused the job ({exc.status}): {exc.message}", exc.param)
+
+    def _refused(self, message: str, param: str | None) -> None:
+        field = f" [b](field: {escape(param)})[/b]" if param else ""
+        self._status(f"[$text-error]{escape(message)}[/]{field}")
+        if param in FIELDS:
+            self.query_one(FIELDS[param]).add_class("-invalid")
+
+    def _sent(self, job: dict[str, Any]) -> None:
+        # `submitting` stays set: the screen closes, a second press reaches nothing
+        total = job.get("total", len(self.rows or []))
+        self.notify(f"{total} rows as job {job['id']} ({job.get('status')})",
+                    title="Submitted", timeout=8)
+        self.dismiss(job)
+
+    def _status(self, markup: str) -> None:
+        self.query_one("#submit-status", Static).update(markup)
+
+    def _file_status(self, markup: str) -> None:
+        self.query_one("#file-status", Static).update(markup)

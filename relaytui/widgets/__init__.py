@@ -1,0 +1,1 @@
+"""Small widgets of the operator TUI; each reports upward with messages."""

@@ -1,0 +1,70 @@
+"""The top line: which relayd, which workspace (the key's prefix: the API has no name for
+it), and whether the live feed is connected, polling, or down and retrying when."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from relaytui.live import Connection
+
+_STATES = {
+    "connecting": ("$text-warning", "◌ connecting…"),
+    "live": ("$text-success", "● live"),
+    "polling": ("$text-warning", "◐ polling"),
+    "down": ("$text-error", "✗ disconnected"),
+    "refused": ("$text-error", "✗ key refused"),
+}
+
+
+class ConnectionBar(Static):
+    """Shows a `Connection`; counts down to the next retry once a second."""
+
+    def __init__(self, url: str, workspace: str, *, clock: Callable[[], float],
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.url, self.workspace, self.clock = url, workspace, clock
+        self.connection = Connection("connecting")
+        self._retry_at: float | None = None
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._redraw)
+        self._redraw()
+
+    def show(self, connection: Connection) -> None:
+        self.connection = connection
+        self._retry_at = (None if connection.retry_in is None
+                          else self.clock() + connection.retry_in)
+        self.set_class(connection.state in ("down", "refused"), "-down")
+        self._redraw()
+
+    def show_target(self, url: str, workspace: str) -> None:
+        self.url, self.workspace = url, workspace
+        self._redraw()
+
+    @property
+    def retry_in(self) -> int | None:
+        if self._retry_at is None:
+            return None
+        return max(round(self._retry_at - self.clock()), 0)
+
+    def _redraw(self) -> None:
+        colour, label = _STATES.get(self.connection.state, ("$text-warning", "?"))
+        where = (f"[b]Relay[/b]  {escape(self.url)}  [dim]workspace[/dim] "
+                 f"{escape(self.workspace)}  [{colour}]{label}[/]")
+        self.update(where + self._detail())
+
+    def _detail(self) -> str:
+        c = self.connection
+        if c.state == "down":
+            wait = self.retry_in
+            when = "retrying now…" if not wait else f"retrying in {wait}s"
+            return f"  [$text-error]{escape(c.detail)}, {when}[/]"
+        if c.state == "refused":
+            return (f"  [$text-error]{escape(c.detail)}[/] — press [b]k[/b] to enter a key "
+                    f"(retrying in {self.retry_in or 0}s)")
+        if c.state == "polling":
+            return f"  [dim]{escape(c.detail)}[/dim]"
+        return ""

@@ -1,0 +1,184 @@
+"""The detail pane of the selected job: counters, timestamps, error, a throughput
+sparkline; and, fetched in the background, the webhook outcome and, for a cron
+template, its expression, next run and recent runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.timer import Timer
+from textual.widgets import Sparkline, Static
+from textual.worker import Worker
+
+from relaytui.board import JobBoard
+from relaytui.client import RelayError
+from relaytui.models import (
+    JobView,
+    age_text,
+    clock_text,
+    duration_text,
+    eta_seconds,
+    rate_text,
+)
+from relaytui.widgets.failures import report_failure
+from relaytui.widgets.job_table import LABELS
+
+RECENT_RUNS = 5
+
+
+class JobDetail(Vertical):
+    def __init__(self, client: Any, board: JobBoard, *, clock: Callable[[], float],
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.client, self.board, self.clock = client, board, clock
+        self.job_id: str | None = None
+        self.loaded_id: str | None = None
+        self._fetched: JobView | None = None
+        self._runs: list[JobView] = []
+        self._problem: str | None = None
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Static(id="facts")
+            with Vertical(id="live"):
+                yield Static(id="rate-label")
+                yield Sparkline([], id="rate")
+                yield Static(id="extra")
+
+    def on_mount(self) -> None:
+        self.border_title = "Job"
+        self._draw()
+
+    def show(self, job_id: str | None, *, refetch: bool = False) -> None:
+        """Draw `job_id` from the board; fetch its webhook and runs when it is new."""
+        if job_id != self.job_id or refetch:
+            if job_id != self.job_id:
+                self._fetched, self._runs, self._problem = None, [], None
+            self.job_id = job_id
+            self._schedule_fetch()
+        self._draw()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_failure(self, event)
+
+    def _schedule_fetch(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        if self.job_id is not None:  # a short wait: scrolling through rows fetches once
+            self._timer = self.set_timer(0.2, lambda: self._fetch(self.job_id))
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _fetch(self, job_id: str | None) -> None:
+        if job_id is None:
+            return
+        try:
+            view = JobView.from_api(self.client.job(job_id))
+            runs = []
+            if view.is_template:
+                listing = self.client.jobs(template_id=job_id, limit=RECENT_RUNS)
+                runs = [JobView.from_api(j) for j in listing["data"]]
+            self.app.call_from_thread(self._loaded, job_id, view, runs, None)
+        except RelayError as exc:
+            self.app.call_from_thread(self._loaded, job_id, None, [], exc.message)
+
+    def _loaded(self, job_id: str, view: JobView | None, runs: list[JobView],
+                problem: str | None) -> None:
+        if job_id != self.job_id:
+            return
+        self._fetched, self._runs, self._problem = view, runs, problem
+        self.loaded_id = job_id
+        self._draw()
+
+    def _draw(self) -> None:
+        view = self.board.get(self.job_id) if self.job_id else None
+        facts, label, extra = self.query_one("#facts", Static), \
+            self.query_one("#rate-label", Static), self.query_one("#extra", Static)
+        if view is None:
+            facts.update("[dim]No job selected.[/dim]")
+            label.update("")
+            extra.update("")
+            self.query_one(Sparkline).display = False
+            return
+        facts.update(self._facts(view))
+        label.update(self._rate_line(view))
+        samples = self.board.samples(view.id)[-60:]
+        sparkline = self.query_one(Sparkline)
+        sparkline.display = len(samples) > 1
+        sparkline.data = samples
+        extra.update(self._extra(view))
+
+    def _facts(self, v: JobView) -> str:
+        now = self.clock()
+        ended = clock_text(v.finished_at)
+        if v.finished_at and v.started_at:
+            ended += f"  (ran {duration_text(v.finished_at - v.started_at)})"
+        dead = "—" if v.dead_letter is None else v.dead_letter
+        lines = [
+            f"[b]{escape(v.name or v.id)}[/b]   {escape(LABELS.get(v.status, v.status))}",
+            f"[dim]id[/dim] {v.id}   [dim]dialect[/dim] {v.dialect}   "
+            f"[dim]model[/dim] {escape(v.model)}   [dim]priority[/dim] {v.priority_text}",
+            f"[dim]rows[/dim] {v.total} total · {v.completed} completed · "
+            f"{v.failed} failed · {dead} dead-letter",
+            f"[dim]created[/dim] {clock_text(v.created_at)}  "
+            f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
+            f"[dim]started[/dim] {clock_text(v.started_at)}",
+            f"[dim]ended  [/dim] {ended}",
+        ]
+        error = v.error or (self._fetched.error if self._fetched else None)
+        if error:
+            lines.append(f"[$text-error]error: {escape(error)}[/]")
+        return "\n".join(lines)
+
+    def _rate_line(self, v: JobView) -> str:
+        if v.status in ("queued", "scheduled"):
+            return f"[dim]throughput[/dim] — not started ({v.status})"
+        rate = self.board.rate(v.id, now=self.clock()) if v.started_at else None
+        eta = eta_seconds(v, rate)
+        tail = f" · ETA {duration_text(eta)}" if eta is not None else ""
+        return f"[dim]throughput[/dim] {rate_text(rate)} rows/s{tail}"
+
+    def _extra(self, v: JobView) -> str:
+        if self._problem:
+            return f"[$text-error]details unavailable: {escape(self._problem)}[/]"
+        if self.loaded_id != v.id or self._fetched is None:
+            return "[dim]loading details…[/dim]"
+        lines = [line for line in [self._webhook_line(self._fetched)] if line]
+        if v.is_template:
+            lines += self._template_lines(v)
+        elif v.template_id:
+            lines.append(f"[dim]run of template[/dim] {v.template_id}")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _webhook_line(fetched: JobView) -> str:
+        hook = fetched.webhook
+        if not hook:
+            if fetched.webhook_url:
+                return f"[dim]webhook[/dim] {escape(fetched.webhook_url)} — not sent yet"
+            return "[dim]webhook[/dim] none set" if fetched.dialect == "relay" else ""
+        url = escape(str(hook.get("url") or ""))
+        if hook.get("state") == "sending":
+            return f"[dim]webhook[/dim] {url} sending…"
+        status = hook.get("status_code")
+        at = escape(str(hook.get("attempted_at") or ""))
+        if hook.get("error"):
+            outcome = f"[$text-error]{escape(str(hook['error']))}[/]"
+        else:
+            outcome = f"[$text-success]{status}[/]"
+        return f"[dim]webhook[/dim] {url} → {outcome} at {at}"
+
+    def _template_lines(self, v: JobView) -> list[str]:
+        lines = [f"[dim]cron[/dim] {escape(v.cron or '')} (UTC)   "
+                 f"[dim]next run[/dim] {clock_text(v.next_run_at)}",
+                 "[dim]recent runs[/dim]" if self._runs else "[dim]recent runs[/dim] none yet"]
+        for run in self._runs:
+            lines.append(f"  {escape(LABELS.get(run.status, run.status))}  "
+                         f"{run.done}/{run.total}  {clock_text(run.created_at)}  "
+                         f"[dim]{run.id[:8]}…[/dim]")
+        return lines

@@ -1,0 +1,271 @@
+"""The TUI driven by Pilot against a real `relayd serve` and `relayd simulate`: what an
+operator sees and does, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from relaytui.screens.dead_letter import DeadLetterScreen
+from relaytui.screens.results import ResultsScreen
+from relaytui.screens.upload import UploadScreen
+from relaytui.widgets.header import ConnectionBar
+from relaytui.widgets.job_table import JobTable
+from tests.e2e.harness import free_port, rows, wait_for_status
+from tests.tui.conftest import SIZE, wait_for
+
+pytestmark = pytest.mark.e2e
+SLOW = "Classify [sim:sleep=80]"  # a row that takes a while: the job runs for seconds
+
+
+def cell(app, job_id, column):
+    return str(app.jobs_screen.query_one(JobTable).get_cell(job_id, column))
+
+
+async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, workspace, make_app):
+    relayd = shared_relayd
+    with relayd.client(workspace) as http:
+        old = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Earlier",
+                                             "requests": rows(3)}).json()
+        wait_for_status(http, old["id"], "completed")
+        app = make_app(relayd.url, relayd.key(workspace))
+        async with app.run_test(size=SIZE) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: old["id"] in jobs.board, what="the initial fill")
+            assert "completed" in cell(app, old["id"], "status")
+            assert "acme" not in str(jobs.query_one(ConnectionBar).render())
+            rebuilds = []
+            table = jobs.query_one(JobTable)
+            original_fill = table.fill
+            table.fill = lambda: (rebuilds.append(1), original_fill())
+
+            job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Live one",
+                                                 "requests": rows(240, text=SLOW)}).json()
+            seen: set[str] = set()
+
+            def ended() -> bool:
+                if job["id"] in jobs.board:
+                    seen.add(cell(app, job["id"], "count"))
+                    return jobs.board.get(job["id"]).status == "completed"
+                return False
+
+            await wait_for(pilot, ended, what="the job ends", timeout=20)
+            assert cell(app, job["id"], "count") == "240/240"
+            assert "100%" in cell(app, job["id"], "progress")
+            assert len(seen) > 2  # it moved while we watched
+            assert rebuilds == []  # events update rows, they never rebuild the table
+            assert table.get_row_index(job["id"]) == 0  # newest first
+            await pilot.press("f")  # status: running
+            assert table.row_count == 0
+            for _ in range(2):  # queued, completed
+                await pilot.press("f")
+            assert table.row_count == 2
+            assert any(n.title and "Live one" in n.title for n in app._notifications)
+
+
+async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, workspace, make_app):
+    relayd = shared_relayd
+    doomed = [{"custom_id": "doomed", "messages": [{"role": "user",
+                                                    "content": "x [sim:fail=503]"}]}]
+    with relayd.client(workspace) as http:
+        job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "With a dead row",
+                                             "requests": rows(4) + doomed}).json()
+        wait_for_status(http, job["id"], "completed")
+        app = make_app(relayd.url, relayd.key(workspace))
+        async with app.run_test(size=SIZE) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: job["id"] in jobs.board)
+            jobs.query_one(JobTable).select(job["id"])
+            await pilot.press("d")
+            screen = await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                                    and app.screen.entries and app.screen)
+            assert [e["custom_id"] for e in screen.entries] == ["doomed"]
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: "attempts" in str(app.screen.query_one(".question")
+                                                            .render()))
+            await pilot.press("escape")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: len(http.get("/v1/batches").json()["data"]) == 2,
+                           what="the re-drive job")
+            retry = http.get("/v1/batches").json()["data"][0]
+            assert retry["total"] == 1 and retry["id"] != job["id"]
+            await wait_for(pilot, lambda: any(retry["id"] in n.message
+                                              for n in app._notifications))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: retry["id"] in jobs.board)
+
+
+async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_app, tmp_path,
+                                              monkeypatch):
+    relayd = shared_relayd
+    monkeypatch.chdir(tmp_path)  # a short path to type
+    prompts = tmp_path / "p.csv"
+    prompts.write_text('"Classify: one"\n"Classify: two,\nstill two"\n"Classify: three"\n')
+    app = make_app(relayd.url, relayd.key(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("u")
+        upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
+                                and app.screen)
+        await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini",
+                       what="the models")
+        await pilot.press(*prompts.name, "enter")
+        await wait_for(pilot, lambda: upload.rows is not None, what="the file is read")
+        assert "3 rows" in str(upload.query_one("#file-status").render())
+        upload.query_one("#name").value = "From the TUI"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is app.jobs_screen, what="the form closes")
+    with relayd.client(workspace) as http:
+        listed = http.get("/v1/batches").json()["data"]
+        assert [(j["name"], j["total"]) for j in listed] == [("From the TUI", 3)]
+
+
+async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
+        shared_relayd, workspace, make_app, tmp_path):
+    relayd = shared_relayd
+    bad = {"broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
+                            "line 2: not valid JSON"),
+           "empty.csv": ("\n\n", "the file has no rows"),
+           "binary.jsonl": (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
+           "shape.jsonl": ('{"prompt": "hi"}\n', "line 1: expected an object"),
+           "missing.csv": (None, "cannot read")}
+    for name, (content, _) in bad.items():
+        if isinstance(content, bytes):
+            (tmp_path / name).write_bytes(content)
+        elif content is not None:
+            (tmp_path / name).write_text(content)
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"custom_id": "g", "messages": [{"role": "user",
+                                                                "content": "hi"}]}) + "\n")
+    app = make_app(relayd.url, relayd.key(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("u")
+        upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
+                                and app.screen)
+        path = upload.query_one("#path")
+        status = upload.query_one("#file-status")
+        for name, (_, reason) in bad.items():
+            path.value = str(tmp_path / name)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda r=reason: r in str(status.render()), what=reason)
+            assert path.has_class("-invalid") and upload.query_one("#submit").disabled
+            await pilot.press("ctrl+s")
+
+        path.value = str(good)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: upload.rows is not None)
+        upload.query_one("#cron").value = "0 0 31 2 *"  # a date that never comes
+        await pilot.press("ctrl+s", "ctrl+s", "ctrl+s")
+        message = upload.query_one("#submit-status")
+        await wait_for(pilot, lambda: "field: cron" in str(message.render()),
+                       what="the daemon's refusal")
+        assert upload.query_one("#cron").has_class("-invalid")
+        assert app.is_running and not upload.submitting
+
+        upload.query_one("#cron").value = ""
+        upload.client.submit = slow(upload.client.submit)
+        await pilot.press("ctrl+s")
+        await pilot.click("#submit")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is app.jobs_screen)
+    with relayd.client(workspace) as http:
+        assert [j["total"] for j in http.get("/v1/batches").json()["data"]] == [1]
+
+
+def slow(submit):
+    """The daemon answering after a moment: presses meanwhile must not send again."""
+    import time
+
+    def wrapped(**form):
+        time.sleep(0.3)
+        return submit(**form)
+    return wrapped
+
+
+async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, relayd_factory,
+                                                             make_app):
+    """Its own slow simulator (200 ms a row) and two rows in flight: a long job."""
+    relayd = relayd_factory(simulator_factory("--latency-ms", "200"), concurrency=2).start()
+    with relayd.client() as http:
+        job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Long one",
+                                             "requests": rows(400)}).json()
+        wait_for_status(http, job["id"], "running")
+        app = make_app(relayd.url, relayd.key("acme"))
+        async with app.run_test(size=SIZE) as pilot:
+            jobs = app.jobs_screen
+            await wait_for(pilot, lambda: job["id"] in jobs.board)
+            jobs.query_one(JobTable).select(job["id"])
+            await pilot.press("c")
+            await pilot.press("n")  # kept
+            await pilot.pause(0.1)
+            assert jobs.board.get(job["id"]).status == "running"
+            table = jobs.query_one(JobTable)
+            shown: list[str] = []
+            upsert = table.upsert
+            table.upsert = lambda view, **kw: (shown.append(view.status), upsert(view, **kw))
+            await pilot.press("c", "y")
+            await wait_for(pilot, lambda: jobs.board.get(job["id"]).status == "canceled",
+                           what="the cancel")
+            assert "cancelling" in shown and shown[-1] == "canceled"
+            assert shown.index("cancelling") < shown.index("canceled")
+            assert cell(app, job["id"], "status") == "⊘ canceled"
+        assert http.get(f"/v1/batches/{job['id']}").json()["status"] == "canceled"
+
+
+async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_factory,
+                                                                   relayd_factory, make_app):
+    relayd = relayd_factory(simulator_factory())
+    key = relayd.key("acme")  # keys are made offline; the daemon is not started yet
+    app = make_app(relayd.url, key)
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.jobs_screen.query_one(ConnectionBar)
+        text = await wait_for(pilot, lambda: "retrying in" in str(bar.render())
+                              and str(bar.render()), what="the down state")
+        assert f"cannot reach relayd at {relayd.url}" in text
+        relayd.start()
+        await wait_for(pilot, lambda: bar.connection.state == "live", timeout=20,
+                       what="the reconnect")
+        assert app.is_running
+
+
+async def test_nothing_listening_keeps_the_app_up(make_app):
+    app = make_app(f"http://127.0.0.1:{free_port()}", "rk_nothing_here")
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.jobs_screen.query_one(ConnectionBar)
+        await wait_for(pilot, lambda: bar.connection.state == "down")
+        await pilot.press("u")  # screens still open; their calls fail politely
+        await wait_for(pilot, lambda: "cannot load the models" in str(
+            app.screen.query_one("#submit-status").render()))
+        await pilot.press("escape", "d")
+        await wait_for(pilot, lambda: app._notifications or True)
+        assert app.is_running
+
+
+async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, make_app,
+                                                      tmp_path):
+    relayd = shared_relayd
+    failing = [{"custom_id": "refused", "messages": [{"role": "user",
+                                                      "content": "x [sim:fail=400]"}]}]
+    with relayd.client(workspace) as http:
+        job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Results",
+                                             "requests": rows(12) + failing}).json()
+        wait_for_status(http, job["id"], "completed")
+    app = make_app(relayd.url, relayd.key(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        await wait_for(pilot, lambda: job["id"] in jobs.board)
+        jobs.query_one(JobTable).select(job["id"])
+        await pilot.press("enter")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
+                                and app.screen.items and app.screen)
+        assert len(screen.shown) == 13
+        assert "r-0 content" in str(screen.query_one("#result-text").render())
+        await pilot.press("slash", *"refused", "enter")
+        assert [i["custom_id"] for i in screen.shown] == ["refused"]
+        assert "400" in str(screen.query_one("#result-text").render())
+        await pilot.press("s")
+        target = tmp_path / "saved.csv"
+        app.screen.query_one("#answer").value = str(target)
+        await pilot.press("enter")
+        await wait_for(pilot, target.exists, what="the saved file")
+        assert len(target.read_text().splitlines()) == 14  # header and every result

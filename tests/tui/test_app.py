@@ -1,0 +1,220 @@
+"""The app on the in-memory `FakeRelay`: connecting without a key, refusals shown in the
+form, failures as notifications, the command palette, and a thousand jobs."""
+
+from __future__ import annotations
+
+import time
+
+from relaytui.app import build_app
+from relaytui.client import RelayError
+from relaytui.live import JobEvent
+from relaytui.messages import FeedUpdate
+from relaytui.screens.connect import ConnectScreen
+from relaytui.screens.jobs import JobsScreen
+from relaytui.screens.results import ResultsScreen
+from relaytui.screens.upload import UploadScreen
+from relaytui.settings import Settings
+from relaytui.testing import FakeRelay, canned_jobs, job_id
+from relaytui.widgets.job_table import JobTable
+from tests.tui.conftest import HERE, SIZE, wait_for
+
+
+def app_on(fake, saved=None, **options):
+    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+                     clock=fake.clock, save=([] if saved is None else saved).append,
+                     start_dir=HERE / "fixtures", **options)
+
+
+async def test_without_a_key_it_asks_for_one_and_saves_it():
+    saved, made = [], []
+
+    def connect(url, key):
+        made.append((url, key))
+        return FakeRelay(url=url, replay=False)
+
+    app = build_app(None, Settings("http://127.0.0.1:8080", None), save=saved.append,
+                    connect=connect)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
+        await pilot.press("enter")  # no key yet: stays open
+        assert isinstance(app.screen, ConnectScreen)
+        await pilot.press(*"rk_pasted", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
+        assert saved == [Settings("http://127.0.0.1:8080", "rk_pasted")]
+        assert made == [("http://127.0.0.1:8080", "rk_pasted")]
+        await wait_for(pilot, lambda: len(app.jobs_screen.board) == len(canned_jobs()))
+
+
+async def test_leaving_the_key_dialog_without_a_key_quits_cleanly():
+    app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_code == 1
+
+
+class ForgetfulRelay(FakeRelay):
+    """Lists a model the daemon no longer knows (the list was stale)."""
+
+    def models(self):
+        listing = super().models()
+        listing["data"].insert(0, {"id": "gone-model", "object": "model"})
+        return listing
+
+
+async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
+    fake = ForgetfulRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("u")
+        upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
+                                and app.screen)
+        await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
+        upload.query_one("#model").value = "gone-model"
+        upload.query_one("#path").value = str(HERE / "fixtures" / "openai-records.jsonl")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: upload.rows is not None)
+        assert "2 rows" in str(upload.query_one("#file-status").render())
+        await pilot.press("ctrl+s")
+        status = upload.query_one("#submit-status")
+        await wait_for(pilot, lambda: "Unknown model 'gone-model'" in str(status.render()))
+        assert "field: model" in str(status.render())
+        assert upload.query_one("#model").has_class("-invalid")
+        assert fake.submitted == [] and not upload.query_one("#submit").disabled
+
+
+class BrokenRelay(FakeRelay):
+    def results(self, job_id):
+        raise RuntimeError("the disk is on fire")
+
+    def dead_letter(self, job_id):
+        raise RelayError(404, f"No batch {job_id}.")
+
+
+async def test_a_failing_worker_is_a_notification_not_a_crash():
+    fake = BrokenRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        await wait_for(pilot, lambda: job_id(5) in jobs.board)
+        jobs.query_one(JobTable).select(job_id(5))
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await wait_for(pilot, lambda: any("the disk is on fire" in n.message
+                                          for n in app._notifications))
+        await pilot.press("escape", "d")
+        await wait_for(pilot, lambda: "No batch" in str(app.screen.query_one(
+            "#dead-summary").render()))
+        assert app.is_running
+
+
+async def test_actions_on_jobs_that_cannot_take_them_explain_why():
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        await wait_for(pilot, lambda: job_id(1) in jobs.board)
+        jobs.query_one(JobTable).select(job_id(1))  # running
+        await pilot.press("v")
+        jobs.query_one(JobTable).select(job_id(5))  # completed
+        await pilot.press("c")
+        messages = [n.message for n in app._notifications]
+        assert any("results come when it ends" in m for m in messages)
+        assert any("has already ended" in m for m in messages)
+        assert app.screen is jobs and fake.cancelled == []
+
+
+async def test_the_command_palette_runs_every_action_by_name():
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await pilot.press("ctrl+p", *"upload", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen))
+        await pilot.press("escape", "ctrl+p", *"light", "enter")
+        await wait_for(pilot, lambda: app.theme == "textual-light")
+
+
+async def test_search_and_status_filters_narrow_the_table():
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        table = jobs.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
+        await pilot.press("slash", *"nightly")
+        assert table.row_count == 2
+        await pilot.press("enter", "f", "f", "f")  # running, queued, completed
+        assert (jobs.status_filter, table.row_count) == ("completed", 1)
+        assert "search: nightly" in str(table.border_title)
+        await pilot.press("escape")
+        assert table.row_count == len(canned_jobs())
+
+
+class ThousandJobs(FakeRelay):
+    def __init__(self):
+        super().__init__(replay=False)
+        base = canned_jobs()[1]
+        self.jobs_by_id = {}
+        for i in range(1000):
+            status = "running" if i < 50 else "queued" if i < 150 else "completed"
+            job = dict(base, id=f"{i:032x}", name=f"job {i}", status=status,
+                       created_at=base["created_at"] - i)
+            self.jobs_by_id[job["id"]] = job
+
+
+async def test_a_thousand_jobs_stay_smooth():
+    fake = ThousandJobs()
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        table = jobs.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == 1000)
+        rebuilt = []
+        table.fill = lambda: rebuilt.append(1)
+        started = time.monotonic()
+        for step in range(20):  # 1,000 progress events
+            for i in range(50):
+                data = fake._event(fake.jobs_by_id[f"{i:032x}"])
+                data["completed"] = 160 + step
+                jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
+        for i in range(50, 150):  # 100 jobs start: their rows move
+            data = fake._event(fake.jobs_by_id[f"{i:032x}"])
+            jobs.post_message(FeedUpdate(JobEvent("job.progress", {**data, "relay_status":
+                                                                   "running"}, fake.clock())))
+        await wait_for(pilot, lambda: jobs.board.get(f"{149:032x}").status == "running")
+        elapsed = time.monotonic() - started
+        assert elapsed < 5, elapsed  # about 0.5 s here; a rebuild per event takes minutes
+        assert rebuilt == []
+        assert str(table.get_cell(f"{49:032x}", "count")) == "181/300"
+        assert table.get_row_index(f"{149:032x}") < 150  # running ones on top
+
+
+class RefusingRelay(FakeRelay):
+    def all_jobs(self, **filters):
+        raise RelayError(401, "Invalid API key.")
+
+
+async def test_a_refused_key_says_so_and_k_connects_with_another():
+    saved, made = [], []
+
+    def connect(url, key):
+        made.append(key)
+        return FakeRelay(url=url, replay=False)
+
+    app = app_on(RefusingRelay(replay=False), saved, connect=connect)
+    async with app.run_test(size=SIZE) as pilot:
+        first = app.jobs_screen
+        bar = first.query_one("#connection")
+        await wait_for(pilot, lambda: "key refused" in str(bar.render()))
+        assert "Invalid API key." in str(bar.render()) and "press k" in str(bar.render())
+        await pilot.press("k")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
+        app.screen.query_one("#key").value = "rk_better"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.jobs_screen is not first
+                       and len(app.jobs_screen.board) == len(canned_jobs()))
+        assert made == ["rk_better"] and saved[-1].key == "rk_better"
+        assert "rk_better" in str(app.jobs_screen.query_one("#connection").render())
+        assert first.feed.stopped  # the old connection's feed ended with its screen

@@ -1,0 +1,153 @@
+"""Snapshots of every screen at 160×45 on the canned `FakeRelay` (fixed data, a clock
+that stands still once the replay is over), so they only change when the UI does.
+Regenerate with `pytest tests/tui --snapshot-update` and look at what changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relaytui.app import RelayApp, build_app
+from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
+from relaytui.screens.results import ResultsScreen
+from relaytui.screens.upload import UploadScreen
+from relaytui.settings import Settings
+from relaytui.testing import FakeRelay, job_id
+from relaytui.widgets.header import ConnectionBar
+from relaytui.widgets.job_detail import JobDetail
+from relaytui.widgets.job_table import JobTable
+from tests.tui.conftest import HERE, SIZE, wait_for
+
+KEY = "rk_demo7Kq2xLw9Vb4ZpR8sT1uYcN3"
+
+
+@pytest.fixture
+def fake_app(monkeypatch) -> tuple[FakeRelay, RelayApp]:
+    monkeypatch.chdir(HERE)  # the upload tree shows a relative, stable root
+    fake = FakeRelay()
+    app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
+                    save=lambda _: None, start_dir=Path("fixtures"))
+    return fake, app
+
+
+async def settled(pilot, fake: FakeRelay, *, select: int | None = None) -> None:
+    """The replay is over, the table drawn and the detail pane loaded."""
+    app = pilot.app
+    await wait_for(pilot, fake.replayed.is_set, what="the replay")
+    jobs = app.jobs_screen
+    await wait_for(pilot, lambda: (view := jobs.board.get(job_id(2))) is not None
+                   and view.completed == 556, what="the last progress event")
+    await wait_for(pilot, lambda: jobs.query_one(ConnectionBar).connection.state == "live")
+    if select is not None:
+        jobs.query_one(JobTable).select(job_id(select))
+    detail = jobs.query_one(JobDetail)
+    await wait_for(pilot, lambda: detail.job_id and detail.loaded_id == detail.job_id,
+                   what="the detail pane")
+    await pilot.pause()
+
+
+def test_jobs_with_the_detail_pane(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_cron_template_in_the_light_theme(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        app.theme = "textual-light"
+        await settled(pilot, fake, select=3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_dead_letter(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake, select=5)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                       and app.screen.entries)
+        await pilot.press("down", "space")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_dead_lettered_row_and_its_attempts(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake, select=5)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                       and app.screen.entries)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptsScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_results(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake, select=5)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
+                       and app.screen.items)
+        for _ in range(9):
+            await pilot.press("down")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_upload_with_a_preview(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+        await pilot.press("u")
+        upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
+                                and app.screen)
+        await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
+        path = upload.query_one("#path")
+        path.cursor_blink = False
+        path.value = "fixtures/reviews.csv"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: upload.rows is not None)
+        tree = upload.query_one("#tree")
+        await wait_for(pilot, lambda: len(tree.root.children) == 3, what="the tree")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_help(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_asking_for_a_key(snap_compare, monkeypatch):
+    app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: app.screen.query("#key"))
+        app.screen.query_one("#key").cursor_blink = False
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
