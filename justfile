@@ -27,3 +27,7 @@ simulate port="9900" *ARGS:
 lint:
     ruff check daemon relaytui tests
     ruff format --check daemon relaytui tests
+
+# Benchmarks on the SIMULATED upstream (--quick, --only NAME, --runs N); see bench/README.md.
+bench *ARGS:
+    python -m bench {{ARGS}}

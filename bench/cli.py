@@ -1,0 +1,108 @@
+"""`python -m bench` (`just bench`): run the scenarios, print the table, write the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.report import ROOT, print_table, results_path, write_json
+from bench.scenarios import (
+    FULL,
+    LATENCY_MS,
+    QUICK,
+    SCENARIOS,
+    Bench,
+    figures,
+    restart_latency_ms,
+)
+
+RESULTS = ROOT / "bench" / "results"
+FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5}
+QUICK_RUNS = {"latency": 2, "overhead": 2, "status": 1, "small-jobs": 1, "submit": 2,
+              "rss": 1, "restart": 1}
+NOTES = [
+    "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
+    "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",
+    f"latency ideal = 32 rows in flight ÷ {LATENCY_MS / 1000:g} s = 320 rows/s.",
+    "reference = a plain asyncio client on one aiohttp ClientSession sending the same "
+    "chat requests to the same simulator, 32 at a time, timed side by side with Relay "
+    "in each run (order alternating).",
+    "simulator ceiling = the reference against the zero-latency simulator (the "
+    "overhead scenario's reference).",
+    "relayd CPU = utime + stime from /proc/PID/stat around the overhead job (submit "
+    "included); peak RSS = VmHWM of a fresh relayd that ran one job.",
+    "restart = SIGKILL at half the rows, POST /_sim/reset, start relayd; the first "
+    "/_sim/requests `at` after the spawn, minus the spawn time.",
+    "All upstreams are SIMULATED (relayd simulate).",
+]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--quick", action="store_true",
+                   help="reduced sizes and repetitions: every figure in under a minute")
+    p.add_argument("--only", action="append", choices=list(SCENARIOS), metavar="NAME",
+                   help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    p.add_argument("--runs", type=_positive, help="repetitions of every scenario")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply every size (tests use --quick --scale 0.05)")
+    p.add_argument("--out", type=Path, help="JSON path (default bench/results/<date>.json)")
+    p.add_argument("--profile", type=Path, metavar="DIR",
+                   help="also run one overhead job under py-spy, writing DIR/overhead.*")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
+    return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def default_out(args: argparse.Namespace) -> Path:
+    path = results_path(RESULTS)
+    tags = (["quick"] if args.quick else []) + [f"only-{n}" for n in args.only or []] + (
+        [f"scale{args.scale:g}"] if args.scale != 1 else [])
+    return path.with_stem("-".join([path.stem, *tags]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sizes = (QUICK if args.quick else FULL).scaled(args.scale)
+    runs = {name: args.runs or (QUICK_RUNS if args.quick else FULL_RUNS)[name]
+            for name in SCENARIOS}
+    chosen = list(dict.fromkeys(args.only or SCENARIOS))
+    figs = figures()
+    bench = Bench(sizes, runs, figs, profile_dir=args.profile)
+    errors: dict[str, str] = {}
+    started = time.monotonic()
+    bench.say(f"relay bench: {', '.join(chosen)}; sizes {asdict(sizes)}; temp {bench.home}")
+    try:
+        for name in chosen:
+            try:
+                SCENARIOS[name](bench)
+            except Exception as exc:
+                errors[name] = f"{type(exc).__name__}: {exc}"
+                bench.say(f"[{name}] FAILED: {errors[name]}\n{traceback.format_exc()}")
+    finally:
+        if errors:
+            bench.say(bench.log_tails())
+        bench.close(keep=args.keep or bool(errors))
+    elapsed = time.monotonic() - started
+    shown = [f for f in figs.values() if f.scenario in chosen]
+    print_table(shown, sys.stdout)
+    out = args.out or default_out(args)
+    write_json(out, shown, mode="quick" if args.quick else "full", scale=args.scale,
+               sizes=asdict(sizes), runs={n: runs[n] for n in chosen},
+               restart_latency_ms=restart_latency_ms(sizes.restart_rows),
+               seconds=round(elapsed, 1), errors=errors, notes=NOTES)
+    print(f"\n{elapsed:.0f} s; figures written to {out}")
+    for note in NOTES:
+        print(f"  · {note}")
+    return 1 if errors else 0

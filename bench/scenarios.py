@@ -1,0 +1,363 @@
+"""The scenarios. Each runs its repetitions and adds one sample per run to its figures.
+
+Processes: a zero-latency and a 100 ms simulator and one shared daemon serve the
+latency, overhead, status and small-jobs scenarios (each waits for its jobs to end
+before the next starts); submit, rss and restart start a fresh daemon per run, since
+they time a first request, a process's lifetime peak or a process start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TextIO
+
+import httpx
+
+from bench import jobs, profile, reference
+from bench.jobs import job_body, prompts
+from bench.procs import BenchError, Relayd, Seed, Simulator, wait_until
+from bench.report import Figure, at_least, at_most
+
+CONCURRENCY = 32  # [gateway] batch_concurrency, and the reference's requests in flight
+LATENCY_MS = 100
+SUBMITTERS = 16  # threads submitting the one-row jobs
+STATUS_PAUSE_S = 0.01  # between two status reads
+RESTART_IDEAL_S = 4.0  # the restart job takes at least this long at full speed
+
+
+@dataclass(frozen=True)
+class Sizes:
+    latency_rows: int = 3_200
+    overhead_rows: int = 20_000
+    status_rows: int = 20_000
+    small_jobs: int = 1_000
+    submit_rows: int = 50_000
+    rss_rows: int = 50_000
+    restart_rows: int = 50_000
+
+    def scaled(self, factor: float) -> Sizes:
+        """Every size times `factor`, at least 4 (for tests: `--scale 0.05`)."""
+        return replace(self, **{f.name: max(4, round(getattr(self, f.name) * factor))
+                                for f in fields(self)})
+
+
+FULL = Sizes()
+QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jobs=200,
+              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000)
+
+
+def figures() -> dict[str, Figure]:
+    """Every figure, in table order."""
+    ideal = f"rows/s ÷ ({CONCURRENCY} ÷ {LATENCY_MS / 1000:g} s)"
+    listed = [
+        Figure("latency_ratio", "latency", f"Relay {ideal}", "", at_least(0.97)),
+        Figure("latency_reference_ratio", "latency", f"reference {ideal}", ""),
+        Figure("latency_vs_reference", "latency", "Relay rows/s ÷ reference rows/s", ""),
+        Figure("latency_rows_per_s", "latency", "Relay rows/s", "rows/s"),
+        Figure("overhead_ratio", "overhead", "Relay rows/s ÷ reference rows/s", "",
+               at_least(0.8)),
+        Figure("overhead_rows_per_s", "overhead", "Relay rows/s", "rows/s"),
+        Figure("simulator_ceiling_rows_per_s", "overhead",
+               "simulator ceiling (reference, 0 ms)", "rows/s"),
+        Figure("overhead_cpu_s_per_1k_rows", "overhead", "relayd CPU per 1,000 rows", "s"),
+        Figure("submit_s", "submit", "seconds to the 200", "s", at_most(2.0)),
+        Figure("peak_rss_mb", "rss", "relayd peak RSS (VmHWM)", "MB", at_most(250)),
+        Figure("status_p50_ms", "status", "GET /v1/batches/{id} p50", "ms"),
+        Figure("status_p99_ms", "status", "GET /v1/batches/{id} p99", "ms", at_most(50)),
+        Figure("small_jobs_per_s", "small-jobs", "one-row jobs completed per second",
+               "jobs/s"),
+        Figure("restart_first_request_s", "restart", "start → first upstream request", "s",
+               at_most(2.0)),
+    ]
+    return {f.name: f for f in listed}
+
+
+@dataclass
+class Bench:
+    """Shared processes and settings for one bench run."""
+
+    sizes: Sizes
+    runs: dict[str, int]
+    figures: dict[str, Figure]
+    profile_dir: Path | None = None
+    out: TextIO = sys.stderr
+    home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="relay-bench-")))
+    _seed: Seed | None = None
+    _sims: dict[float, Simulator] = field(default_factory=dict)
+    _daemons: list[Relayd] = field(default_factory=list)
+    _shared: Relayd | None = None
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def sim(self, latency_ms: float) -> Simulator:
+        if latency_ms not in self._sims:
+            self._sims[latency_ms] = Simulator.start(latency_ms=latency_ms)
+        return self._sims[latency_ms]
+
+    def daemon(self, models: dict[str, Simulator]) -> Relayd:
+        """A fresh relayd (own data dir, own port), not yet started."""
+        if self._seed is None:
+            self._seed = Seed.make(self.home)
+        home = self.home / f"relayd-{len(self._daemons)}"
+        home.mkdir()
+        daemon = Relayd.create(home, models, seed=self._seed)
+        self._daemons.append(daemon)
+        return daemon
+
+    def shared(self) -> Relayd:
+        """The daemon with alias "fast" on the 0 ms simulator, "slow" on the 100 ms one."""
+        if self._shared is None:
+            self._shared = self.daemon({"fast": self.sim(0), "slow": self.sim(LATENCY_MS)})
+            self._shared.start()
+        return self._shared
+
+    @contextlib.contextmanager
+    def fresh(self, models: dict[str, Simulator]) -> Iterator[Relayd]:
+        """A started fresh daemon, killed afterwards (nothing it leaves matters)."""
+        daemon = self.daemon(models).start()
+        try:
+            yield daemon
+        finally:
+            daemon.kill()
+            daemon.stop()
+
+    def close(self, *, keep: bool = False) -> None:
+        for daemon in self._daemons:
+            daemon.stop()
+        for sim in self._sims.values():
+            sim.stop()
+        if not keep:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def log_tails(self) -> str:
+        return "\n".join(f"--- {d.home.name}/relayd.log ({d.state()})\n{d.log_tail()}"
+                         for d in self._daemons if d.log_tail())
+
+
+def job_timeout(rows: int) -> float:
+    """Generous: a job slower than 100 rows/s is broken, not slow."""
+    return 60 + rows / 100
+
+
+def side_by_side(run: int, sim: Simulator, relay: Callable[[], float],
+                 ref: Callable[[], float]) -> tuple[float, float]:
+    """Both timings back to back; the order alternates between runs to cancel drift.
+    The simulator forgets its request log before each, so both meet the same upstream."""
+
+    def fresh(timed: Callable[[], float]) -> float:
+        sim.reset()
+        return timed()
+
+    if run % 2:
+        ref_s = fresh(ref)
+        return fresh(relay), ref_s
+    relay_s = fresh(relay)
+    return relay_s, fresh(ref)
+
+
+# --- the scenarios --------------------------------------------------------------------
+
+
+def latency(b: Bench) -> None:
+    """Upstream answers in 100 ms: can Relay keep 32 rows in flight all the time?"""
+    n, sim, client = b.sizes.latency_rows, b.sim(LATENCY_MS), b.shared().client()
+    ideal = CONCURRENCY / (LATENCY_MS / 1000)
+    for i in range(b.runs["latency"]):
+        body = job_body("slow", prompts(n, f"lat{i}"), tag=f"lat{i}")
+        relay_s, ref_s = side_by_side(
+            i, sim, lambda body=body: jobs.timed_job(client, body, timeout=job_timeout(n)),
+            lambda i=i: reference.run(sim.base_url, prompts(n, f"latref{i}"),
+                                      concurrency=CONCURRENCY))
+        b.figures["latency_ratio"].add(n / relay_s / ideal)
+        b.figures["latency_reference_ratio"].add(n / ref_s / ideal)
+        b.figures["latency_vs_reference"].add(ref_s / relay_s)
+        b.figures["latency_rows_per_s"].add(n / relay_s)
+        b.say(f"[latency] run {i + 1}: {n} rows, Relay {relay_s:.2f} s, "
+              f"reference {ref_s:.2f} s (ideal {n / ideal:.2f} s)")
+
+
+def overhead(b: Bench) -> None:
+    """Upstream answers at once: how close does Relay get to a bare client?"""
+    n, sim, daemon = b.sizes.overhead_rows, b.sim(0), b.shared()
+    client = daemon.client()
+    for i in range(b.runs["overhead"]):
+        body = job_body("fast", prompts(n, f"ovh{i}"), tag=f"ovh{i}")
+        cpu: list[float] = []
+
+        def relay(body: bytes = body, cpu: list[float] = cpu) -> float:
+            before = daemon.cpu_seconds()
+            seconds = jobs.timed_job(client, body, timeout=job_timeout(n))
+            cpu.append(daemon.cpu_seconds() - before)
+            return seconds
+
+        relay_s, ref_s = side_by_side(
+            i, sim, relay, lambda i=i: reference.run(sim.base_url, prompts(n, f"ovhref{i}"),
+                                                concurrency=CONCURRENCY))
+        b.figures["overhead_ratio"].add(ref_s / relay_s)
+        b.figures["overhead_rows_per_s"].add(n / relay_s)
+        b.figures["simulator_ceiling_rows_per_s"].add(n / ref_s)
+        b.figures["overhead_cpu_s_per_1k_rows"].add(cpu[0] / n * 1000)
+        b.say(f"[overhead] run {i + 1}: {n} rows, Relay {relay_s:.2f} s "
+              f"({cpu[0]:.2f} CPU s), reference {ref_s:.2f} s")
+    if b.profile_dir is not None:
+        profiled_overhead(b, n)
+
+
+def profiled_overhead(b: Bench, n: int) -> None:
+    """One more overhead job under py-spy; its timing is not a sample of any figure."""
+    daemon = b.shared()
+    body = job_body("fast", prompts(n, "prof"), tag="prof")
+    assert b.profile_dir is not None
+    with profile.recording(daemon.pid, b.profile_dir / "overhead") as paths:
+        seconds = jobs.timed_job(daemon.client(), body, timeout=job_timeout(n) * 3)
+    b.say(f"[overhead] profiled run: {n} rows in {seconds:.2f} s (not counted); "
+          f"wrote {', '.join(str(p) for p in paths)}")
+    b.say(profile.summary(paths[-1]))
+
+
+def status(b: Bench) -> None:
+    """Status reads while a job runs: the API must stay quick under load."""
+    n, daemon = b.sizes.status_rows, b.shared()
+    submitter, reader = daemon.client(), daemon.client(pool=1)
+    for i in range(b.runs["status"]):
+        job = jobs.submit(submitter, job_body("fast", prompts(n, f"st{i}"), tag=f"st{i}"))
+        took = read_until_end(reader, job["id"], timeout=job_timeout(n))
+        p50, p99 = jobs.percentile(took, 50), jobs.percentile(took, 99)
+        b.figures["status_p50_ms"].add(p50)
+        b.figures["status_p99_ms"].add(p99)
+        b.say(f"[status] run {i + 1}: {len(took)} reads during a {n}-row job, "
+              f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {max(took):.1f} ms")
+
+
+def read_until_end(client: httpx.Client, job_id: str, *, timeout: float) -> list[float]:
+    """Milliseconds of each `GET /v1/batches/{id}`, one after another, until the end."""
+    took: list[float] = []
+    deadline = time.perf_counter() + timeout
+    while True:
+        started = time.perf_counter()
+        job = jobs.status(client, job_id)
+        took.append((time.perf_counter() - started) * 1000)
+        if job["status"] in jobs.ENDED:
+            jobs.check_completed(job)
+            return took
+        if started > deadline:
+            raise BenchError(f"status job still {job['status']} after {timeout:g}s")
+        time.sleep(STATUS_PAUSE_S)
+
+
+def small_jobs(b: Bench) -> None:
+    """Many one-row jobs at once: the cost of a job's life (admit, start, finalize)."""
+    n, daemon = b.sizes.small_jobs, b.shared()
+    client = daemon.client(pool=SUBMITTERS)
+    for i in range(b.runs["small-jobs"]):
+        bodies = [job_body("fast", [f"Classify: fine product sj{i}-{k}"], tag=f"sj{i}-{k}")
+                  for k in range(n)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(SUBMITTERS) as pool:
+            ids = [job["id"] for job in pool.map(lambda body: jobs.submit(client, body),
+                                                 bodies)]
+        wait_until(lambda: nothing_left(client), timeout=job_timeout(n * 10),
+                   every=jobs.POLL_S, what="all one-row jobs ended")
+        seconds = time.perf_counter() - started
+        with ThreadPoolExecutor(SUBMITTERS) as pool:
+            for job in pool.map(lambda job_id: jobs.status(client, job_id), ids):
+                jobs.check_completed(job)
+        b.figures["small_jobs_per_s"].add(n / seconds)
+        b.say(f"[small-jobs] run {i + 1}: {n} one-row jobs in {seconds:.2f} s")
+
+
+def nothing_left(client: httpx.Client) -> bool:
+    """No job of the workspace is queued or running."""
+    return all(not client.get("/v1/batches", params={"status": s, "limit": 1}).json()["data"]
+               for s in ("queued", "running"))
+
+
+def submit(b: Bench) -> None:
+    """Submit one big job: the 200 must come back fast (parse, check, store)."""
+    n = b.sizes.submit_rows
+    for i in range(b.runs["submit"]):
+        with b.fresh({"fast": b.sim(0)}) as daemon:
+            client = daemon.client()
+            warm = jobs.submit(client, job_body("fast", ["Classify: warm up"], tag="warm"))
+            jobs.wait_end(client, warm["id"], timeout=30)
+            body = job_body("fast", prompts(n, f"sub{i}"), tag=f"sub{i}")
+            started = time.perf_counter()
+            jobs.submit(client, body)
+            seconds = time.perf_counter() - started
+        b.figures["submit_s"].add(seconds)
+        b.say(f"[submit] run {i + 1}: {n} rows ({len(body) / 1e6:.1f} MB) → 200 in "
+              f"{seconds:.2f} s")
+
+
+def rss(b: Bench) -> None:
+    """Run one big job in a fresh daemon and read its lifetime peak RSS."""
+    n = b.sizes.rss_rows
+    for i in range(b.runs["rss"]):
+        with b.fresh({"fast": b.sim(0)}) as daemon:
+            client = daemon.client()
+            seconds = jobs.timed_job(client, job_body("fast", prompts(n, f"rss{i}"),
+                                                      tag=f"rss{i}"), timeout=job_timeout(n))
+            peak = daemon.peak_rss_mb()
+        b.figures["peak_rss_mb"].add(peak)
+        b.say(f"[rss] run {i + 1}: {n}-row job in {seconds:.1f} s, peak RSS {peak:.0f} MB")
+
+
+def restart(b: Bench) -> None:
+    """SIGKILL relayd half-way through a big job; time the restart to the first request."""
+    n = b.sizes.restart_rows
+    sim = b.sim(restart_latency_ms(n))
+    for i in range(b.runs["restart"]):
+        daemon = b.daemon({"fast": sim}).start()
+        try:
+            done = kill_half_way(daemon, n, tag=f"rst{i}")
+            time.sleep(0.2)  # let requests already on the wire land before the reset
+            sim.reset()
+            daemon.spawn()
+            wait_until(lambda: sim.stats()["requests"] > 0, timeout=30, every=0.01,
+                       what="a request after the restart")
+            first = min(r["at"] for r in sim.requests() if r["at"] >= daemon.started_at)
+        finally:
+            daemon.kill()
+            daemon.stop()
+        seconds = first - daemon.started_at
+        b.figures["restart_first_request_s"].add(seconds)
+        b.say(f"[restart] run {i + 1}: killed at {done}/{n} rows; first upstream request "
+              f"{seconds:.2f} s after the new process started")
+
+
+def kill_half_way(daemon: Relayd, n: int, *, tag: str) -> int:
+    client = daemon.client()
+    job = jobs.submit(client, job_body("fast", prompts(n, tag), tag=tag))
+    deadline = time.monotonic() + job_timeout(n)
+    while (seen := jobs.status(client, job["id"]))["completed"] < n / 2:
+        if seen["status"] in jobs.ENDED or time.monotonic() > deadline:
+            raise BenchError(f"restart job {seen['status']} at {seen['completed']}/{n}")
+        time.sleep(0.02)
+    daemon.kill()
+    return int(seen["completed"])
+
+
+SCENARIOS: dict[str, Callable[[Bench], None]] = {
+    "latency": latency,
+    "overhead": overhead,
+    "status": status,
+    "small-jobs": small_jobs,
+    "submit": submit,
+    "rss": rss,
+    "restart": restart,
+}
+
+
+def restart_latency_ms(n: int) -> float:
+    """Slow enough that the job cannot end before the kill, even at tiny sizes."""
+    return max(10.0, math.ceil(RESTART_IDEAL_S * CONCURRENCY / n * 1000))

@@ -1,0 +1,75 @@
+"""The harness's pure parts: sizes, percentiles, targets, /proc readers, profile summary."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bench.jobs import job_body, percentile, prompts
+from bench.procs import config_text, cpu_seconds, peak_rss_mb
+from bench.profile import read_collapsed, split_frame, summarise
+from bench.report import Figure, at_least, at_most, table_rows
+from bench.scenarios import FULL, QUICK, restart_latency_ms
+
+
+def test_quick_is_smaller_and_scale_keeps_a_floor() -> None:
+    assert QUICK.overhead_rows < FULL.overhead_rows == 20_000
+    tiny = QUICK.scaled(0.0001)
+    assert tiny.small_jobs == tiny.latency_rows == 4
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile([7.0], 99) == 7
+
+
+def test_figure_median_spread_and_verdict() -> None:
+    figure = Figure("x", "s", "label", "s", at_most(2))
+    for value in (3.0, 1.0, 1.5):
+        figure.add(value)
+    assert (figure.value, figure.passed) == (1.5, True)
+    doc = figure.as_json()
+    assert (doc["min"], doc["max"], doc["runs"], doc["target"]) == (1.0, 3.0, 3, "<= 2")
+    assert Figure("y", "s", "l", "", at_least(0.8), [0.5]).passed is False
+    assert Figure("z", "s", "l", "").passed is None
+    assert table_rows([Figure("z", "s", "l", "")])[1][3] == "not run"
+
+
+def test_prompts_are_distinct_and_the_body_is_a_relay_submit() -> None:
+    texts = prompts(3, "t")
+    assert len(set(texts)) == 3
+    assert b'"custom_id":"t-2"' in job_body("fast", texts, tag="t")
+
+
+def test_proc_readers_on_this_process() -> None:
+    assert cpu_seconds(os.getpid()) > 0
+    assert peak_rss_mb(os.getpid()) > 1
+
+
+def test_config_has_the_issue_settings(tmp_path: Path) -> None:
+    class Sim:
+        base_url = "http://127.0.0.1:1/v1"
+
+    text = config_text(data_dir=tmp_path, port=1, models={"fast": Sim()})  # type: ignore[dict-item]
+    assert "batch_concurrency = 32" in text and "max_concurrency = 64" in text
+    assert "[retry]" not in text  # defaults
+
+
+def test_restart_latency_slows_tiny_jobs_only() -> None:
+    assert restart_latency_ms(50_000) == 10
+    assert restart_latency_ms(500) == 256
+
+
+def test_profile_summary_of_collapsed_stacks(tmp_path: Path) -> None:
+    raw = tmp_path / "p.txt"
+    raw.write_text("thread (11): RowWorker-3;run (pykka/_actor.py:1);"
+                   "save (daemon/store/repo.py:9) 3\n"
+                   "thread (12): relay-io;loop (asyncio/base_events.py:5) 1\n")
+    parts = summarise(read_collapsed(raw))
+    assert parts["own"][0] == ("save (daemon/store/repo.py)", 0.75)
+    assert ("daemon/store/repo.py", 0.75) in parts["modules"]
+    assert parts["threads"] == [("RowWorker", 0.75), ("relay-io", 0.25)]
+    assert split_frame("send (daemon/upstream/transport.py:88)") == (
+        "send", "daemon/upstream/transport.py")
