@@ -7,7 +7,7 @@ All decisions come from the job's `JobRun`; this actor loads, sends and saves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -56,29 +56,24 @@ class JobSupervisor(pykka.ThreadingActor):
         self.clock = clock
         self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
                           started_at=clock())
-        self.workers: list[Any] = []
-        self.idle: list[int] = []
+        self.worker: Any = None
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
-        me = self.actor_ref.proxy()
-        self.workers = [
-            RowWorker.start(index=i, router=self.router, io_loop=self.io_loop,
-                            supervisor=me).proxy()
-            for i in range(self.run.concurrency)
-        ]
-        self.idle = list(range(len(self.workers)))
+        self.worker = RowWorker.start(router=self.router, io_loop=self.io_loop,
+                                      supervisor=self.actor_ref.proxy()).proxy()
         self._pump()
 
     def on_stop(self) -> None:
         self._flush(self.clock())
-        for worker in self.workers:
-            worker.actor_ref.stop(block=False)
+        if self.worker is not None:
+            self.worker.actor_ref.stop(block=False)
 
     @contained
-    def row_done(self, worker: int, row_id: int, outcome: RowOutcome) -> None:
-        self.idle.append(worker)
-        self.run.record(row_id, replace(outcome, cost_nano_usd=self._cost(outcome)))
+    def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
+        """Outcomes that finished together, in one message."""
+        for row_id, outcome in done:
+            self.run.record(row_id, replace(outcome, cost_nano_usd=self._cost(outcome)))
         self._pump()
 
     @contained
@@ -113,8 +108,9 @@ class JobSupervisor(pykka.ThreadingActor):
         if self.run.wants_rows:
             self.run.add_rows(self.repo.pending_rows(self.job, after_id=self.run.cursor,
                                                      limit=self.run.load_rows))
-        for work in self.run.take_dispatch():
-            self.workers[self.idle.pop()].run_row(work)
+        starting = self.run.take_dispatch()
+        if starting:
+            self.worker.run_rows(starting)
         now = self.clock()
         if self.run.should_flush(now):
             self._flush(now)

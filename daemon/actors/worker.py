@@ -1,14 +1,18 @@
-"""RowWorker: runs one row at a time through the router and reports the outcome.
+"""RowWorker: runs its job's rows through the router and reports their outcomes.
 
-The upstream call itself (retries, backoff, fallbacks) is a coroutine on the
-shared I/O loop; the worker waits on it and hands the outcome to its supervisor.
-A worker never dies of a row: anything unexpected becomes that row's error.
+One message carries a group of rows (whatever the supervisor may start now). Each
+row's whole life (retries, backoff, fallbacks) is one coroutine on the shared I/O
+loop, so rows in flight cost no thread each; outcomes that finish together go back
+to the supervisor as one message. A worker never dies of a row: anything
+unexpected becomes that row's error. Rows cut off by shutdown are not reported and
+stay pending in the store, to run after the next start.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import pykka
@@ -20,36 +24,68 @@ from daemon.upstream.router import Router
 
 log = logging.getLogger("relay.worker")
 
+Done = list[tuple[int, RowOutcome]]
+
 
 class RowWorker(pykka.ThreadingActor):
-    def __init__(self, *, index: int, router: Router, io_loop: IOLoop, supervisor: Any) -> None:
+    def __init__(self, *, router: Router, io_loop: IOLoop, supervisor: Any) -> None:
         super().__init__()
-        self.index = index
-        self.router = router
         self.io_loop = io_loop
-        self.supervisor = supervisor
+        self.rows = RowRunner(router, report=self._report(supervisor))
 
-    def run_row(self, work: RowWork) -> None:
-        outcome = self._call(work)
-        if outcome is None:
-            return  # the I/O loop is shutting down: the row stays pending
+    def run_rows(self, works: Sequence[RowWork]) -> None:
         try:
-            self.supervisor.row_done(self.index, work.id, outcome)
-        except pykka.ActorDeadError:
-            log.debug("supervisor of row %s already stopped", work.id)
+            self.io_loop.submit(self.rows.start(list(works)))
+        except RuntimeError:
+            log.debug("I/O loop stopping: %d rows stay pending", len(works))
 
-    def _call(self, work: RowWork) -> RowOutcome | None:
+    @staticmethod
+    def _report(supervisor: Any) -> Any:
+        def report(done: Done) -> None:
+            try:
+                supervisor.rows_done(done)
+            except pykka.ActorDeadError:
+                log.debug("supervisor already stopped; %d outcomes dropped", len(done))
+
+        return report
+
+
+class RowRunner:
+    """The I/O-loop side of a worker: one task per row, outcomes batched per loop turn.
+    Everything here runs on the I/O loop's thread."""
+
+    def __init__(self, router: Router, *, report: Any) -> None:
+        self.router = router
+        self.report = report
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.outbox: Done = []
+
+    async def start(self, works: list[RowWork]) -> None:
+        for work in works:
+            task = asyncio.create_task(self._run(work))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _run(self, work: RowWork) -> None:
         try:
-            return self.io_loop.run(self.router.call(work.model, work.endpoint, work.body))
-        except (concurrent.futures.CancelledError, RuntimeError) as exc:
-            if self.io_loop.closing:
-                return None
-            return _internal_error(exc)
+            outcome = await self.router.call(work.model, work.endpoint, work.body)
+        except asyncio.CancelledError:
+            return  # shutdown: the row stays pending
         except Exception as exc:
             log.exception("row %s: unexpected error", work.id)
-            return _internal_error(exc)
+            outcome = internal_error(exc)
+        self._deliver(work.id, outcome)
+
+    def _deliver(self, row_id: int, outcome: RowOutcome) -> None:
+        self.outbox.append((row_id, outcome))
+        if len(self.outbox) == 1:  # the first of this loop turn: send them all at its end
+            asyncio.get_running_loop().call_soon(self._send)
+
+    def _send(self) -> None:
+        done, self.outbox = self.outbox, []
+        self.report(done)
 
 
-def _internal_error(exc: BaseException) -> RowOutcome:
+def internal_error(exc: BaseException) -> RowOutcome:
     return RowOutcome(ok=False, error=f"internal_error: {type(exc).__name__}: {exc}",
                       error_code="internal_error")

@@ -23,8 +23,8 @@ class Supervisor(pykka.ThreadingActor):
         super().__init__()
         self.done: list[int] = []
 
-    def row_done(self, worker: int, row_id: int, outcome: object) -> None:
-        self.done.append(row_id)
+    def rows_done(self, done: list[tuple[int, object]]) -> None:
+        self.done.extend(row_id for row_id, _ in done)
 
 
 class Worker(RowWorker):
@@ -37,16 +37,16 @@ def test_a_row_reaching_a_stopping_io_loop_does_not_hang_the_worker(tmp_path, up
     io_loop.start()
     router = Router(config.models, RetryConfig(), transport=FunctionTransport(upstream))
     supervisor = Supervisor.start().proxy()
-    worker = Worker.start(index=0, router=router, io_loop=io_loop,
+    worker = Worker.start(router=router, io_loop=io_loop,
                           supervisor=supervisor).proxy()
     work = RowWork(id=1, job_seq=1, custom_id="r-1", model=PRIMARY,
                    endpoint="/v1/chat/completions",
                    body={"messages": [{"role": "user", "content": "slow BLOCK"}]})
 
     async def row_arrives_mid_shutdown() -> None:
-        # Runs on the loop after its tasks were cancelled, as a cleanup: a run_row told
+        # Runs on the loop after its tasks were cancelled, as a cleanup: a run_rows told
         # just before the supervisors drained is taken up by its worker right now.
-        worker.run_row(work)
+        worker.run_rows([work])
         time.sleep(0.1)  # the worker submits its call to the loop meanwhile
 
     io_loop.add_cleanup(row_arrives_mid_shutdown)
