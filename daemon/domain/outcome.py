@@ -34,6 +34,7 @@ class RowOutcome:
 
     ok: bool
     response: dict[str, Any] | None = None  # the upstream's JSON body on success
+    response_text: str | None = None  # the same body as received, stored without re-encoding
     status_code: int | None = None  # the final upstream status, None if none answered
     model: str | None = None  # the alias that answered (or was last tried)
     error: str | None = None  # the row's error message when not ok

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from daemon.domain.jobs import OPENAI, Job
@@ -14,10 +15,16 @@ STANDARD_DISCOUNT = Decimal("0.5")  # OpenAI-dialect standard batches: half the 
 def cost_nano_usd(usage: Usage, *, input_usd_per_mtok: float, output_usd_per_mtok: float,
                   discount: Decimal | float = 0) -> int:
     """The price of one row. Prices go through `str` so 0.15 is exactly 0.15."""
-    nano = (Decimal(str(input_usd_per_mtok)) * usage.prompt_tokens
-            + Decimal(str(output_usd_per_mtok)) * usage.completion_tokens)
-    nano *= NANO_PER_USD_PER_MTOK * (1 - Decimal(str(discount)))
+    rate_in, rate_out = _nano_per_token(input_usd_per_mtok, output_usd_per_mtok, discount)
+    nano = rate_in * usage.prompt_tokens + rate_out * usage.completion_tokens
     return int(nano.to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+@functools.lru_cache(maxsize=256)
+def _nano_per_token(input_usd_per_mtok: float, output_usd_per_mtok: float,
+                    discount: Decimal | float) -> tuple[Decimal, Decimal]:
+    scale = NANO_PER_USD_PER_MTOK * (1 - Decimal(str(discount)))
+    return (Decimal(str(input_usd_per_mtok)) * scale, Decimal(str(output_usd_per_mtok)) * scale)
 
 
 def batch_discount(job: Job) -> Decimal:

@@ -434,14 +434,12 @@ class Repo:
     # -- rows ----------------------------------------------------------------
 
     def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
-        query = (RowModel.select(RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body)
-                 .where(RowModel.job == job.seq, RowModel.status == ROW_PENDING,
-                        RowModel.id > after_id)
-                 .order_by(RowModel.id).limit(limit))
-        return [RowWork(id=r.id, job_seq=job.seq, custom_id=r.custom_id,
-                        model=r.model or job.model, endpoint=job.endpoint,
-                        body=json.loads(r.body))
-                for r in query]
+        cursor = self.db.execute_sql(
+            'SELECT id, custom_id, model, body FROM "row" WHERE job_id = ? AND status = ? '
+            "AND id > ? ORDER BY id LIMIT ?", (job.seq, ROW_PENDING, after_id, limit))
+        return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
+                        model=model or job.model, endpoint=job.endpoint, body=json.loads(body))
+                for rid, custom_id, model, body in cursor.fetchall()]
 
     def save_outcomes(
         self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float
@@ -488,7 +486,8 @@ class Repo:
                "WHERE id = ? AND status = ?")
         self.db.cursor().executemany(sql, [
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
-             _dumps(o.response if o.ok else o.error_body), o.status_code,
+             (o.response_text or _dumps(o.response)) if o.ok else _dumps(o.error_body),
+             o.status_code,
              o.error, o.error_code, int(o.dead_letter), o.model, o.usage.prompt_tokens,
              o.usage.completion_tokens, o.cost_nano_usd, now, rid, ROW_PENDING)
             for rid, o in done

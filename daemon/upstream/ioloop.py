@@ -21,6 +21,16 @@ T = TypeVar("T")
 Cleanup = Callable[[], Awaitable[object]]
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop where it is installed (it roughly halves the CPU an upstream call costs),
+    else asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class IOLoop:
     """An asyncio loop on its own thread, fed from other threads."""
 
@@ -46,7 +56,7 @@ class IOLoop:
         if self._thread is not None:
             raise RuntimeError("IOLoop already started")
         self._closing = False
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name=self._name, daemon=True

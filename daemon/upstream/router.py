@@ -37,6 +37,7 @@ class Verdict:
     error: str | None = None  # the attempt's error text
     what: str = ""  # a short phrase for the row's error summary: "503", "timeout"
     detail: str | None = None  # the upstream's own message, when it sent one
+    text: str | None = None  # a successful body as received (UTF-8 JSON text)
     code: str = "upstream_error"
     retry_after: str | None = None
 
@@ -71,7 +72,7 @@ def classify_error(exc: TransportError) -> Verdict:
 def _classify_ok(reply: Reply, *, alias: str) -> Verdict:
     body = _json_object(reply.body)
     if body is not None:
-        return Verdict("success", status=reply.status, response=body)
+        return Verdict("success", status=reply.status, response=body, text=_utf8(reply.body))
     what = f"answered {reply.status} with a body that is not a JSON object"
     error = f"invalid_response: {alias} {what}"
     return Verdict(
@@ -135,6 +136,13 @@ def _tries(failure: Failure) -> str:
         return f" (not retried; {said})" if said else " (not retried)"
     tries = f" after {failure.tries} attempt{'s' if failure.tries > 1 else ''}"
     return f"{tries} ({said})" if said else tries
+
+
+def _utf8(body: bytes) -> str | None:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:  # JSON in UTF-16/32: stored re-encoded instead
+        return None
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:
@@ -251,6 +259,7 @@ def _succeeded(model: ModelConfig, verdict: Verdict, attempts: list[Attempt]) ->
     return RowOutcome(
         ok=True,
         response=response,
+        response_text=verdict.text,
         status_code=verdict.status,
         model=model.alias,
         attempts=tuple(attempts),
