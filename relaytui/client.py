@@ -119,24 +119,11 @@ class RelayClient:
 
     # -- live events -------------------------------------------------------------
 
-    def events(self, *, read_timeout: float = 60.0) -> Iterator[Event]:
-        """Server-sent events until the connection ends; raises `RelayError` if the
-        daemon cannot be reached. Keep-alive comments arrive every 15 s, so a read
-        timeout of a minute means the daemon is gone."""
-        timeout = httpx.Timeout(10.0, read=read_timeout)
-        try:
-            with self.http.stream("GET", "/v1/events", timeout=timeout) as reply:
-                if not reply.is_success:
-                    reply.read()
-                    self._raise_for(reply)
-                yield from _parse_sse(reply.iter_lines())
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
-
     def open_events(self, *, read_timeout: float = 60.0) -> EventStream:
-        """Like `events()`, but as an object whose `close()` may be called from another
-        thread and ends a read that is waiting (the TUI stops its feed so at exit;
-        keep-alives mean such a read otherwise never returns)."""
+        """`GET /v1/events` as an iterable of `Event`s; raises `RelayError` if the daemon
+        cannot be reached. Keep-alive comments arrive every 15 s, so a read timeout of a
+        minute means the daemon is gone. `close()` may be called from another thread and
+        ends a read that is waiting (the TUI stops its feed so at exit)."""
         return EventStream(self, read_timeout=read_timeout)
 
     # -- plumbing ------------------------------------------------------------------
@@ -144,10 +131,14 @@ class RelayClient:
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             reply = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._unreachable(exc) from exc
         self._raise_for(reply)
-        return reply.json()
+        try:
+            return reply.json()
+        except ValueError as exc:  # something that is not relayd answered
+            raise RelayError(None, f"{self.url} answered {reply.status_code} with a body "
+                             "that is not JSON; is it relayd?") from exc
 
     def _unreachable(self, exc: Exception) -> RelayError:
         return RelayError(None, f"cannot reach relayd at {self.url}: {exc}")
@@ -165,8 +156,8 @@ class RelayClient:
 
 
 class EventStream:
-    """One `GET /v1/events` connection: iterate it for `Event`s (raising `RelayError` like
-    `events()`); after `close()` the iteration just ends."""
+    """One `GET /v1/events` connection: iterate it for `Event`s (raising `RelayError`
+    when relayd cannot be reached); after `close()` the iteration just ends."""
 
     def __init__(self, client: RelayClient, *, read_timeout: float) -> None:
         self._client = client

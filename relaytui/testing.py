@@ -205,9 +205,6 @@ class FakeRelay:
     def open_events(self) -> FakeStream:
         return FakeStream(self)
 
-    def events(self) -> Iterator[Event]:
-        return iter(self.open_events())
-
     def replay(self) -> Iterator[Event]:
         """Snapshots of the jobs that have not ended, then progress up to `NOW`."""
         for job in self.jobs_by_id.values():

@@ -9,7 +9,7 @@ import pytest
 
 from daemon.domain import ids
 from daemon.domain.jobs import RowDraft
-from daemon.store import repo as repo_module
+from daemon.store import rows as rows_module
 from daemon.store.repo import Repo
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, make_rows
 
@@ -358,7 +358,7 @@ def test_retry_dead_letter_none(repo: Repo, make_job: MakeJob,
 
 
 def test_insert_chunking_keeps_positions(repo: Repo, make_job: MakeJob) -> None:
-    n = repo_module.INSERT_CHUNK * 2 + 7
+    n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)
     positions = [p for (p,) in repo.db.execute_sql(
         'SELECT position FROM "row" WHERE job_id = ? ORDER BY id', (job.seq,))]

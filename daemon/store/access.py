@@ -1,0 +1,93 @@
+"""Workspaces, API keys and the per-workspace webhook secret."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+from peewee import SqliteDatabase, fn
+
+from daemon.domain import ids
+from daemon.store.models import ApiKey, Workspace
+from daemon.store.records import (
+    KeyRecord,
+    WorkspaceRecord,
+    hash_key,
+    workspace_record,
+)
+
+
+class AccessQueries:
+    """Queries over workspaces and keys."""
+
+    db: SqliteDatabase
+
+    def ensure_workspace(self, name: str, *, now: float) -> WorkspaceRecord:
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+        return workspace_record(ws)
+
+    def workspace(self, name: str) -> WorkspaceRecord | None:
+        ws = Workspace.get_or_none(Workspace.name == name)
+        return workspace_record(ws) if ws else None
+
+    def workspaces(self) -> list[WorkspaceRecord]:
+        return [workspace_record(ws) for ws in Workspace.select().order_by(Workspace.name)]
+
+    def set_workspace(self, name: str, *, now: float, batch_access: bool | None = None,
+                      expedited: bool | None = None) -> WorkspaceRecord:
+        """Operator switches: batch API access and the expedited tier."""
+        changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited))
+                   if v is not None}
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+            if changes:
+                Workspace.update(**changes).where(Workspace.id == ws.id).execute()
+        found = self.workspace(name)
+        assert found is not None
+        return found
+
+    def create_key(self, workspace_name: str, *, now: float) -> str:
+        plain = ids.api_key()
+        with self.db.atomic("IMMEDIATE"):
+            ws, _ = Workspace.get_or_create(name=workspace_name, defaults={"created_at": now})
+            ApiKey.create(workspace=ws, prefix=plain[:10], key_hash=hash_key(plain),
+                          created_at=now)
+        return plain
+
+    def list_keys(self, workspace_name: str | None = None) -> list[KeyRecord]:
+        query = ApiKey.select(ApiKey, Workspace).join(Workspace).order_by(ApiKey.id)
+        if workspace_name:
+            query = query.where(Workspace.name == workspace_name)
+        return [KeyRecord(k.id, k.workspace.name, k.prefix, k.created_at, k.revoked_at)
+                for k in query]
+
+    def revoke_key(self, prefix: str, *, now: float) -> int:
+        """Revoke every live key starting with `prefix`; returns how many."""
+        with self.db.atomic("IMMEDIATE"):
+            if len(prefix) < 6:
+                return 0
+            wanted = prefix[:10]  # keys are case-sensitive; LIKE is not, substr is
+            return (ApiKey.update(revoked_at=now)
+                    .where(fn.substr(ApiKey.prefix, 1, len(wanted)) == wanted,
+                           ApiKey.revoked_at.is_null())
+                    .execute())
+
+    def authenticate(self, plain: str) -> WorkspaceRecord | None:
+        digest = hash_key(plain)
+        key = (ApiKey.select(ApiKey, Workspace).join(Workspace)
+               .where(ApiKey.key_hash == digest).first())
+        if key is None or key.revoked_at is not None:
+            return None
+        if not hmac.compare_digest(key.key_hash, digest):
+            return None
+        return workspace_record(key.workspace)
+
+    def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
+        """The workspace's signing secret, created on first use."""
+        with self.db.atomic("IMMEDIATE"):
+            ws = Workspace.get_by_id(workspace_id)
+            if ws.webhook_secret is None or rotate:
+                ws.webhook_secret = "whsec_" + secrets.token_hex(24)
+                ws.save()
+            return ws.webhook_secret

@@ -1,0 +1,54 @@
+"""File records: uploads and result files (their bytes live in `store/files.py`)."""
+
+from __future__ import annotations
+
+from peewee import SqliteDatabase
+
+from daemon.domain.files import FileRecord
+from daemon.store.models import FileModel
+from daemon.store.records import (
+    file_record,
+)
+
+
+class FileQueries:
+    """Queries over file records."""
+
+    db: SqliteDatabase
+
+    def add_file(self, record: FileRecord) -> FileRecord:
+        with self.db.atomic("IMMEDIATE"):
+            FileModel.create(id=record.id, workspace=record.workspace_id,
+                             filename=record.filename, purpose=record.purpose,
+                             bytes=record.bytes, status=record.status, path=record.path,
+                             created_at=record.created_at)
+        return record
+
+    def file(self, file_id: str, *, workspace_id: int | None = None) -> FileRecord | None:
+        query = FileModel.select().where(FileModel.id == file_id, FileModel.deleted_at.is_null())
+        if workspace_id is not None:
+            query = query.where(FileModel.workspace == workspace_id)
+        row = query.first()
+        return file_record(row) if row else None
+
+    def list_files(self, workspace_id: int, *, limit: int, after: str | None = None,
+                   purpose: str | None = None) -> tuple[list[FileRecord], bool]:
+        query = FileModel.select().where(FileModel.workspace == workspace_id,
+                                         FileModel.deleted_at.is_null())
+        if after:
+            cursor = FileModel.get_or_none(FileModel.id == after,
+                                           FileModel.workspace == workspace_id)
+            if cursor is None:
+                return [], False
+            query = query.where(FileModel.seq < cursor.seq)
+        if purpose:
+            query = query.where(FileModel.purpose == purpose)
+        rows = list(query.order_by(FileModel.seq.desc()).limit(limit + 1))
+        return [file_record(r) for r in rows[:limit]], len(rows) > limit
+
+    def delete_file(self, file_id: str, *, workspace_id: int, now: float) -> FileRecord | None:
+        with self.db.atomic("IMMEDIATE"):
+            found = self.file(file_id, workspace_id=workspace_id)
+            if found is not None:
+                FileModel.update(deleted_at=now).where(FileModel.id == file_id).execute()
+        return found

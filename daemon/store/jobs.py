@@ -1,0 +1,195 @@
+"""Jobs: creation, reads, lists, status transitions, scheduling, cron templates and
+validation results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from peewee import SqliteDatabase
+
+from daemon.domain.jobs import (
+    FAILED,
+    QUEUED,
+    ROW_PENDING,
+    RUNNING,
+    SCHEDULED,
+    TERMINAL,
+    VALIDATING,
+    Job,
+    RowDraft,
+)
+from daemon.store.models import JobModel, RowModel
+from daemon.store.records import (
+    JobDraft,
+    draft_fields,
+    job_record,
+    loads,
+)
+
+
+class JobQueries:
+    """Queries over jobs."""
+
+    db: SqliteDatabase
+
+    def create_job(self, draft: JobDraft, rows: Sequence[RowDraft]) -> Job:
+        """Store a job and all its rows in one transaction: all or nothing."""
+        with self.db.atomic("IMMEDIATE"):
+            stamps = json.dumps({draft.status: draft.created_at})
+            job = JobModel.create(
+                **draft_fields(draft), total=len(rows), stamps=stamps,
+                failed=sum(1 for r in rows if r.error),
+            )
+            self._insert_rows(job.seq, rows, now=draft.created_at)
+        return job_record(job)
+
+    def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
+        query = JobModel.select().where(JobModel.id == job_id)
+        if workspace_id is not None:
+            query = query.where(JobModel.workspace == workspace_id)
+        row = query.first()
+        return job_record(row) if row else None
+
+    def job_by_seq(self, seq: int) -> Job | None:
+        row = JobModel.get_or_none(JobModel.seq == seq)
+        return job_record(row) if row else None
+
+    def list_jobs(
+        self,
+        workspace_id: int,
+        *,
+        limit: int,
+        after: str | None = None,
+        statuses: Sequence[str] | None = None,
+        template_id: str | None = None,
+        dialect: str | None = None,
+    ) -> tuple[list[Job], bool]:
+        """Newest first; returns the page and whether more follow."""
+        query = JobModel.select().where(JobModel.workspace == workspace_id)
+        if after:
+            cursor = JobModel.get_or_none(JobModel.id == after,
+                                          JobModel.workspace == workspace_id)
+            if cursor is None:
+                return [], False
+            query = query.where(JobModel.seq < cursor.seq)
+        if statuses is not None:
+            query = query.where(JobModel.status.in_(list(statuses)))
+        if template_id is not None:
+            query = query.where(JobModel.template_id == template_id)
+        if dialect is not None:
+            query = query.where(JobModel.dialect == dialect)
+        rows = list(query.order_by(JobModel.seq.desc()).limit(limit + 1))
+        return [job_record(r) for r in rows[:limit]], len(rows) > limit
+
+
+    def queued_jobs(self, limit: int) -> list[Job]:
+        """The next jobs to admit: the expedited tier ahead of everything waiting, then
+        highest priority, then oldest."""
+        query = (JobModel.select().where(JobModel.status == QUEUED)
+                 .order_by((JobModel.tier == "expedited").desc(), JobModel.priority.desc(),
+                           JobModel.seq)
+                 .limit(limit))
+        return [job_record(r) for r in query]
+
+    def transition(self, seq: int, *, source: Iterable[str], target: str, now: float,
+                   **fields: Any) -> Job | None:
+        """Move a job from one of `source` to `target`; None if it was not in `source`."""
+        with self.db.atomic("IMMEDIATE"):
+            row = JobModel.get_or_none(JobModel.seq == seq)
+            if row is None or row.status not in set(source):
+                return None
+            stamps = json.loads(row.stamps or "{}")
+            stamps.setdefault(target, now)  # when the status was first entered
+            JobModel.update(status=target, stamps=json.dumps(stamps), **fields).where(
+                JobModel.seq == seq).execute()
+        return self.job_by_seq(seq)
+
+    def jobs_in(self, status: str) -> list[Job]:
+        return [job_record(r) for r in JobModel.select().where(JobModel.status == status)]
+
+    def requeue_running(self, *, now: float) -> list[Job]:
+        """At start: jobs a previous process left running go back to the queue."""
+        seqs = [r.seq for r in JobModel.select(JobModel.seq).where(JobModel.status == RUNNING)]
+        requeued = (self.transition(seq, source={RUNNING}, target=QUEUED, now=now)
+                    for seq in seqs)
+        return [job for job in requeued if job is not None]
+
+    def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
+                          now: float) -> Job | None:
+        """A new queued job from a job's dead-lettered rows (optionally only some)."""
+        with self.db.atomic("IMMEDIATE"):
+            source = JobModel.get_by_id(seq)
+            query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
+            if custom_ids:
+                query = query.where(RowModel.custom_id.in_(list(custom_ids)))
+            rows = [RowDraft(custom_id=r.custom_id, body=json.loads(r.body), model=r.model)
+                    for r in query.order_by(RowModel.position)]
+            if not rows:
+                return None
+            draft = JobDraft(
+                id=new_id, workspace_id=source.workspace_id, dialect=source.dialect,
+                name=f"{source.name} (dead-letter retry)", model=source.model,
+                endpoint=source.endpoint, status=QUEUED, priority=source.priority,
+                created_at=now, webhook_url=source.webhook_url, tier=source.tier,
+                metadata=loads(source.metadata),
+            )
+            return self.create_job(draft, rows)
+
+
+    def due_templates(self, now: float) -> list[Job]:
+        query = JobModel.select().where(JobModel.status == SCHEDULED,
+                                        JobModel.next_run_at <= now)
+        return [job_record(r) for r in query.order_by(JobModel.next_run_at)]
+
+    def spawn_run(self, template: Job, *, tick: float, next_run_at: float, run_id: str,
+                  now: float) -> Job | None:
+        """One queued run of a template, recorded with the tick it was for, in one
+        transaction: a tick already taken (another process, a restart) spawns nothing."""
+        with self.db.atomic("IMMEDIATE"):
+            taken = (JobModel.update(next_run_at=next_run_at, last_run_id=run_id)
+                     .where(JobModel.seq == template.seq, JobModel.status == SCHEDULED,
+                            JobModel.next_run_at == tick).execute())
+            if taken != 1:
+                return None
+            run = JobModel.create(**draft_fields(JobDraft(
+                id=run_id, workspace_id=template.workspace_id, dialect=template.dialect,
+                name=template.name, model=template.model, endpoint=template.endpoint,
+                status=QUEUED, priority=template.priority, created_at=now,
+                webhook_url=template.webhook_url, template_id=template.id, tier=template.tier,
+                metadata=template.metadata,
+            )), total=template.total, stamps=json.dumps({QUEUED: now}))
+            self.db.execute_sql(
+                'INSERT INTO "row" (job_id, position, custom_id, model, body, status, '
+                "attempts, dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
+                "SELECT ?, position, custom_id, model, body, ?, 0, 0, 0, 0, 0 "
+                'FROM "row" WHERE job_id = ? ORDER BY position',
+                (run.seq, ROW_PENDING, template.seq))
+        return job_record(run)
+
+
+    def accept_validated(self, seq: int, rows: Sequence[RowDraft], *, model: str | None,
+                         now: float) -> Job | None:
+        """A validated batch's records become its rows and it joins the queue, in one
+        transaction; None if it left `validating` meanwhile (cancelled)."""
+        with self.db.atomic("IMMEDIATE"):
+            job = JobModel.get_or_none(JobModel.seq == seq)
+            if job is None or job.status != VALIDATING:
+                return None
+            self._insert_rows(seq, rows, now=now)
+            JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
+                            model=model or job.model).where(JobModel.seq == seq).execute()
+            return self.transition(seq, source={VALIDATING}, target=QUEUED, now=now)
+
+    def fail_job(self, seq: int, *, error: str, now: float,
+                 errors: list[dict[str, Any]] | None = None) -> Job | None:
+        """The job could not run at all (validation failed, its model vanished)."""
+        return self.transition(seq, source={VALIDATING, QUEUED}, target=FAILED, now=now,
+                               finished_at=now, error=error,
+                               errors=json.dumps(errors) if errors else None)
+
+    def expired_jobs(self, now: float) -> list[Job]:
+        query = JobModel.select().where(JobModel.expires_at <= now,
+                                        JobModel.status.not_in(list(TERMINAL)))
+        return [job_record(r) for r in query]
