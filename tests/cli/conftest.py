@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +21,7 @@ import httpx
 import pytest
 
 from relaytui import cli as relay_cli
-from tests.e2e.harness import (
-    RELAYD,
-    Relayd,
-    Simulator,
-    config_text,
-    free_port,
-    relayd_factory,
-    simulator_factory,
-)
+from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
 
 __all__ = ["relayd_factory", "simulator_factory"]
 
@@ -59,21 +50,9 @@ def no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def shared_relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
-    """One simulator and one relayd for the session, started as the harness does."""
-    root = tmp_path_factory.mktemp("shared-relayd")
-    sim_port, port = free_port(), free_port()
-    sim_proc = subprocess.Popen([*RELAYD, "simulate", "--port", str(sim_port)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert sim_proc.stdout is not None and "SIMULATED" in sim_proc.stdout.readline()
-    config = root / "relay.toml"
-    config.write_text(config_text(data_dir=root / "data", port=port,
-                                  sim=Simulator(sim_port, sim_proc)))
-    daemon = Relayd(config=config, port=port, log=root / "relayd.log").start()
-    yield daemon
-    for proc in (daemon.proc, sim_proc):
-        assert proc is not None
-        proc.terminate()
-        proc.wait(timeout=15)
+    """One simulator and one relayd for the session."""
+    with running_pair(tmp_path_factory.mktemp("shared-relayd")) as daemon:
+        yield daemon
 
 
 @pytest.fixture

@@ -97,8 +97,8 @@ def not_relayd() -> Iterator[str]:
 def test_a_server_that_is_not_relayd_exits_3(cli, not_relayd):
     run = cli("ls", "--url", not_relayd, "--key", "k")
     assert run.code == 3
-    assert run.err.startswith(f"relay: cannot reach relayd at {not_relayd}: the answer is "
-                              "not JSON")
+    assert run.err.startswith(f"relay: {not_relayd} answered 200 with a body that is not "
+                              "JSON; is it relayd?")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -3,6 +3,7 @@ ports, a real SQLite file in a temp dir, real HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -209,3 +210,25 @@ def wait_for_status(client: httpx.Client, job_id: str, *statuses: str,
 
     return wait_until(check, timeout=timeout)
 
+
+
+@contextlib.contextmanager
+def running_pair(root: Path, **options: Any) -> Iterator[Relayd]:
+    """A simulator and a relayd on free ports under `root`, stopped on exit: for a
+    daemon shared by a module or a session (each test taking its own workspace)."""
+    sim_port, port = free_port(), free_port()
+    sim_proc = subprocess.Popen([*RELAYD, "simulate", "--port", str(sim_port)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert sim_proc.stdout is not None and "SIMULATED" in sim_proc.stdout.readline()
+    config = root / "relay.toml"
+    config.write_text(config_text(data_dir=root / "data", port=port,
+                                  sim=Simulator(sim_port, sim_proc), **options))
+    daemon = Relayd(config=config, port=port, log=root / "relayd.log")
+    try:
+        yield daemon.start()
+    finally:
+        if daemon.proc is not None and daemon.proc.poll() is None:
+            daemon.proc.send_signal(signal.SIGTERM)
+            daemon.proc.wait(timeout=15)
+        sim_proc.terminate()
+        sim_proc.wait(timeout=10)

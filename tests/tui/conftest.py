@@ -4,8 +4,6 @@ simulate` processes), an app factory and a Pilot helper that waits on a conditio
 from __future__ import annotations
 
 import itertools
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,15 +15,7 @@ from textual.pilot import Pilot
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayClient
 from relaytui.settings import Settings
-from tests.e2e.harness import (
-    RELAYD,
-    Relayd,
-    Simulator,
-    config_text,
-    free_port,
-    relayd_factory,
-    simulator_factory,
-)
+from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
 
 __all__ = ["relayd_factory", "simulator_factory"]
 
@@ -49,24 +39,9 @@ async def wait_for(pilot: Pilot[Any], check: Callable[[], Any], *, timeout: floa
 @pytest.fixture(scope="module")
 def shared_relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
     """One simulator and one relayd for a whole module (starting them is most of a
-    test's time); each test takes its own workspace with `workspace_key`."""
-    root = tmp_path_factory.mktemp("relayd")
-    port = free_port()
-    sim_proc = subprocess.Popen([*RELAYD, "simulate", "--port", str(port)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert sim_proc.stdout is not None and "SIMULATED" in sim_proc.stdout.readline()
-    config, api_port = root / "relay.toml", free_port()
-    config.write_text(config_text(data_dir=root / "data", port=api_port,
-                                  sim=Simulator(port, sim_proc), attempts=1))
-    daemon = Relayd(config=config, port=api_port, log=root / "relayd.log")
-    try:
-        yield daemon.start()
-    finally:
-        if daemon.proc is not None:
-            daemon.proc.send_signal(signal.SIGTERM)
-            daemon.proc.wait(timeout=15)
-        sim_proc.terminate()
-        sim_proc.wait(timeout=10)
+    test's time); each test takes its own workspace with `workspace`."""
+    with running_pair(tmp_path_factory.mktemp("relayd"), attempts=1) as daemon:
+        yield daemon
 
 
 _workspaces = itertools.count()
