@@ -1,0 +1,40 @@
+"""A SIMULATED OpenAI-compatible upstream: what `relayd simulate` serves.
+
+The demo, the end-to-end tests and the benchmarks run against this server
+instead of a real provider. It answers chat, completion, embedding and model
+requests in OpenAI's shapes with canned, deterministic content (a sentiment
+label when asked to classify, else an echo that says it is simulated), and
+it injects faults in two ways:
+
+- **At random**, with per-request probabilities (`SimOptions.rate_*`) drawn
+  from one seeded `random.Random`. Every generation request consumes exactly
+  two draws, jitter then fault, in arrival order, so the same request sequence
+  with the same seed meets the same faults. One draw picks at most one fault
+  from consecutive bands 429 | 5xx | timeout | reset, so the rates must sum to
+  at most 1. The 5xx fault is always 503.
+- **By directive**: a `[sim:...]` token in the prompt pins that row's
+  behaviour (see `parse_directive`). A prompt carrying any directive is never
+  hit by a random fault, so tests stay deterministic under any rates.
+
+Every response carries `X-Relay-Simulated: true`. The `/_sim/*` routes let
+tests see (and forget) what the server was asked.
+"""
+
+from daemon.simulator.app import LOG_LIMIT, SimState, build_app
+from daemon.simulator.cli import main
+from daemon.simulator.content import classify_sentiment, compose_reply, embed
+from daemon.simulator.faults import (
+    Directive,
+    Draw,
+    SimOptions,
+    latency_s,
+    parse_directive,
+    plan,
+    random_fault,
+)
+
+__all__ = [
+    "LOG_LIMIT", "Directive", "Draw", "SimOptions", "SimState", "build_app",
+    "classify_sentiment", "compose_reply", "embed", "latency_s", "main", "parse_directive",
+    "plan", "random_fault",
+]

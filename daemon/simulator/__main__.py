@@ -1,0 +1,7 @@
+"""`python -m daemon.simulator --port N`."""
+
+import sys
+
+from daemon.simulator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,116 @@
+"""`relayd simulate`: flags in, a server on a port until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import signal
+import sys
+
+from aiohttp import web
+
+from daemon.simulator.app import (
+    build_app,
+)
+from daemon.simulator.faults import (
+    SimOptions,
+)
+
+
+def _rate(text: str) -> float:
+    value = _non_negative(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a probability between 0 and 1, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0–65535 (0 picks a free port), got {port}")
+    return port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relayd simulate",
+        description="Run a SIMULATED OpenAI-compatible upstream for demos, tests and "
+                    "benchmarks. Prompts may carry [sim:...] directives.")
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    add("--port", type=_port, required=True, help="port to bind; 0 picks a free one")
+    add("--latency-ms", type=_non_negative, default=0.0, help="mean added latency")
+    add("--jitter-ms", type=_non_negative, default=0.0, help="uniform ± spread around it")
+    for fault in ("429", "5xx", "timeout", "reset"):
+        add(f"--rate-{fault}", type=_rate, default=0.0, help=f"probability of a {fault} fault")
+    add("--retry-after", type=_non_negative, default=1.0, help="Retry-After seconds on 429s")
+    add("--timeout-s", type=_non_negative, default=30.0,
+        help="how long a simulated timeout hangs before answering 504")
+    add("--seed", type=int, default=None, help="seed for the random faults and jitter")
+    return parser
+
+
+def options_from(args: argparse.Namespace) -> SimOptions:
+    return SimOptions(
+        latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rate_429=args.rate_429,
+        rate_5xx=args.rate_5xx, rate_timeout=args.rate_timeout, rate_reset=args.rate_reset,
+        retry_after_s=args.retry_after, timeout_s=args.timeout_s, seed=args.seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`relayd simulate`: serve until SIGINT or SIGTERM, then exit 0."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        options = options_from(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        asyncio.run(_serve(build_app(options), args.host, args.port))
+    except OSError as exc:
+        print(f"relayd simulate: cannot listen on {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(app: web.Application, host: str, port: int) -> None:
+    # handler_cancellation: a simulated timeout stops hanging once its client leaves.
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
+                           shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        bound = runner.addresses[0][1]
+        shown = f"[{host}]" if ":" in host else host
+        print("relayd simulate: SIMULATED OpenAI-compatible upstream listening on "
+              f"http://{shown}:{bound}/v1", flush=True)
+        await _until_signalled()
+    finally:
+        await runner.cleanup()
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""What happens to each simulated request: the options, `[sim:...]` directives and
+the seeded draws that decide latency and faults. Pure: no I/O."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How the simulator behaves; the defaults are instant and fault-free."""
+
+    latency_ms: float = 0
+    jitter_ms: float = 0
+    rate_429: float = 0
+    rate_5xx: float = 0
+    rate_timeout: float = 0
+    rate_reset: float = 0
+    retry_after_s: float = 1
+    timeout_s: float = 30
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("latency_ms", "jitter_ms", "retry_after_s", "timeout_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        rates = [rate for _, rate in self.fault_bands]
+        if not all(0 <= rate <= 1 for rate in rates):
+            raise ValueError("fault rates must be between 0 and 1")
+        if sum(rates) > 1 + 1e-9:
+            raise ValueError("fault rates must add up to at most 1")
+
+    @property
+    def fault_bands(self) -> tuple[tuple[int | str, float], ...]:
+        """(fault, probability) in the fixed order one draw is compared against."""
+        return ((429, self.rate_429), (503, self.rate_5xx),
+                ("timeout", self.rate_timeout), ("reset", self.rate_reset))
+
+
+DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
+_FLAGS = {"garbage", "reset", "timeout"}
+
+
+@dataclass(frozen=True)
+class Directive:
+    """What the `[sim:...]` tokens of one prompt ask for."""
+
+    fail: int | None = None
+    garbage: bool = False
+    reset: bool = False
+    timeout: bool = False
+    times: int | None = None
+    model: str | None = None
+    sleep_ms: float = 0.0
+
+    @property
+    def fault(self) -> int | str | None:
+        """The fault asked for; if several, reset > timeout > fail > garbage."""
+        if self.reset or self.timeout:
+            return "reset" if self.reset else "timeout"
+        if self.fail is not None:
+            return self.fail
+        return "garbage" if self.garbage else None
+
+    def applies_to(self, model: str) -> bool:
+        """Whether the fault (if any) is scoped to this requested model."""
+        return self.fault is not None and self.model in (None, model)
+
+
+def parse_directive(text: str) -> Directive | None:
+    """Read every `[sim:...]` token in `text` into one `Directive`; None if none.
+
+    Words inside the brackets are separated by spaces or commas:
+    `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `reset`,
+    `timeout`, `sleep=MS`. Several tokens merge, later words winning.
+    An unknown word or a bad value raises ValueError.
+    """
+    bodies = DIRECTIVE_PATTERN.findall(text)
+    if not bodies:
+        return None
+    words = [w for body in bodies for w in re.split(r"[\s,]+", body) if w]
+    return Directive(**dict(_directive_word(w) for w in words))
+
+
+def _directive_word(word: str) -> tuple[str, Any]:
+    key, sep, value = word.partition("=")
+    if not sep and key in _FLAGS:
+        return key, True
+    if sep and key in _VALUES:
+        field, convert = _VALUES[key]
+        return field, convert(key, value)
+    raise ValueError(f"unknown simulator directive {word!r}")
+
+
+def _int_value(key: str, value: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"[sim:{key}=…] needs an integer, got {value!r}") from None
+    if not low <= number <= high:
+        raise ValueError(f"[sim:{key}=…] must be {low}–{high}, got {number}")
+    return number
+
+
+def _sleep_value(key: str, value: str) -> float:
+    try:
+        ms = float(value)
+    except ValueError:
+        raise ValueError(f"[sim:{key}=…] needs milliseconds, got {value!r}") from None
+    if not 0 <= ms < math.inf:
+        raise ValueError(f"[sim:{key}=…] must be a non-negative number, got {value!r}")
+    return ms
+
+
+_VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "fail": ("fail", lambda k, v: _int_value(k, v, 400, 599)),
+    "times": ("times", lambda k, v: _int_value(k, v, 0, 10**9)),
+    "model": ("model", lambda k, v: v),
+    "sleep": ("sleep_ms", _sleep_value),
+}
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The two uniform [0, 1) numbers every generation request consumes."""
+
+    jitter: float
+    fault: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the server does with one request, decided when it arrives.
+
+    `kind` is "answer" (the normal body for 200, an error envelope otherwise),
+    "garbage" (200 with a non-JSON body) or "reset" (no answer at all).
+    `status` is what the request log records: 0 means the connection was reset.
+    """
+
+    kind: str
+    status: int
+    delay_s: float = 0.0
+
+
+def plan(directive: Directive | None, *, model: str, seen: int, draw: Draw,
+         options: SimOptions) -> Outcome:
+    """Decide one request's fate. `seen`: earlier in-scope requests with this prompt."""
+    delay = latency_s(options, draw.jitter) + (directive.sleep_ms / 1000 if directive else 0)
+    if directive is None:
+        return _outcome(random_fault(options, draw.fault), delay, options)
+    return _outcome(directed_fault(directive, model, seen), delay, options)
+
+
+def latency_s(options: SimOptions, u: float) -> float:
+    """Mean latency with uniform ± jitter, never below zero."""
+    return max(0.0, options.latency_ms + (2 * u - 1) * options.jitter_ms) / 1000
+
+
+def random_fault(options: SimOptions, u: float) -> int | str | None:
+    edge = 0.0
+    for fault, rate in options.fault_bands:
+        edge += rate
+        if u < edge:
+            return fault
+    return None
+
+
+def directed_fault(directive: Directive, model: str, seen: int) -> int | str | None:
+    if not directive.applies_to(model):
+        return None
+    if directive.times is not None and seen >= directive.times:
+        return None
+    return directive.fault
+
+
+def _outcome(fault: int | str | None, delay_s: float, options: SimOptions) -> Outcome:
+    if fault is None or isinstance(fault, int):
+        return Outcome("answer", fault or 200, delay_s)
+    if fault == "timeout":  # hang, then answer 504 (the client has usually given up)
+        return Outcome("answer", 504, delay_s + options.timeout_s)
+    return Outcome(fault, 200 if fault == "garbage" else 0, delay_s)
