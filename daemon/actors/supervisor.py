@@ -1,4 +1,4 @@
-"""JobSupervisor: one per running job. Feeds rows to its workers, stores outcomes in
+"""JobSupervisor: one per running job. Feeds rows to its row worker, stores outcomes in
 groups, honours cancel and shutdown, and finalizes the job.
 
 All decisions come from the job's `JobRun`; this actor loads, sends and saves.
