@@ -28,6 +28,13 @@ class Connection:
 
 
 @dataclass(frozen=True)
+class Workspace:
+    """The workspace the key belongs to, as relayd's event stream names it."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class JobsListed:
     """A full list of jobs (newest first), at start, after a reconnect or when polling."""
 
@@ -151,6 +158,8 @@ class LiveFeed:
     def _forward(self, event: Event) -> None:
         if event.type == "stream.dropped":  # events were lost: the list is the truth
             self._list()
+        elif event.type == "stream.hello" and isinstance(event.data.get("workspace"), str):
+            self.post(Workspace(event.data["workspace"]))
         elif event.type.startswith("job."):
             self.post(JobEvent(event.type, event.data, self.clock()))
 

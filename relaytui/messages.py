@@ -7,17 +7,18 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from relaytui.live import Connection, JobEvent, JobsListed
+from relaytui.live import Connection, JobEvent, JobsListed, Workspace
 
 
 @dataclass
 class FeedUpdate(Message):
-    """What the live feed reported: a `Connection` state, a `JobsListed` or a `JobEvent`.
+    """What the live feed reported: a `Connection` state, the `Workspace`, a `JobsListed`
+    or a `JobEvent`.
 
     A flood of progress for one job is merged: a progress event still waiting in the
     queue is superseded by the next one for the same job (its counters are newer)."""
 
-    update: Connection | JobsListed | JobEvent
+    update: Connection | Workspace | JobsListed | JobEvent
 
     def can_replace(self, message: Message) -> bool:
         mine, theirs = self.update, getattr(message, "update", None)

@@ -1,7 +1,8 @@
 """`GET /v1/events`: server-sent events for the key's workspace.
 
-A client first gets `job.snapshot` for every job that is not finished (so a late
-joiner sees current state), then live `job.created`, `job.progress`, `job.ended`.
+A client first gets `stream.hello` (`{"workspace": name}`), then `job.snapshot` for
+every job that is not finished (so a late joiner sees current state), then live
+`job.created`, `job.progress`, `job.ended`.
 Comments keep idle connections alive; `stream.dropped` says events were lost
 because the client did not keep up (refetch state when you see it).
 """
@@ -31,6 +32,8 @@ async def events(request: web.Request) -> web.StreamResponse:
             "X-Accel-Buffering": "no"})
         await response.prepare(request)
         await response.write(b"retry: 2000\n\n")
+        await response.write(Event(services.hub.next_id(), "stream.hello",
+                                   {"workspace": workspace.name}).encode())
         jobs, _ = await asyncio.to_thread(services.repo.list_jobs, workspace.id, limit=100,
                                           statuses=ACTIVE)
         for job in jobs:

@@ -16,7 +16,7 @@ from textual.widgets import Footer, Input
 
 from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
-from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed
+from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
 from relaytui.messages import FeedUpdate
 from relaytui.models import STATUS_FILTERS, JobView
 from relaytui.screens.base import RelayScreen
@@ -95,6 +95,9 @@ class JobsScreen(RelayScreen):
         update = message.update
         if isinstance(update, Connection):
             self.query_one(ConnectionBar).show(update)
+        elif isinstance(update, Workspace):
+            bar = self.query_one(ConnectionBar)
+            bar.show_target(bar.url, update.name)
         elif isinstance(update, JobsListed):
             self._listed(update)
         elif isinstance(update, JobEvent):

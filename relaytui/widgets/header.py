@@ -1,5 +1,6 @@
-"""The top line: which relayd, which workspace (the key's prefix: the API has no name for
-it), and whether the live feed is connected, polling, or down and retrying when."""
+"""The top line: which relayd, which workspace (the key's prefix until the event stream
+names the workspace), and whether the live feed is connected, polling, or down and
+retrying when."""
 
 from __future__ import annotations
 

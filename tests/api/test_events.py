@@ -62,6 +62,7 @@ async def test_events_snapshot_then_live_events_of_own_workspace(relay):
         assert response.headers["Content-Type"].startswith("text/event-stream")
         stream = EventStream(response)
 
+        assert await stream.next() == ("stream.hello", {"workspace": "ws-a"})
         snapshot = [await stream.next(), await stream.next()]
         assert {kind for kind, _ in snapshot} == {"job.snapshot"}
         assert {data["id"] for _, data in snapshot} == {active["id"], template["id"]}

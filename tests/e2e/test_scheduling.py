@@ -128,6 +128,7 @@ def test_events_stream_a_running_job(simulator_factory, relayd_factory):
                 seen.append((event, json.loads(line.removeprefix("data: "))))
                 if event == "job.ended":
                     break
+    assert seen[0] == ("stream.hello", {"workspace": "acme"})
     kinds = [kind for kind, data in seen if data.get("id") == job["id"]]
     assert kinds[0] == "job.created" and kinds[-1] == "job.ended"
     assert "job.progress" in kinds

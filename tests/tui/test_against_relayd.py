@@ -34,7 +34,9 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, worksp
             jobs = app.jobs_screen
             await wait_for(pilot, lambda: old["id"] in jobs.board, what="the initial fill")
             assert "completed" in cell(app, old["id"], "status")
-            assert "acme" not in str(jobs.query_one(ConnectionBar).render())
+            bar = jobs.query_one(ConnectionBar)
+            await wait_for(pilot, lambda: workspace in str(bar.render()),
+                           what="the header naming the workspace")
             rebuilds = []
             table = jobs.query_one(JobTable)
             original_fill = table.fill

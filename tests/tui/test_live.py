@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from relaytui.client import Event, RelayError
-from relaytui.live import Backoff, Connection, JobEvent, JobsListed, LiveFeed
+from relaytui.live import Backoff, Connection, JobEvent, JobsListed, LiveFeed, Workspace
 
 DOWN = RelayError(None, "cannot reach relayd at http://x: connection refused")
 
@@ -136,3 +136,11 @@ def test_stop_ends_a_waiting_stream_and_the_loop():
     thread.join(5)
     assert not thread.is_alive() and stream.closed
     assert posted[0] == Connection("connecting", "connecting to http://x")
+
+
+def test_the_stream_names_the_workspace():
+    stream = Stream([Event("stream.hello", {"workspace": "acme"}),
+                     Event("stream.hello", {"workspace": 7})], then=DOWN)
+    live, posted = feed(Source([[]], [stream]))
+    live.step()
+    assert [p for p in posted if isinstance(p, Workspace)] == [Workspace("acme")]
