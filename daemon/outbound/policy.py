@@ -24,22 +24,26 @@ def system_resolver(host: str) -> list[str]:
 
 
 def check_url(url: str, *, param: str, allow_private: bool,
-              resolve: Resolver = system_resolver) -> None:
-    """Raise `InvalidRequest` naming `param` unless `url` is an allowed target."""
+              resolve: Resolver = system_resolver) -> list[str]:
+    """Raise `InvalidRequest` naming `param` unless `url` is an allowed target. Returns
+    the addresses it checked (none when private targets are allowed), so a caller can
+    connect to exactly those and not resolve again (DNS can change in between)."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname or not _port_ok(parts):
         raise InvalidRequest(f"'{param}' must be an absolute https:// URL; got {url!r}.",
                              param=param, code="invalid_url")
     if allow_private:
-        return
+        return []
     if parts.scheme != "https":
         raise InvalidRequest(f"'{param}' must use https://.", param=param, code="invalid_url")
-    for address in _addresses(parts.hostname, resolve, param):
+    addresses = _addresses(parts.hostname, resolve, param)
+    for address in addresses:
         if not is_public(address):
             raise InvalidRequest(
                 f"'{param}' points at a non-public address ({address}); loopback, private, "
                 "link-local, multicast and reserved targets are refused.",
                 param=param, code="forbidden_target")
+    return addresses
 
 
 def _port_ok(parts: SplitResult) -> bool:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -40,6 +42,27 @@ def sign(secret: str, body: bytes, *, timestamp: int) -> str:
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
+def pinned(url: str, addresses: list[str]) -> tuple[str, dict[str, Any]]:
+    """Connect to the address the policy checked, not to whatever the name resolves to
+    a moment later: the URL gets that address, TLS keeps the name (SNI and certificate
+    check) and so does the Host header."""
+    parts = urlsplit(url)
+    if not addresses or parts.hostname is None or _is_ip(parts.hostname):
+        return url, {}
+    address = addresses[0]
+    host = f"[{address}]" if ":" in address else address
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc)), {"sni_hostname": parts.hostname}
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def deliver(
     job: Job,
     *,
@@ -53,17 +76,20 @@ def deliver(
     assert job.webhook_url is not None
     outcome: dict[str, Any] = {"url": job.webhook_url, "attempted_at": iso(now)}
     try:
-        check_url(job.webhook_url, param="webhookUrl", allow_private=allow_private,
-                  resolve=resolve)
+        checked = check_url(job.webhook_url, param="webhookUrl", allow_private=allow_private,
+                            resolve=resolve)
     except InvalidRequest as exc:
         return {**outcome, "status_code": None, "error": exc.message}
     body = json.dumps(payload(job)).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "relayd-webhook/1",
                "Relay-Signature": sign(secret, body, timestamp=int(now))}
+    url, extensions = pinned(job.webhook_url, checked)
+    if extensions:
+        headers["Host"] = urlsplit(job.webhook_url).netloc
     try:
         with httpx.Client(timeout=TIMEOUT_S, follow_redirects=False,
                           transport=transport) as client:
-            reply = client.post(job.webhook_url, content=body, headers=headers)
+            reply = client.post(url, content=body, headers=headers, extensions=extensions)
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
         return {**outcome, "status_code": None, "error": f"{type(exc).__name__}: {exc}"}
     ok = 200 <= reply.status_code < 300

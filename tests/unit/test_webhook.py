@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from daemon.domain.jobs import Job
-from daemon.outbound.webhook import TIMEOUT_S, deliver, payload, sign
+from daemon.outbound.webhook import TIMEOUT_S, deliver, payload, pinned, sign
 
 FINISHED = 1_791_105_601.0  # 2026-10-04T09:20:01Z
 NOW = FINISHED + 2
@@ -198,3 +198,27 @@ def test_invalid_port_gives_an_outcome_not_an_exception() -> None:
     assert receiver.requests == []
     assert outcome["status_code"] is None
     assert outcome["error"]
+
+
+def test_delivery_connects_to_the_address_the_policy_checked() -> None:
+    """DNS can change between the check and the connect: the POST goes to the checked
+    address, with the name kept for the Host header and TLS (SNI, certificate)."""
+    receiver = Receiver()
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])  # a second lookup would rebind
+    outcome = send(make_job(webhook_url="https://hooks.example.com:8443/relay?x=1"), receiver,
+                   resolve=lambda host: next(answers))
+    assert outcome["status_code"] == 200
+    (request,) = receiver.requests
+    assert str(request.url) == "https://93.184.216.34:8443/relay?x=1"
+    assert request.headers["Host"] == "hooks.example.com:8443"
+    assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+@pytest.mark.parametrize(("url", "addresses", "expected"), [
+    ("https://93.184.216.34/h", ["93.184.216.34"], "https://93.184.216.34/h"),
+    ("https://[2606:2800::1]/h", ["2606:2800::1"], "https://[2606:2800::1]/h"),
+    ("https://h.example.com/h", ["2606:2800::1"], "https://[2606:2800::1]/h"),
+    ("http://h.example.com/h", [], "http://h.example.com/h"),  # private targets allowed
+])
+def test_pinned_urls(url: str, addresses: list[str], expected: str) -> None:
+    assert pinned(url, addresses)[0] == expected
