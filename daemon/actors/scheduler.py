@@ -87,16 +87,16 @@ class Scheduler(pykka.ThreadingActor):
         self._admit()
 
     @contained
-    def cancel(self, seq: int) -> bool:
-        """Tell a running job's supervisor to stop; False if this job is not running here."""
+    def cancel(self, seq: int) -> Any:
+        """Tell a running job's supervisor to stop (returns its future: the caller may
+        wait until dispatching has stopped); a job not running here ends now (None)."""
         supervisor = self.running.get(seq)
         if supervisor is not None:
-            supervisor.cancel()
-            return True
+            return supervisor.cancel()
         job = self.repo.job_by_seq(seq)  # never started, or finished meanwhile
         if job is not None:
             self._end(job, CANCELLED, now=self.clock())
-        return False
+        return None
 
     @contained
     def tick(self, now: float) -> None:

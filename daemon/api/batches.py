@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
+import pykka
 from aiohttp import web
 
 from daemon.actors.finalize import finalize
@@ -33,10 +35,13 @@ from daemon.domain.jobs import (
 from daemon.domain.render import dead_letter_entry, relay_job, relay_result
 from daemon.store.repo import WorkspaceRecord
 
+log = logging.getLogger("relay.api")
+
 OPENAI_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
 RENDERERS = {RELAY: relay_job, OPENAI: render_openai.batch}
 ROUTE_ID = "job_id"
 LARGE_BODY = 256 * 1024
+CANCEL_WAIT_S = 5.0
 
 
 def render(job: Job) -> dict[str, Any]:
@@ -169,10 +174,21 @@ def _request_cancel(services: Services, job: Job) -> Job:
     changed = repo.transition(job.seq, source={QUEUED, VALIDATING, RUNNING},
                               target=CANCELLING, now=now)
     if changed is not None:
-        services.scheduler.cancel(job.seq)
+        _wait_for_cancel(services, job.seq)
         services.notifier.job_changed(job.seq)
         return changed
     return repo.job_by_seq(job.seq) or job
+
+
+def _wait_for_cancel(services: Services, seq: int) -> None:
+    """Answer only once the supervisor has stopped dispatching (this runs in a worker
+    thread, never on the event loop); the cancel itself is already stored."""
+    try:
+        forwarded = services.scheduler.cancel(seq).get(timeout=CANCEL_WAIT_S)
+        if forwarded is not None:
+            forwarded.get(timeout=CANCEL_WAIT_S)
+    except (pykka.Timeout, pykka.ActorDeadError):
+        log.warning("cancel of job %s not confirmed in time; it proceeds anyway", seq)
 
 
 async def results(request: web.Request) -> web.Response:
