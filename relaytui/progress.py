@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from relaytui.models import JobView
+
 # Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
 ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired"})
 SUCCEEDED = "completed"
@@ -39,22 +41,18 @@ class JobSummary:
 
 
 def summarize(job: dict[str, Any]) -> JobSummary:
-    """A Relay job (counters at the top, ISO timestamps) or an OpenAI batch object
-    (`request_counts`, Unix timestamps, metadata instead of a name) as one shape."""
-    counts = job.get("request_counts")
-    if isinstance(counts, dict):
-        return JobSummary(
-            id=job["id"], status=job["status"], name=(job.get("metadata") or {}).get("name", ""),
-            model=job.get("model") or job.get("endpoint") or "",
-            priority=str(job.get("priority") or ""), total=counts.get("total", 0),
-            completed=counts.get("completed", 0), failed=counts.get("failed", 0),
-            dead_letter=None, created_at=iso(job.get("created_at")))
+    """A Relay job or an OpenAI batch object as one shape. The two dialects are read by
+    the TUI's `JobView.from_api`; the CLI keeps relayd's own status word and shows an
+    OpenAI batch's endpoint when it has no model yet."""
+    view = JobView.from_api(job)
+    openai = view.dialect == "openai"
     return JobSummary(
-        id=job["id"], status=job["status"], name=job.get("name") or "",
-        model=job.get("model") or "", priority=str(job.get("priority", "")),
-        total=job.get("total", 0), completed=job.get("completed", 0),
-        failed=job.get("failed", 0), dead_letter=job.get("dead_letter", 0),
-        created_at=iso(job.get("created_at")))
+        id=view.id, status=str(job["status"]),
+        name=(job.get("metadata") or {}).get("name", "") if openai else view.name,
+        model=view.model or job.get("endpoint") or "",
+        priority=(view.tier or "") if openai else str(view.priority),
+        total=view.total, completed=view.completed, failed=view.failed,
+        dead_letter=view.dead_letter, created_at=iso(view.created_at))
 
 
 def iso(stamp: str | float | None) -> str:
