@@ -57,6 +57,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
                           started_at=clock())
         self.worker: Any = None
+        self.discount = batch_discount(job)  # the tier's price, same for every row
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
@@ -136,7 +137,7 @@ class JobSupervisor(pykka.ThreadingActor):
             return 0
         return cost_nano_usd(outcome.usage, input_usd_per_mtok=model.input_usd_per_mtok,
                              output_usd_per_mtok=model.output_usd_per_mtok,
-                             discount=batch_discount(self.job))
+                             discount=self.discount)
 
     def _finish(self, now: float) -> None:
         job = finalize(self.repo, self.files, self.job, target=self.ending, now=now)

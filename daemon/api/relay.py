@@ -28,9 +28,8 @@ def submit(services: Services, workspace: WorkspaceRecord, body: Any) -> Job:
     return services.repo.create_job(draft(sub, workspace, now=now), sub.rows)
 
 
-def draft(sub: Submission, workspace: WorkspaceRecord, *, now: float,
-          template_id: str | None = None) -> JobDraft:
-    is_template = sub.cron is not None and template_id is None
+def draft(sub: Submission, workspace: WorkspaceRecord, *, now: float) -> JobDraft:
+    """A submission with `cron` is a template (its runs are drafted by the store)."""
     return JobDraft(
         id=ids.relay_job_id(),
         workspace_id=workspace.id,
@@ -38,12 +37,11 @@ def draft(sub: Submission, workspace: WorkspaceRecord, *, now: float,
         name=sub.name,
         model=sub.model,
         endpoint=CHAT,
-        status=SCHEDULED if is_template else QUEUED,
+        status=SCHEDULED if sub.cron else QUEUED,
         priority=sub.priority,
         created_at=now,
         webhook_url=sub.webhook_url,
-        cron=sub.cron if is_template else None,
-        next_run_at=cron.next_after(sub.cron, now) if is_template and sub.cron else None,
-        template_id=template_id,
+        cron=sub.cron,
+        next_run_at=cron.next_after(sub.cron, now) if sub.cron else None,
     )
 
