@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from daemon import config as configuration
-from daemon.store.db import open_database
-from daemon.store.repo import Repo
+from daemon.store import UnsupportedDatabase, open_store
+from daemon.store.interface import Store
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,7 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except configuration.ConfigError as exc:
         print(f"relayd: bad configuration: {exc}", file=sys.stderr)
         return 2
-    return int(parsed.run(config, parsed) or 0)
+    try:
+        return int(parsed.run(config, parsed) or 0)
+    except UnsupportedDatabase as exc:
+        print(f"relayd: bad configuration: {exc}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,8 +97,8 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def _repo(config: configuration.Config) -> Repo:
-    return Repo(open_database(config.database_path))
+def _repo(config: configuration.Config) -> Store:
+    return open_store(config.store_url)
 
 
 def _keys_create(config: configuration.Config, args: argparse.Namespace) -> int:

@@ -27,11 +27,16 @@ class ServerConfig:
     max_concurrent_uploads: int = 4
 
 
+# The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/transport.py).
+TRANSPORTS = ("aiohttp",)
+
+
 @dataclass(frozen=True)
 class GatewayConfig:
     batch_concurrency: int = 4
     max_running_jobs: int = 2
     completion_window_s: int = 86_400  # OpenAI batches expire this long after creation
+    transport: str = "aiohttp"
 
 
 @dataclass(frozen=True)
@@ -73,15 +78,9 @@ class Config:
     models: tuple[ModelConfig, ...] = ()
 
     @property
-    def database_path(self) -> Path:
-        """The SQLite file the store opens."""
-        prefix = "sqlite:///"
-        if self.database_url:
-            return Path(self.database_url.removeprefix(prefix))
-        return self.server.data_dir / "relay.db"
-
-    def model(self, alias: str) -> ModelConfig | None:
-        return next((m for m in self.models if m.alias == alias), None)
+    def store_url(self) -> str:
+        """The database the store opens: `[database] url`, else SQLite under data_dir."""
+        return self.database_url or f"sqlite:///{self.server.data_dir / 'relay.db'}"
 
 
 _SECTIONS = {"server", "database", "gateway", "security", "retry", "models"}
@@ -108,8 +107,9 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
     database = _table(raw, "database")
     _reject_unknown(database, {"url"}, "database.")
     url = _typed(database, "url", str, "", "database.")
-    if url and not url.startswith("sqlite:///"):
-        raise ConfigError(f"database.url: only sqlite:/// URLs are supported, got {url!r}")
+    if url and "://" not in url:
+        raise ConfigError(f"database.url: must be a URL such as sqlite:///relay-data/relay.db, "
+                          f"got {url!r}")
     models = _models(raw.get("models", []), env)
     return Config(
         server=server,
@@ -141,8 +141,8 @@ def _server(t: dict[str, Any]) -> ServerConfig:
 
 
 def _gateway(t: dict[str, Any]) -> GatewayConfig:
-    _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s"},
-                    "gateway.")
+    _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s",
+                        "transport"}, "gateway.")
     concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
     running = _typed(t, "max_running_jobs", int, 2, "gateway.")
     window = _typed(t, "completion_window_s", int, 86_400, "gateway.")
@@ -150,8 +150,13 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
         raise ConfigError(f"gateway.max_running_jobs: must be at least 1, got {running}")
     if window < 1:
         raise ConfigError(f"gateway.completion_window_s: must be at least 1, got {window}")
+    transport = _typed(t, "transport", str, "aiohttp", "gateway.")
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"gateway.transport: must be one of {', '.join(TRANSPORTS)}, "
+                          f"got {transport!r}")
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
-                         max_running_jobs=running, completion_window_s=window)
+                         max_running_jobs=running, completion_window_s=window,
+                         transport=transport)
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

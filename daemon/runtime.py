@@ -23,15 +23,17 @@ from daemon.api.app import create_app
 from daemon.api.context import Services
 from daemon.api.events import EventHub
 from daemon.config import Config
+from daemon.dialects import dialect_of
 from daemon.domain.jobs import VALIDATING, Job
+from daemon.executors import ChatExecutor, Executors
 from daemon.outbound import webhook
+from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
-from daemon.store.db import open_database
+from daemon.store import open_store
 from daemon.store.files import FileStore
-from daemon.store.repo import Repo
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
-from daemon.upstream.transport import AiohttpTransport, Transport
+from daemon.upstream.transport import Transport, make_transport
 
 log = logging.getLogger("relay.daemon")
 
@@ -88,17 +90,21 @@ class Daemon:
         self.io_loop = IOLoop()
         connections = max(100, gateway.batch_concurrency * gateway.max_running_jobs)
         self.router = Router(config.models, config.retry,
-                             transport=transport or AiohttpTransport(
-                                 config.retry, connection_limit=connections))
+                             transport=transport or make_transport(
+                                 gateway.transport, config.retry,
+                                 connection_limit=connections))
+        self.executors = Executors(chat=ChatExecutor(self.router))
         self.models = {m.alias: m for m in config.models}
         self.hub = EventHub()
 
     def start(self) -> Services:
         self.config.server.data_dir.mkdir(parents=True, exist_ok=True)
-        self.db = open_database(self.config.database_path)
-        self.repo = Repo(self.db)
+        self.repo = open_store(self.config.store_url)
         self.io_loop.start()
         self.io_loop.add_cleanup(self.router.aclose)
+        self.outbound = OutboundClient(
+            allow_private=self.config.security.allow_private_targets, resolve=self.resolve)
+        self.io_loop.add_cleanup(self.outbound.aclose)
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
                                        deliver=self._deliver, clock=self.clock).proxy()
         self.files = FileStore(self.config.server.data_dir)
@@ -106,7 +112,8 @@ class Daemon:
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models).proxy()
-        self.validator = Validator.start(repo=self.repo, scheduler=self.scheduler,
+        self.validator = Validator.start(repo=self.repo, files=self.files,
+                                         scheduler=self.scheduler,
                                          notifier=self.notifier, models=self.models,
                                          clock=self.clock).proxy()
         for job in self.repo.jobs_in(VALIDATING):  # left by a previous process
@@ -137,19 +144,21 @@ class Daemon:
                                          timeout=max(0.5, deadline - time.monotonic()))
         except pykka.Timeout:
             log.warning("some actors did not stop in time: %s", stuck_threads())
-        self.db.close()
+        self.repo.close()
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
         return JobSupervisor.start(
-            job, repo=self.repo, files=self.files, router=self.router, io_loop=self.io_loop,
+            job, repo=self.repo, files=self.files, executors=self.executors,
+            io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
             clock=self.clock).proxy()
 
     def _deliver(self, job: Job, secret: str, now: float) -> dict[str, Any]:
-        return webhook.deliver(job, secret=secret, now=now,
-                               allow_private=self.config.security.allow_private_targets,
-                               resolve=self.resolve)
+        """Runs in a notifier thread: the POST itself runs on the I/O loop."""
+        sending = webhook.deliver(job, payload=dialect_of(job).webhook_payload(job),
+                                  secret=secret, now=now, client=self.outbound)
+        return self.io_loop.submit(sending).result(timeout=webhook.TIMEOUT_S * 2)
 
 
 async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None:

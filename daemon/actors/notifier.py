@@ -16,9 +16,9 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.dialects import event_view
 from daemon.domain.jobs import Job
-from daemon.domain.render import event_view
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
 
 log = logging.getLogger("relay.notifier")
 
@@ -27,7 +27,7 @@ Deliver = Callable[[Job, str, float], dict[str, Any]]  # (job, secret, now) -> o
 
 
 class Notifier(pykka.ThreadingActor):
-    def __init__(self, *, repo: Repo, publish: Publish, deliver: Deliver,
+    def __init__(self, *, repo: Store, publish: Publish, deliver: Deliver,
                  clock: Callable[[], float], min_interval: float = 0.25) -> None:
         super().__init__()
         self.repo = repo

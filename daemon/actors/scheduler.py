@@ -8,27 +8,29 @@ their runs on `tick(now)`, which a small timer calls; tests call it by hand.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
 import pykka
 
 from daemon.actors.contained import contained
-from daemon.actors.finalize import finalize
-from daemon.domain import cron, ids
+from daemon.actors.ending import end_job
+from daemon.dialects import dialect_of
+from daemon.domain import cron
 from daemon.domain.jobs import (
     CANCELLED,
     CANCELLING,
     COMPLETED,
     EXPIRED,
+    FAILED,
     FINALIZING,
     QUEUED,
-    RELAY,
     RUNNING,
     Job,
 )
 from daemon.store.files import FileStore
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
 
 log = logging.getLogger("relay.scheduler")
 
@@ -39,7 +41,7 @@ class Scheduler(pykka.ThreadingActor):
     def __init__(
         self,
         *,
-        repo: Repo,
+        repo: Store,
         files: FileStore,
         slots: int,
         start_supervisor: SupervisorFactory,
@@ -69,9 +71,9 @@ class Scheduler(pykka.ThreadingActor):
         once). Batches left validating are the validator's (see `Daemon.start`)."""
         self.repo.requeue_running(now=now)
         for job in self.repo.jobs_in(CANCELLING):
-            self._end(job, CANCELLED, now=now)
+            self._end(job.seq, CANCELLED)
         for job in self.repo.jobs_in(FINALIZING):
-            self._end(job, COMPLETED, now=now)
+            self._end(job.seq, COMPLETED)
         self.repo.abandon_claimed_webhooks(now=now)
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
@@ -87,16 +89,20 @@ class Scheduler(pykka.ThreadingActor):
         self._admit()
 
     @contained
-    def cancel(self, seq: int) -> Any:
-        """Tell a running job's supervisor to stop (returns its future: the caller may
-        wait until dispatching has stopped); a job not running here ends now (None)."""
+    def cancel(self, seq: int, ack: threading.Event) -> None:
+        """The API has recorded a cancel: a running job's supervisor stops dispatching
+        and ends it; any other job ends here. `ack` is set once no row of it will start."""
         supervisor = self.running.get(seq)
-        if supervisor is not None:
-            return supervisor.cancel()
-        job = self.repo.job_by_seq(seq)  # never started, or finished meanwhile
-        if job is not None:
-            self._end(job, CANCELLED, now=self.clock())
-        return None
+        try:
+            if supervisor is not None and supervisor.actor_ref.is_alive():
+                supervisor.cancel(ack)
+                return
+        except pykka.ActorDeadError:
+            pass  # died meanwhile: end the job here
+        try:
+            self._end(seq, CANCELLED)
+        finally:
+            ack.set()
 
     @contained
     def tick(self, now: float) -> None:
@@ -124,10 +130,11 @@ class Scheduler(pykka.ThreadingActor):
             return
         now = self.clock()
         for job in self.repo.queued_jobs(free):
-            if job.dialect == RELAY and job.model not in self.models:
-                self._fail(job, f"model '{job.model}' is no longer configured", now=now)
+            problem = dialect_of(job).admission_problem(job, self.models)
+            if problem is not None:  # it cannot run at all: it fails whole, rows untouched
+                self._end(job.seq, FAILED, error=problem)
                 continue
-            started = self.repo.transition(job.seq, source={QUEUED}, target=RUNNING, now=now,
+            started = self.repo.transition(job.seq, RUNNING, now=now,
                                            started_at=job.started_at or now)
             if started is not None:
                 self.running[started.seq] = self.start_supervisor(started, self._me)
@@ -140,36 +147,29 @@ class Scheduler(pykka.ThreadingActor):
             if supervisor is not None:
                 supervisor.expire()
             else:
-                self._end(job, EXPIRED, now=now)
+                self._end(job.seq, EXPIRED)
 
-    def _end(self, job: Job, target: str, *, now: float) -> None:
-        ended = finalize(self.repo, self.files, job, target=target, now=now)
+    def _end(self, seq: int, wanted: str, *, error: str | None = None) -> None:
+        ended = end_job(self.repo, self.files, seq, wanted, now=self.clock(), error=error)
         if ended is not None:
             self.notifier.job_ended(ended)
 
-    def _fail(self, job: Job, error: str, *, now: float) -> None:
-        """The job cannot run at all: it fails as a whole, its rows untouched."""
-        failed = self.repo.fail_job(job.seq, error=error, now=now)
-        if failed is not None:
-            self.notifier.job_ended(failed)
-
     def _revive(self, seq: int) -> None:
         """A supervisor is gone. If it finished, its `job_finished` is on its way; if it
-        died (a bug), its job runs again from the queue, or ends if it was cancelling."""
+        died (a bug), its job runs again from the queue, or, if it was being cancelled
+        or finalized, ends as it would have."""
         self.running.pop(seq, None)
         job = self.repo.job_by_seq(seq)
         if job is None or job.terminal:
             return
-        log.error("supervisor of job %s died; %s", job.id,
-                  "ending the cancel" if job.status == CANCELLING else "requeueing the job")
-        if job.status == CANCELLING:
-            self._end(job, CANCELLED, now=self.clock())
+        log.error("supervisor of job %s died while %s", job.id, job.status)
+        if job.status == RUNNING:
+            self.repo.transition(seq, QUEUED, now=self.clock())
         else:
-            self.repo.transition(seq, source={RUNNING, FINALIZING}, target=QUEUED,
-                                 now=self.clock())
+            self._end(seq, CANCELLED if job.status == CANCELLING else COMPLETED)
 
 
-def spawn_due_runs(repo: Repo, now: float) -> list[Job]:
+def spawn_due_runs(repo: Store, now: float) -> list[Job]:
     """One queued run for every template whose tick is due; missed ticks collapse."""
     runs = []
     for template in repo.due_templates(now):
@@ -179,7 +179,7 @@ def spawn_due_runs(repo: Repo, now: float) -> list[Job]:
             continue
         tick, following = due
         run = repo.spawn_run(template, tick=tick, next_run_at=following,
-                             run_id=ids.relay_job_id(), now=now)
+                             run_id=dialect_of(template).new_id(), now=now)
         if run is not None:
             runs.append(run)
     return runs

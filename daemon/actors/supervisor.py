@@ -7,6 +7,7 @@ All decisions come from the job's `JobRun`; this actor loads, sends and saves.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -14,17 +15,18 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
-from daemon.actors.finalize import finalize
+from daemon.actors.ending import end_job
 from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
+from daemon.dialects import dialect_of
 from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
 from daemon.domain.outcome import RowOutcome
-from daemon.domain.pricing import batch_discount, cost_nano_usd
+from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
+from daemon.executors import Executors
 from daemon.store.files import FileStore
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
-from daemon.upstream.router import Router
 
 log = logging.getLogger("relay.supervisor")
 
@@ -34,9 +36,9 @@ class JobSupervisor(pykka.ThreadingActor):
         self,
         job: Job,
         *,
-        repo: Repo,
+        repo: Store,
         files: FileStore,
-        router: Router,
+        executors: Executors,
         io_loop: IOLoop,
         scheduler: Any,
         notifier: Any,
@@ -48,7 +50,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.job = job
         self.repo = repo
         self.files = files
-        self.router = router
+        self.executors = executors
         self.io_loop = io_loop
         self.scheduler = scheduler
         self.notifier = notifier
@@ -57,11 +59,11 @@ class JobSupervisor(pykka.ThreadingActor):
         self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
                           started_at=clock())
         self.worker: Any = None
-        self.discount = batch_discount(job)  # the tier's price, same for every row
+        self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
-        self.worker = RowWorker.start(router=self.router, io_loop=self.io_loop,
+        self.worker = RowWorker.start(executors=self.executors, io_loop=self.io_loop,
                                       supervisor=self.actor_ref.proxy()).proxy()
         self._pump()
 
@@ -83,9 +85,14 @@ class JobSupervisor(pykka.ThreadingActor):
             self._flush(now)
 
     @contained
-    def cancel(self) -> None:
-        """Stop dispatching; rows in flight finish, the rest end as `canceled`."""
-        self._end_early(CANCELLED)
+    def cancel(self, ack: threading.Event | None = None) -> None:
+        """Stop dispatching; rows in flight finish, the rest end as `canceled`. `ack`
+        is set once no row will start."""
+        try:
+            self._end_early(CANCELLED)
+        finally:
+            if ack is not None:
+                ack.set()
 
     @contained
     def expire(self) -> None:
@@ -132,18 +139,20 @@ class JobSupervisor(pykka.ThreadingActor):
         self.notifier.progress(self.job.seq)
 
     def _cost(self, outcome: RowOutcome) -> int:
-        model = self.models.get(outcome.model or "")
+        """Every model call of the row, each at its own model's price."""
+        return sum(self._call_cost(alias, usage) for alias, usage in outcome.model_calls)
+
+    def _call_cost(self, alias: str, usage: Any) -> int:
+        model = self.models.get(alias)
         if model is None:
             return 0
-        return cost_nano_usd(outcome.usage, input_usd_per_mtok=model.input_usd_per_mtok,
+        return cost_nano_usd(usage, input_usd_per_mtok=model.input_usd_per_mtok,
                              output_usd_per_mtok=model.output_usd_per_mtok,
                              discount=self.discount)
 
     def _finish(self, now: float) -> None:
-        job = finalize(self.repo, self.files, self.job, target=self.ending, now=now)
-        if job is None and self.ending == COMPLETED:
-            # cancelled by the API between our last row and now
-            job = finalize(self.repo, self.files, self.job, target=CANCELLED, now=now)
+        """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`)."""
+        job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
         if job is not None:
             self.notifier.job_ended(job)
         self.scheduler.job_finished(self.job.seq)

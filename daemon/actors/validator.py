@@ -17,18 +17,21 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
-from daemon.domain.jobs import VALIDATING
+from daemon.actors.ending import end_job
+from daemon.domain.jobs import FAILED, VALIDATING
 from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
-from daemon.store.repo import Repo
+from daemon.store.files import FileStore
+from daemon.store.interface import Store
 
 log = logging.getLogger("relay.validator")
 
 
 class Validator(pykka.ThreadingActor):
-    def __init__(self, *, repo: Repo, scheduler: Any, notifier: Any,
+    def __init__(self, *, repo: Store, files: FileStore, scheduler: Any, notifier: Any,
                  models: Collection[str], clock: Callable[[], float]) -> None:
         super().__init__()
         self.repo = repo
+        self.files = files
         self.scheduler = scheduler
         self.notifier = notifier
         self.models = frozenset(models)
@@ -42,8 +45,9 @@ class Validator(pykka.ThreadingActor):
         parsed = self._parse(job.input_file_id or "", job.endpoint, job.workspace_id)
         now = self.clock()
         if parsed.errors:
-            failed = self.repo.fail_job(seq, error=parsed.errors[0].message, now=now,
-                                        errors=[e.as_dict() for e in parsed.errors])
+            failed = end_job(self.repo, self.files, seq, FAILED, now=now,
+                             error=parsed.errors[0].message,
+                             errors=[e.as_dict() for e in parsed.errors])
             if failed is not None:
                 self.notifier.job_ended(failed)
             return

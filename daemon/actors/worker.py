@@ -1,11 +1,12 @@
-"""RowWorker: runs its job's rows through the router and reports their outcomes.
+"""RowWorker: runs its job's rows through their executors and reports their outcomes.
 
 One message carries a group of rows (whatever the supervisor may start now). Each
-row's whole life (retries, backoff, fallbacks) is one coroutine on the shared I/O
-loop, so rows in flight cost no thread each; outcomes that finish together go back
-to the supervisor as one message. A worker never dies of a row: anything
-unexpected becomes that row's error. Rows cut off by shutdown are not reported and
-stay pending in the store, to run after the next start.
+row's whole life (retries, backoff, fallbacks, later tool rounds) is one coroutine,
+on the shared I/O loop, of the executor chosen for it, so rows in flight cost no
+thread each; outcomes that finish together go back to the supervisor as one message.
+A worker never dies of a row: anything unexpected becomes that row's error. Rows
+cut off by shutdown are not reported and stay pending in the store, to run after
+the next start.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import pykka
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
+from daemon.executors import Executors
 from daemon.upstream.ioloop import IOLoop
-from daemon.upstream.router import Router
 
 log = logging.getLogger("relay.worker")
 
@@ -28,10 +29,10 @@ Done = list[tuple[int, RowOutcome]]
 
 
 class RowWorker(pykka.ThreadingActor):
-    def __init__(self, *, router: Router, io_loop: IOLoop, supervisor: Any) -> None:
+    def __init__(self, *, executors: Executors, io_loop: IOLoop, supervisor: Any) -> None:
         super().__init__()
         self.io_loop = io_loop
-        self.rows = RowRunner(router, report=self._report(supervisor))
+        self.rows = RowRunner(executors, report=self._report(supervisor))
 
     def run_rows(self, works: Sequence[RowWork]) -> None:
         try:
@@ -54,8 +55,8 @@ class RowRunner:
     """The I/O-loop side of a worker: one task per row, outcomes batched per loop turn.
     Everything here runs on the I/O loop's thread."""
 
-    def __init__(self, router: Router, *, report: Any) -> None:
-        self.router = router
+    def __init__(self, executors: Executors, *, report: Any) -> None:
+        self.executors = executors
         self.report = report
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
@@ -68,7 +69,7 @@ class RowRunner:
 
     async def _run(self, work: RowWork) -> None:
         try:
-            outcome = await self.router.call(work.model, work.endpoint, work.body)
+            outcome = await self.executors.for_row(work).run(work)
         except asyncio.CancelledError:
             return  # shutdown: the row stays pending
         except Exception as exc:

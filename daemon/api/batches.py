@@ -7,49 +7,29 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from typing import Any
 
 import pykka
 from aiohttp import web
 
-from daemon.actors.finalize import finalize
-from daemon.api import openai, relay
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
-from daemon.domain import ids, render_openai
+from daemon.dialects import detect, dialect_of, statuses_for
 from daemon.domain.errors import InvalidRequest, conflict, not_found
-from daemon.domain.jobs import (
-    CANCELLED,
-    CANCELLING,
-    OPENAI,
-    QUEUED,
-    RELAY,
-    RUNNING,
-    SCHEDULED,
-    STATUSES,
-    VALIDATING,
-    Job,
-    internal_statuses_for_relay,
-    relay_status,
-)
-from daemon.domain.render import dead_letter_entry, relay_job, relay_result
-from daemon.store.repo import WorkspaceRecord
+from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, can_transition
+from daemon.domain.render import dead_letter_entry, relay_result
+from daemon.store.interface import WorkspaceRecord
 
 log = logging.getLogger("relay.api")
 
-OPENAI_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
-RENDERERS = {RELAY: relay_job, OPENAI: render_openai.batch}
 ROUTE_ID = "job_id"
 LARGE_BODY = 256 * 1024
 CANCEL_WAIT_S = 5.0
 
 
 def render(job: Job) -> dict[str, Any]:
-    return RENDERERS[job.dialect](job)
-
-
-def is_openai_dialect(body: Any) -> bool:
-    return isinstance(body, dict) and not OPENAI_KEYS.isdisjoint(body)
+    return dialect_of(job).render(job)
 
 
 async def read_json(request: web.Request) -> Any:
@@ -83,20 +63,28 @@ async def load_job(request: web.Request) -> Job:
 
 async def create(request: web.Request) -> web.Response:
     services, workspace = context(request)
-    if not services.accepting:
-        raise InvalidRequest("The daemon is shutting down; retry shortly.", status=503,
-                             code="unavailable", type="service_unavailable")
+    if not services.accepting or not services.actors_alive():
+        raise _unavailable("The daemon is shutting down; retry shortly.")
     body = await read_json(request)
-    dialect = openai if is_openai_dialect(body) else relay
-    job = await asyncio.to_thread(dialect.submit, services, workspace, body)
+    job = await asyncio.to_thread(detect(body).submit, services, workspace, body)
     announce(services, job)
     return web.json_response(render(job))
 
 
 def announce(services: Services, job: Job) -> None:
+    """Tell whoever takes a new job next: the validator, or the scheduler."""
     services.notifier.job_created(job)
-    if job.status == QUEUED:
-        services.scheduler.wake()
+    try:
+        if job.status == VALIDATING:
+            services.validator.validate(job.seq)
+        elif job.status == QUEUED:
+            services.scheduler.wake()
+    except pykka.ActorDeadError as exc:  # raced with shutdown: the next start takes it
+        raise _unavailable("The batch could not be dispatched; retry.") from exc
+
+
+def _unavailable(message: str) -> InvalidRequest:
+    return InvalidRequest(message, status=503, code="unavailable", type="service_unavailable")
 
 
 async def get(request: web.Request) -> web.Response:
@@ -133,15 +121,10 @@ def _limit(raw: str | None) -> int:
     return limit
 
 
-_OPENAI_STATUS = {"in_progress": (QUEUED, RUNNING)}
-
-
 def _status_filter(raw: str | None) -> tuple[str, ...] | None:
     if not raw:
         return None
-    matched = internal_statuses_for_relay(raw)
-    if matched is None:
-        matched = _OPENAI_STATUS.get(raw) or ((raw,) if raw in STATUSES else None)
+    matched = statuses_for(raw)
     if matched is None:
         raise InvalidRequest(f"Unknown status {raw!r}.", param="status")
     return matched
@@ -150,45 +133,40 @@ def _status_filter(raw: str | None) -> tuple[str, ...] | None:
 async def cancel(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
-    if job.terminal:
-        raise conflict(f"Batch {job.id} has already ended ({relay_status(job.status)}); "
-                       "there is nothing to cancel.", code="batch_already_ended")
-    updated = await asyncio.to_thread(_request_cancel, services, job)
+    updated = await asyncio.to_thread(request_cancel, services, job)
     return web.json_response(render(updated))
 
 
-def _request_cancel(services: Services, job: Job) -> Job:
-    """Write the cancel to the store, then tell whoever owns the job. Each step is a
-    conditional transition, so a stale read (the job was admitted meanwhile) can never
-    end a job behind its supervisor's back."""
-    repo, now = services.repo, services.clock()
-    if job.dialect == RELAY:  # a Relay job that is not running ends here and now
-        taken = repo.transition(job.seq, source={QUEUED, SCHEDULED}, target=CANCELLING,
-                                now=now)
-        if taken is not None:
-            ended = finalize(repo, services.files, taken, target=CANCELLED, now=now)
-            if ended is not None:
-                services.notifier.job_ended(ended)
-                return ended
-    # running (either dialect), or an OpenAI batch, which answers `cancelling`
-    changed = repo.transition(job.seq, source={QUEUED, VALIDATING, RUNNING},
-                              target=CANCELLING, now=now)
-    if changed is not None:
-        _wait_for_cancel(services, job.seq)
-        services.notifier.job_changed(job.seq)
-        return changed
-    return repo.job_by_seq(job.seq) or job
-
-
-def _wait_for_cancel(services: Services, seq: int) -> None:
-    """Answer only once the supervisor has stopped dispatching (this runs in a worker
-    thread, never on the event loop); the cancel itself is already stored."""
+def request_cancel(services: Services, job: Job) -> Job:
+    """Record the cancel in the store, tell the scheduler (which has the job's owner end
+    it), and answer once no row of it will start. Runs in a worker thread: the wait is
+    bounded and never on the event loop. The store's conditional transition decides,
+    so a stale read of the job can never end it behind its supervisor's back."""
+    recorded = services.repo.transition(job.seq, CANCELLING, now=services.clock())
+    if recorded is None:
+        raise _cannot_cancel(services.repo.job_by_seq(job.seq) or job)
+    services.notifier.job_changed(job.seq)
+    ack = threading.Event()
     try:
-        forwarded = services.scheduler.cancel(seq).get(timeout=CANCEL_WAIT_S)
-        if forwarded is not None:
-            forwarded.get(timeout=CANCEL_WAIT_S)
-    except (pykka.Timeout, pykka.ActorDeadError):
-        log.warning("cancel of job %s not confirmed in time; it proceeds anyway", seq)
+        services.scheduler.cancel(job.seq, ack)
+    except pykka.ActorDeadError:
+        log.warning("cancel of job %s recorded; the next start ends it", job.id)
+    if not ack.wait(CANCEL_WAIT_S):
+        log.warning("cancel of job %s not confirmed in time; it proceeds anyway", job.id)
+    return services.repo.job_by_seq(job.seq) or recorded
+
+
+def _cannot_cancel(job: Job) -> InvalidRequest:
+    shown = dialect_of(job).status_name(job.status)
+    if job.terminal:
+        return conflict(f"Batch {job.id} has already ended ({shown}); there is nothing to "
+                        "cancel.", code="batch_already_ended")
+    if job.status == CANCELLING:
+        return conflict(f"Batch {job.id} is already being cancelled.",
+                        code="batch_already_cancelling")
+    assert not can_transition(job.status, CANCELLING)
+    return conflict(f"Batch {job.id} is {shown} and can no longer be cancelled.",
+                    code="batch_not_cancellable")
 
 
 async def results(request: web.Request) -> web.Response:
@@ -214,7 +192,7 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
     custom_ids = _custom_ids(await read_json(request) if request.can_read_body else {})
-    new_id = ids.openai_batch_id() if job.dialect == OPENAI else ids.relay_job_id()
+    new_id = dialect_of(job).new_id()
     created = await asyncio.to_thread(services.repo.retry_dead_letter, job.seq,
                                       new_id=new_id, custom_ids=custom_ids,
                                       now=services.clock())

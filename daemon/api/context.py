@@ -13,14 +13,14 @@ from daemon.api.events import EventHub
 from daemon.config import Config
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store.files import FileStore
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
 
 
 @dataclass
 class Services:
-    repo: Repo
+    repo: Store
     config: Config
-    scheduler: Any  # proxy: wake(), cancel(seq)
+    scheduler: Any  # proxy: wake(), cancel(seq, ack)
     notifier: Any  # proxy: job_created(job), job_changed(seq)
     files: FileStore
     validator: Any = None  # proxy: validate(seq)
@@ -29,8 +29,10 @@ class Services:
     resolve: Resolver = system_resolver
     accepting: bool = True
 
-    def validator_alive(self) -> bool:
-        return self.validator is not None and self.validator.actor_ref.is_alive()
+    def actors_alive(self) -> bool:
+        """The actors a new job is handed to are there to take it."""
+        return all(actor is not None and actor.actor_ref.is_alive()
+                   for actor in (self.scheduler, self.validator))
 
 
 SERVICES = web.AppKey("services", Services)

@@ -8,7 +8,6 @@ workspace has at most `server.max_concurrent_uploads` uploads in progress.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from aiohttp import BodyPartReader, web
 
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
+from daemon.domain import ids
 from daemon.domain.errors import InvalidRequest, not_found
 from daemon.domain.files import BATCH, FileRecord
 from daemon.domain.render_openai import file_object
-from daemon.store.repo import WorkspaceRecord
+from daemon.store.interface import WorkspaceRecord
 
 CHUNK = 256 * 1024
 MB = 1024 * 1024
@@ -54,7 +54,7 @@ async def _receive(request: web.Request, services: Services,
                              param="file")
     reader = await request.multipart()
     purpose, stored = None, None
-    file_id = "file-" + secrets.token_hex(16)
+    file_id = ids.file_id()
     path = services.files.path_for(file_id)
     try:
         while (part := await reader.next()) is not None:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from daemon.api.context import SERVICES
+from daemon.dialects import error_envelope
 from daemon.domain.errors import InvalidRequest
 
 log = logging.getLogger("relay.api")
@@ -24,7 +25,7 @@ def envelope(status: int, message: str, *, param: str | None = None,
              code: str | None = None, type: str | None = None) -> web.Response:
     err = InvalidRequest(message, param=param, status=status, code=code,
                          type=type or _HTTP_TYPES.get(status, "invalid_request_error"))
-    return web.json_response(err.envelope(), status=status)
+    return web.json_response(error_envelope(err), status=status)
 
 
 @web.middleware
@@ -32,7 +33,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except InvalidRequest as exc:
-        return web.json_response(exc.envelope(), status=exc.status)
+        return web.json_response(error_envelope(exc), status=exc.status)
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[SERVICES].config.server.max_body_mb
         return envelope(413, f"The request body exceeds the {limit} MB limit.",

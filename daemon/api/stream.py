@@ -16,8 +16,8 @@ from aiohttp import web
 
 from daemon.api.batches import context
 from daemon.api.events import Event, Subscription
+from daemon.dialects import event_view
 from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
-from daemon.domain.render import event_view
 
 KEEPALIVE_S = 15.0
 ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)

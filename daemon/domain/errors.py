@@ -22,16 +22,6 @@ class InvalidRequest(ValueError):
         self.code = code
         self.type = type
 
-    def envelope(self) -> dict[str, object]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.type,
-                "param": self.param,
-                "code": self.code,
-            }
-        }
-
 
 def not_found(what: str, ident: str) -> InvalidRequest:
     return InvalidRequest(f"No {what} found with id '{ident}'.", status=404,

@@ -1,7 +1,7 @@
 """Jobs and rows as the rest of Relay sees them: frozen records and the state machine.
 
-Internal statuses are the union of both dialects' lifecycles; each dialect's
-renderer maps them to the names its clients know (see `relay_status`).
+Internal statuses are the union of both dialects' lifecycles; each dialect maps
+them to the names its clients know (see `daemon/dialects/`).
 """
 
 from __future__ import annotations
@@ -26,13 +26,18 @@ STATUSES = (
 )
 TERMINAL = frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED})
 
-# Which status may follow which. A transition not listed here is a bug.
+# The lifecycle: which status may follow which. This table is the only source of legal
+# moves: the store's `transition` takes its allowed sources from it and refuses the rest.
 TRANSITIONS: dict[str, frozenset[str]] = {
-    SCHEDULED: frozenset({CANCELLED}),
-    VALIDATING: frozenset({QUEUED, FAILED, CANCELLING, CANCELLED}),
-    QUEUED: frozenset({RUNNING, CANCELLING, CANCELLED, EXPIRED, FAILED}),
-    RUNNING: frozenset({FINALIZING, COMPLETED, QUEUED, CANCELLING, FAILED, EXPIRED}),
-    FINALIZING: frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED}),
+    # A cancel is recorded first, then the job's owner ends it (templates included).
+    SCHEDULED: frozenset({CANCELLING}),
+    # Validation queues or fails the batch; its window can close before validation ends.
+    VALIDATING: frozenset({QUEUED, FAILED, CANCELLING, EXPIRED}),
+    # Admitted; failed as a whole (its model left the config); cancelled; expired waiting.
+    QUEUED: frozenset({RUNNING, FAILED, CANCELLING, EXPIRED}),
+    # Dialects that write result files pass through finalizing; a restart requeues.
+    RUNNING: frozenset({FINALIZING, COMPLETED, QUEUED, CANCELLING, EXPIRED}),
+    FINALIZING: frozenset({COMPLETED}),
     CANCELLING: frozenset({CANCELLED}),
     COMPLETED: frozenset(),
     FAILED: frozenset(),
@@ -40,32 +45,24 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     CANCELLED: frozenset(),
 }
 
-_RELAY_VIEW = {VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
-               CANCELLED: "canceled", EXPIRED: FAILED}
-_RELAY_NAMES = {"queued", "scheduled", "running", "completed", "failed", "canceled"}
-
 ROW_PENDING = "pending"
 ROW_COMPLETED = "completed"
 ROW_FAILED = "failed"
-
-RELAY = "relay"
-OPENAI = "openai"
 
 
 def can_transition(current: str, new: str) -> bool:
     return new in TRANSITIONS.get(current, frozenset())
 
 
-def relay_status(status: str) -> str:
-    """The status name a Relay-dialect client sees."""
-    return _RELAY_VIEW.get(status, status)
+def sources_of(target: str) -> frozenset[str]:
+    """Every status the table allows to move to `target`."""
+    return frozenset(s for s, targets in TRANSITIONS.items() if target in targets)
 
 
-def internal_statuses_for_relay(name: str) -> tuple[str, ...] | None:
-    """The internal statuses a Relay `status` filter matches; None for an unknown name."""
-    if name not in _RELAY_NAMES:
-        return None
-    return tuple(s for s in STATUSES if relay_status(s) == name)
+def ending_for(current: str, wanted: str) -> str:
+    """The status a job actually ends in when its owner ends it as `wanted`: a cancel
+    already recorded wins over finishing or expiring."""
+    return CANCELLED if current == CANCELLING else wanted
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """What happened to one row: the attempts the router made and how the row ended.
 
-The router produces a `RowOutcome`; the supervisor stores it; renderers read it.
+A row executor produces a `RowOutcome`; the supervisor prices and stores it;
+renderers read it.
 Nothing here does I/O.
 """
 
@@ -27,6 +28,20 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call in a row that takes several (a transcript): the alias that
+    answered, what it cost in tokens, and the messages it added to the conversation."""
+
+    model: str
+    usage: Usage
+    messages: tuple[dict[str, Any], ...] = ()
+
 
 @dataclass(frozen=True)
 class RowOutcome:
@@ -42,5 +57,13 @@ class RowOutcome:
     error_body: dict[str, Any] | None = None  # the last upstream error body, when JSON
     dead_letter: bool = False  # failed, transiently, after every retry and fallback
     attempts: tuple[Attempt, ...] = field(default_factory=tuple)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # summed over every model call
     cost_nano_usd: int = 0  # the row's price, set by the supervisor from the model's pricing
+    turns: tuple[Turn, ...] = ()  # every model call, for a row that took several
+
+    @property
+    def model_calls(self) -> tuple[tuple[str, Usage], ...]:
+        """(alias, usage) of each model call that answered, for pricing."""
+        if self.turns:
+            return tuple((t.model, t.usage) for t in self.turns)
+        return ((self.model, self.usage),) if self.model else ()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from daemon.domain.jobs import OPENAI, Job
 from daemon.domain.outcome import Usage
 
 NANO_PER_USD_PER_MTOK = Decimal(1000)  # 1 USD per million tokens = 1,000 nano-USD per token
@@ -26,7 +25,3 @@ def _nano_per_token(input_usd_per_mtok: float, output_usd_per_mtok: float,
     scale = NANO_PER_USD_PER_MTOK * (1 - Decimal(str(discount)))
     return (Decimal(str(input_usd_per_mtok)) * scale, Decimal(str(output_usd_per_mtok)) * scale)
 
-
-def batch_discount(job: Job) -> Decimal:
-    """Standard OpenAI-dialect batches get the batch rate; expedited pay the online one."""
-    return STANDARD_DISCOUNT if job.dialect == OPENAI and job.tier == "standard" else Decimal(0)

@@ -40,7 +40,7 @@ def parse_submission(
     models: Collection[str],
     now: float,
     check_cron: Callable[[str], None] | None = None,
-    check_url: Callable[[str, str], None] | None = None,
+    check_url: Callable[[str, str], object] | None = None,
 ) -> Submission:
     """Validate a Relay submit body. `check_cron` and `check_url` raise `InvalidRequest`."""
     if not isinstance(body, dict):
@@ -192,7 +192,7 @@ def _cron(cron: Any, check: Callable[[str], None] | None) -> str | None:
     return cron
 
 
-def _webhook(url: Any, check: Callable[[str, str], None] | None) -> str | None:
+def _webhook(url: Any, check: Callable[[str, str], object] | None) -> str | None:
     if url is None:
         return None
     if not isinstance(url, str) or not url:

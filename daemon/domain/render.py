@@ -6,7 +6,36 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.domain.jobs import Job, RowRecord, relay_status
+from daemon.domain.jobs import (
+    CANCELLED,
+    CANCELLING,
+    EXPIRED,
+    FAILED,
+    FINALIZING,
+    QUEUED,
+    RUNNING,
+    STATUSES,
+    VALIDATING,
+    Job,
+    RowRecord,
+)
+
+# Seed 000 knows six statuses; the others read as their nearest Relay name.
+_RELAY_VIEW = {VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
+               CANCELLED: "canceled", EXPIRED: FAILED}
+RELAY_NAMES = frozenset({"queued", "scheduled", "running", "completed", "failed", "canceled"})
+
+
+def relay_status(status: str) -> str:
+    """The status name a Relay-dialect client sees."""
+    return _RELAY_VIEW.get(status, status)
+
+
+def internal_statuses_for_relay(name: str) -> tuple[str, ...] | None:
+    """The internal statuses a Relay `status` filter matches; None for an unknown name."""
+    if name not in RELAY_NAMES:
+        return None
+    return tuple(s for s in STATUSES if relay_status(s) == name)
 
 
 def iso(ts: float | None) -> str | None:
@@ -82,15 +111,28 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
     }
 
 
-def event_view(job: Job) -> dict[str, Any]:
-    """The dialect-neutral summary carried by `/v1/events`."""
+def webhook_payload(job: Job) -> dict[str, Any]:
+    """Seed 000's completion summary, POSTed to `webhookUrl` when a run ends."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "status": relay_status(job.status),
+        "total": job.total,
+        "completed": job.completed,
+        "failed": job.failed,
+        "dead_letter": job.dead_letter,
+        "completed_at": iso(job.finished_at),
+    }
+
+
+def event_fields(job: Job) -> dict[str, Any]:
+    """The dialect-neutral fields of a job's `/v1/events` summary."""
     return {
         "id": job.id,
         "dialect": job.dialect,
         "name": job.name,
         "model": job.model,
         "status": job.status,
-        "relay_status": relay_status(job.status),
         "priority": job.priority,
         "tier": job.tier,
         "total": job.total,

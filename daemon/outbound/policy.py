@@ -4,13 +4,22 @@ private, link-local, multicast or reserved address, literally or by DNS.
 
 `security.allow_private_targets = true` lifts both rules, for tests and demos.
 The operator's own `base_url`s are trusted and never pass through here.
+
+The rules are separately callable, so a client can apply them at the moment it
+connects (see `daemon.outbound.http`):
+
+    check_form(url)           scheme and shape: absolute http(s) URL, a host, a valid
+                              port; https unless private targets are allowed
+    resolve_host(host)        the addresses a host stands for (an IP literal is itself)
+    check_addresses(addrs)    refuse unless every address is public
+    check_url(url)            all three, as at submit time
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from daemon.domain.errors import InvalidRequest
@@ -28,22 +37,54 @@ def check_url(url: str, *, param: str, allow_private: bool,
     """Raise `InvalidRequest` naming `param` unless `url` is an allowed target. Returns
     the addresses it checked (none when private targets are allowed), so a caller can
     connect to exactly those and not resolve again (DNS can change in between)."""
+    parts = check_form(url, param=param, allow_private=allow_private)
+    if allow_private:
+        return []
+    assert parts.hostname is not None  # check_form refuses a URL without a host
+    return check_addresses(resolve_host(parts.hostname, param=param, resolve=resolve),
+                           param=param)
+
+
+def check_form(url: str, *, param: str, allow_private: bool) -> SplitResult:
+    """The URL's scheme and shape, no DNS: an absolute http(s) URL with a host and a
+    valid port, and https unless `allow_private`. Returns the split URL."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname or not _port_ok(parts):
         raise InvalidRequest(f"'{param}' must be an absolute https:// URL; got {url!r}.",
                              param=param, code="invalid_url")
-    if allow_private:
-        return []
-    if parts.scheme != "https":
+    if not allow_private and parts.scheme != "https":
         raise InvalidRequest(f"'{param}' must use https://.", param=param, code="invalid_url")
-    addresses = _addresses(parts.hostname, resolve, param)
-    for address in addresses:
-        if not is_public(address):
-            raise InvalidRequest(
-                f"'{param}' points at a non-public address ({address}); loopback, private, "
-                "link-local, multicast and reserved targets are refused.",
-                param=param, code="forbidden_target")
-    return addresses
+    return parts
+
+
+def check_addresses(addresses: Iterable[str], *, param: str) -> list[str]:
+    """Raise `InvalidRequest` (code "forbidden_target") unless every address is public;
+    return them."""
+    checked = list(addresses)
+    refused = non_public(checked)
+    if refused:
+        raise forbidden_target(refused[0], param=param)
+    return checked
+
+
+def non_public(addresses: Iterable[str]) -> list[str]:
+    """The addresses among `addresses` that are not public, in order."""
+    return [address for address in addresses if not is_public(address)]
+
+
+def forbidden_target(address: str, *, param: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"'{param}' points at a non-public address ({address}); loopback, private, "
+        "link-local, multicast and reserved targets are refused.",
+        param=param, code="forbidden_target")
+
+
+def ip_literal(host: str) -> str | None:
+    """`host` as a normalised IP address when it is one (no brackets), else None."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
 
 
 def _port_ok(parts: SplitResult) -> bool:
@@ -55,17 +96,21 @@ def _port_ok(parts: SplitResult) -> bool:
 
 
 def is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False  # not an address at all: never a public one
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_global and not ip.is_multicast and not ip.is_reserved
 
 
-def _addresses(host: str, resolve: Resolver, param: str) -> list[str]:
-    try:
-        return [str(ipaddress.ip_address(host))]
-    except ValueError:
-        pass
+def resolve_host(host: str, *, param: str, resolve: Resolver = system_resolver) -> list[str]:
+    """The addresses `host` stands for: an IP literal is itself, a name goes to
+    `resolve`. A name that does not resolve is an `InvalidRequest` (code "invalid_url")."""
+    literal = ip_literal(host)
+    if literal is not None:
+        return [literal]
     try:
         addresses = resolve(host)
     except (OSError, UnicodeError) as exc:

@@ -137,7 +137,7 @@ async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
 
 
 def _refuse(state: SimState, exc: BadRequest, call: Call | None) -> web.Response:
-    state.record(call and call.model, call.prompt if call else "", 400)
+    state.record(call.model if call else None, call.prompt if call else "", 400)
     return error_response(400, exc.message, param=exc.param)
 
 

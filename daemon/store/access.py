@@ -5,25 +5,21 @@ from __future__ import annotations
 import hmac
 import secrets
 
-from peewee import SqliteDatabase, fn
+from peewee import fn
 
 from daemon.domain import ids
+from daemon.store.interface import KeyRecord, WorkspaceRecord
 from daemon.store.models import ApiKey, Workspace
-from daemon.store.records import (
-    KeyRecord,
-    WorkspaceRecord,
-    hash_key,
-    workspace_record,
-)
+from daemon.store.records import hash_key, workspace_record
+from daemon.store.sql import SqlBase
 
 
-class AccessQueries:
+class AccessQueries(SqlBase):
     """Queries over workspaces and keys."""
 
-    db: SqliteDatabase
 
     def ensure_workspace(self, name: str, *, now: float) -> WorkspaceRecord:
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
         return workspace_record(ws)
 
@@ -39,7 +35,7 @@ class AccessQueries:
         """Operator switches: batch API access and the expedited tier."""
         changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited))
                    if v is not None}
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
             if changes:
                 Workspace.update(**changes).where(Workspace.id == ws.id).execute()
@@ -49,7 +45,7 @@ class AccessQueries:
 
     def create_key(self, workspace_name: str, *, now: float) -> str:
         plain = ids.api_key()
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             ws, _ = Workspace.get_or_create(name=workspace_name, defaults={"created_at": now})
             ApiKey.create(workspace=ws, prefix=plain[:10], key_hash=hash_key(plain),
                           created_at=now)
@@ -64,7 +60,7 @@ class AccessQueries:
 
     def revoke_key(self, prefix: str, *, now: float) -> int:
         """Revoke every live key starting with `prefix`; returns how many."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             if len(prefix) < 6:
                 return 0
             wanted = prefix[:10]  # keys are case-sensitive; LIKE is not, substr is
@@ -85,7 +81,7 @@ class AccessQueries:
 
     def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
         """The workspace's signing secret, created on first use."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             ws = Workspace.get_by_id(workspace_id)
             if ws.webhook_secret is None or rotate:
                 ws.webhook_secret = "whsec_" + secrets.token_hex(24)

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from peewee import SqliteDatabase
-
 from daemon.domain.files import FileRecord
 from daemon.store.models import FileModel
-from daemon.store.records import (
-    file_record,
-)
+from daemon.store.records import file_record
+from daemon.store.sql import SqlBase
 
 
-class FileQueries:
+def insert_file(record: FileRecord) -> None:
+    """One file record (inside the caller's transaction)."""
+    FileModel.create(id=record.id, workspace=record.workspace_id, filename=record.filename,
+                     purpose=record.purpose, bytes=record.bytes, status=record.status,
+                     path=record.path, created_at=record.created_at)
+
+
+class FileQueries(SqlBase):
     """Queries over file records."""
 
-    db: SqliteDatabase
 
     def add_file(self, record: FileRecord) -> FileRecord:
-        with self.db.atomic("IMMEDIATE"):
-            FileModel.create(id=record.id, workspace=record.workspace_id,
-                             filename=record.filename, purpose=record.purpose,
-                             bytes=record.bytes, status=record.status, path=record.path,
-                             created_at=record.created_at)
+        with self.write():
+            insert_file(record)
         return record
 
     def file(self, file_id: str, *, workspace_id: int | None = None) -> FileRecord | None:
@@ -47,7 +47,7 @@ class FileQueries:
         return [file_record(r) for r in rows[:limit]], len(rows) > limit
 
     def delete_file(self, file_id: str, *, workspace_id: int, now: float) -> FileRecord | None:
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             found = self.file(file_id, workspace_id=workspace_id)
             if found is not None:
                 FileModel.update(deleted_at=now).where(FileModel.id == file_id).execute()

@@ -4,45 +4,44 @@ validation results."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from peewee import SqliteDatabase
-
 from daemon.domain.jobs import (
-    FAILED,
+    EXPIRED,
     QUEUED,
+    ROW_FAILED,
     ROW_PENDING,
     RUNNING,
     SCHEDULED,
+    STATUSES,
     TERMINAL,
     VALIDATING,
     Job,
     RowDraft,
+    can_transition,
 )
+from daemon.store.file_records import insert_file
+from daemon.store.interface import Ending, JobDraft
 from daemon.store.models import JobModel, RowModel
-from daemon.store.records import (
-    JobDraft,
-    draft_fields,
-    job_record,
-    loads,
-)
+from daemon.store.records import draft_fields, job_record, loads
+from daemon.store.rows import insert_rows
+from daemon.store.sql import COPY_ROWS, SqlBase
+from daemon.store.webhooks import WEBHOOK_QUEUED
 
 
-class JobQueries:
+class JobQueries(SqlBase):
     """Queries over jobs."""
-
-    db: SqliteDatabase
 
     def create_job(self, draft: JobDraft, rows: Sequence[RowDraft]) -> Job:
         """Store a job and all its rows in one transaction: all or nothing."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             stamps = json.dumps({draft.status: draft.created_at})
             job = JobModel.create(
                 **draft_fields(draft), total=len(rows), stamps=stamps,
                 failed=sum(1 for r in rows if r.error),
             )
-            self._insert_rows(job.seq, rows, now=draft.created_at)
+            insert_rows(self.db, job.seq, rows, now=draft.created_at)
         return job_record(job)
 
     def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
@@ -64,7 +63,6 @@ class JobQueries:
         after: str | None = None,
         statuses: Sequence[str] | None = None,
         template_id: str | None = None,
-        dialect: str | None = None,
     ) -> tuple[list[Job], bool]:
         """Newest first; returns the page and whether more follow."""
         query = JobModel.select().where(JobModel.workspace == workspace_id)
@@ -78,8 +76,6 @@ class JobQueries:
             query = query.where(JobModel.status.in_(list(statuses)))
         if template_id is not None:
             query = query.where(JobModel.template_id == template_id)
-        if dialect is not None:
-            query = query.where(JobModel.dialect == dialect)
         rows = list(query.order_by(JobModel.seq.desc()).limit(limit + 1))
         return [job_record(r) for r in rows[:limit]], len(rows) > limit
 
@@ -93,18 +89,50 @@ class JobQueries:
                  .limit(limit))
         return [job_record(r) for r in query]
 
-    def transition(self, seq: int, *, source: Iterable[str], target: str, now: float,
-                   **fields: Any) -> Job | None:
-        """Move a job from one of `source` to `target`; None if it was not in `source`."""
-        with self.db.atomic("IMMEDIATE"):
+    def transition(self, seq: int, target: str, *, now: float, **fields: Any) -> Job | None:
+        """Move a job to `target` if the lifecycle table allows it from its current
+        status; None otherwise. Ending a job is `end_job`'s."""
+        if target in TERMINAL:
+            raise ValueError(f"a job ends through end_job, not transition (to {target})")
+        with self.write():
             row = JobModel.get_or_none(JobModel.seq == seq)
-            if row is None or row.status not in set(source):
+            if row is None or not can_transition(row.status, target):
                 return None
-            stamps = json.loads(row.stamps or "{}")
-            stamps.setdefault(target, now)  # when the status was first entered
-            JobModel.update(status=target, stamps=json.dumps(stamps), **fields).where(
-                JobModel.seq == seq).execute()
+            self._move(row, target, now=now, **fields)
         return self.job_by_seq(seq)
+
+    def end_job(self, seq: int, ending: Ending, *, now: float) -> Job | None:
+        """End a job in one transaction: rows that never ran fail with `ending.unrun`,
+        the result files are recorded, the status is set and the webhook (if any) is
+        queued. None if the table does not allow the ending from the current status."""
+        with self.write():
+            row = JobModel.get_or_none(JobModel.seq == seq)
+            if row is None or not can_transition(row.status, ending.status):
+                return None
+            unrun = self._end_unrun_rows(seq, ending.unrun, now=now)
+            for record in ending.files:
+                insert_file(record)
+            self._move(row, ending.status, now=now, finished_at=now,
+                       failed=JobModel.failed + unrun,
+                       output_file_id=ending.output_file_id,
+                       error_file_id=ending.error_file_id, error=ending.error,
+                       errors=json.dumps(ending.errors) if ending.errors else None,
+                       webhook_state=WEBHOOK_QUEUED if row.webhook_url else None)
+        return self.job_by_seq(seq)
+
+    def _move(self, row: JobModel, target: str, *, now: float, **fields: Any) -> None:
+        stamps = json.loads(row.stamps or "{}")
+        stamps.setdefault(target, now)  # when the status was first entered
+        (JobModel.update(status=target, stamps=json.dumps(stamps), **fields)
+         .where(JobModel.seq == row.seq).execute())
+
+    def _end_unrun_rows(self, seq: int, unrun: tuple[str, str] | None, *, now: float) -> int:
+        if unrun is None:
+            return 0
+        code, message = unrun
+        return (RowModel.update(status=ROW_FAILED, error=message, error_code=code,
+                                finished_at=now)
+                .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
 
     def jobs_in(self, status: str) -> list[Job]:
         return [job_record(r) for r in JobModel.select().where(JobModel.status == status)]
@@ -112,14 +140,13 @@ class JobQueries:
     def requeue_running(self, *, now: float) -> list[Job]:
         """At start: jobs a previous process left running go back to the queue."""
         seqs = [r.seq for r in JobModel.select(JobModel.seq).where(JobModel.status == RUNNING)]
-        requeued = (self.transition(seq, source={RUNNING}, target=QUEUED, now=now)
-                    for seq in seqs)
+        requeued = (self.transition(seq, QUEUED, now=now) for seq in seqs)
         return [job for job in requeued if job is not None]
 
     def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
                           now: float) -> Job | None:
         """A new queued job from a job's dead-lettered rows (optionally only some)."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             source = JobModel.get_by_id(seq)
             query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
             if custom_ids:
@@ -147,7 +174,7 @@ class JobQueries:
                   now: float) -> Job | None:
         """One queued run of a template, recorded with the tick it was for, in one
         transaction: a tick already taken (another process, a restart) spawns nothing."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             taken = (JobModel.update(next_run_at=next_run_at, last_run_id=run_id)
                      .where(JobModel.seq == template.seq, JobModel.status == SCHEDULED,
                             JobModel.next_run_at == tick).execute())
@@ -160,12 +187,7 @@ class JobQueries:
                 webhook_url=template.webhook_url, template_id=template.id, tier=template.tier,
                 metadata=template.metadata,
             )), total=template.total, stamps=json.dumps({QUEUED: now}))
-            self.db.execute_sql(
-                'INSERT INTO "row" (job_id, position, custom_id, model, body, status, '
-                "attempts, dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
-                "SELECT ?, position, custom_id, model, body, ?, 0, 0, 0, 0, 0 "
-                'FROM "row" WHERE job_id = ? ORDER BY position',
-                (run.seq, ROW_PENDING, template.seq))
+            self.db.execute_sql(self.sql(COPY_ROWS), (run.seq, ROW_PENDING, template.seq))
         return job_record(run)
 
 
@@ -173,23 +195,17 @@ class JobQueries:
                          now: float) -> Job | None:
         """A validated batch's records become its rows and it joins the queue, in one
         transaction; None if it left `validating` meanwhile (cancelled)."""
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             job = JobModel.get_or_none(JobModel.seq == seq)
             if job is None or job.status != VALIDATING:
                 return None
-            self._insert_rows(seq, rows, now=now)
+            insert_rows(self.db, seq, rows, now=now)
             JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
                             model=model or job.model).where(JobModel.seq == seq).execute()
-            return self.transition(seq, source={VALIDATING}, target=QUEUED, now=now)
-
-    def fail_job(self, seq: int, *, error: str, now: float,
-                 errors: list[dict[str, Any]] | None = None) -> Job | None:
-        """The job could not run at all (validation failed, its model vanished)."""
-        return self.transition(seq, source={VALIDATING, QUEUED}, target=FAILED, now=now,
-                               finished_at=now, error=error,
-                               errors=json.dumps(errors) if errors else None)
+            return self.transition(seq, QUEUED, now=now)
 
     def expired_jobs(self, now: float) -> list[Job]:
+        open_statuses = [s for s in STATUSES if can_transition(s, EXPIRED)]
         query = JobModel.select().where(JobModel.expires_at <= now,
-                                        JobModel.status.not_in(list(TERMINAL)))
+                                        JobModel.status.in_(open_statuses))
         return [job_record(r) for r in query]

@@ -54,6 +54,7 @@ class ApiKey(BaseModel):
 
 
 class JobModel(BaseModel):
+    workspace_id: int  # the foreign key's column, as Peewee exposes it
     seq = AutoField()
     id = TextField(unique=True)
     workspace = ForeignKeyField(Workspace, backref="jobs", on_delete="CASCADE")
@@ -77,6 +78,7 @@ class JobModel(BaseModel):
     error = TextField(null=True)
     webhook_url = TextField(null=True)
     webhook = TextField(null=True)  # JSON: the delivery outcome
+    webhook_state = TextField(null=True)  # queued, sending, done (store/webhooks.py)
     cron = TextField(null=True)
     next_run_at = FloatField(null=True, index=True)
     template_id = TextField(null=True, index=True)
@@ -120,6 +122,7 @@ class RowModel(BaseModel):
 
 
 class AttemptModel(BaseModel):
+    row_id: int
     id = AutoField()
     row = ForeignKeyField(RowModel, backref="attempt_log", on_delete="CASCADE")
     model = TextField()
@@ -136,6 +139,7 @@ class AttemptModel(BaseModel):
 class FileModel(BaseModel):
     """An uploaded input file or a written result file; the bytes live under data_dir."""
 
+    workspace_id: int
     seq = AutoField()
     id = TextField(unique=True)
     workspace = ForeignKeyField(Workspace, backref="files", on_delete="CASCADE")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from daemon.domain.files import FileRecord
@@ -12,57 +11,8 @@ from daemon.domain.jobs import (
     Job,
     RowRecord,
 )
+from daemon.store.interface import JobDraft, WorkspaceRecord
 from daemon.store.models import FileModel, JobModel, RowModel, Workspace
-
-
-@dataclass(frozen=True)
-class WorkspaceRecord:
-    id: int
-    name: str
-    batch_access: bool = True
-    expedited: bool = True
-    webhook_secret: str | None = None
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    id: int
-    workspace: str
-    prefix: str
-    created_at: float
-    revoked_at: float | None
-
-
-@dataclass(frozen=True)
-class JobDraft:
-    """A job about to be stored; the store assigns `seq` and the counters."""
-
-    id: str
-    workspace_id: int
-    dialect: str
-    name: str
-    model: str
-    endpoint: str
-    status: str
-    priority: int
-    created_at: float
-    webhook_url: str | None = None
-    cron: str | None = None
-    next_run_at: float | None = None
-    template_id: str | None = None
-    tier: str = "standard"
-    metadata: dict[str, Any] | None = None
-    input_file_id: str | None = None
-    expires_at: float | None = None
-
-
-@dataclass(frozen=True)
-class Flushed:
-    """What one `save_outcomes` call changed."""
-
-    completed: int
-    failed: int
-    dead_letter: int
 
 
 def hash_key(plain: str) -> str:

@@ -7,67 +7,47 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from peewee import SqliteDatabase, fn
+from peewee import Database, fn
 
 from daemon.domain.jobs import (
     ROW_COMPLETED,
     ROW_FAILED,
     ROW_PENDING,
-    TERMINAL,
     Job,
     RowDraft,
     RowRecord,
     RowWork,
 )
 from daemon.domain.outcome import RowOutcome
+from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RowModel
-from daemon.store.records import (
-    Flushed,
-    dumps,
-    row_record,
-)
+from daemon.store.records import dumps, row_record
+from daemon.store.sql import INSERT_ATTEMPTS, INSERT_ROWS, PENDING_ROWS, UPDATE_ROWS, SqlBase
 
 INSERT_CHUNK = 500
 
 
-class RowQueries:
+def insert_rows(db: Database, job_seq: int, rows: Sequence[RowDraft], *, now: float) -> None:
+    """A job's rows, in bulk (inside the caller's transaction)."""
+    cursor = db.cursor()
+    statement = INSERT_ROWS.format(p=db.param)
+    for start in range(0, len(rows), INSERT_CHUNK):
+        chunk = rows[start:start + INSERT_CHUNK]
+        cursor.executemany(statement, [
+            (job_seq, start + i + 1, r.custom_id, r.model, json.dumps(r.body),
+             ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
+             now if r.error else None)
+            for i, r in enumerate(chunk)
+        ])
+
+
+class RowQueries(SqlBase):
     """Queries over rows and their attempts."""
-
-    db: SqliteDatabase
-
-    def _insert_rows(self, job_seq: int, rows: Sequence[RowDraft], *, now: float) -> None:
-        sql = ('INSERT INTO "row" (job_id, position, custom_id, model, body, status, error, '
-               "error_code, finished_at, attempts, dead_letter, prompt_tokens, "
-               "completion_tokens, cost_nano_usd) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0)")
-        cursor = self.db.cursor()
-        for start in range(0, len(rows), INSERT_CHUNK):
-            chunk = rows[start:start + INSERT_CHUNK]
-            cursor.executemany(sql, [
-                (job_seq, start + i + 1, r.custom_id, r.model, json.dumps(r.body),
-                 ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
-                 now if r.error else None)
-                for i, r in enumerate(chunk)
-            ])
-
-    def end_pending_rows(self, seq: int, *, error: str, error_code: str, now: float) -> int:
-        """Rows that never ran fail with `error` (cancel, expiry); counters follow. Does
-        nothing once the job has ended."""
-        with self.db.atomic("IMMEDIATE"):
-            current = JobModel.get_or_none(JobModel.seq == seq)
-            if current is None or current.status in TERMINAL:
-                return 0
-            n = (RowModel.update(status=ROW_FAILED, error=error, error_code=error_code,
-                                 finished_at=now)
-                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
-            JobModel.update(failed=JobModel.failed + n).where(JobModel.seq == seq).execute()
-        return n
 
 
     def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
-        cursor = self.db.execute_sql(
-            'SELECT id, custom_id, model, body FROM "row" WHERE job_id = ? AND status = ? '
-            "AND id > ? ORDER BY id LIMIT ?", (job.seq, ROW_PENDING, after_id, limit))
+        cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
+                                     (job.seq, ROW_PENDING, after_id, limit))
         return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
                         model=model or job.model, endpoint=job.endpoint, body=json.loads(body))
                 for rid, custom_id, model, body in cursor.fetchall()]
@@ -80,7 +60,7 @@ class RowQueries:
         attempts), so the job's totals always equal what its rows say."""
         if not outcomes:
             return Flushed(0, 0, 0)
-        with self.db.atomic("IMMEDIATE"):
+        with self.write():
             done = self._still_pending(outcomes)
             completed = sum(1 for _, o in done if o.ok)
             flushed = Flushed(completed, len(done) - completed,
@@ -111,11 +91,7 @@ class RowQueries:
         return list(first.items())
 
     def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> None:
-        sql = ('UPDATE "row" SET status = ?, attempts = ?, response = ?, status_code = ?, '
-               "error = ?, error_code = ?, dead_letter = ?, answered_by = ?, "
-               "prompt_tokens = ?, completion_tokens = ?, cost_nano_usd = ?, finished_at = ? "
-               "WHERE id = ? AND status = ?")
-        self.db.cursor().executemany(sql, [
+        self.db.cursor().executemany(self.sql(UPDATE_ROWS), [
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
              (o.response_text or dumps(o.response)) if o.ok else dumps(o.error_body),
              o.status_code,
@@ -125,9 +101,7 @@ class RowQueries:
         ])
 
     def _insert_attempts(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
-        sql = ("INSERT INTO attempt (row_id, model, status_code, error, duration_ms, "
-               "started_at, transient) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        self.db.cursor().executemany(sql, [
+        self.db.cursor().executemany(self.sql(INSERT_ATTEMPTS), [
             (rid, a.model, a.status_code, a.error, a.duration_ms, a.started_at, int(a.transient))
             for rid, o in done for a in o.attempts
         ])
@@ -139,10 +113,10 @@ class RowQueries:
                  .where(RowModel.job == job_seq)
                  .group_by(RowModel.status, RowModel.dead_letter))
         counts = {"completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}
-        for r in query:
-            counts[r.status] += r.n
-            if r.dead_letter:
-                counts["dead_letter"] += r.n
+        for status, dead_letter, n in self.db.execute(query):
+            counts[status] += n
+            if dead_letter:
+                counts["dead_letter"] += n
         return counts
 
     def rows(self, job_seq: int, *, after_position: int = 0,

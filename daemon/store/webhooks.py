@@ -1,44 +1,40 @@
-"""Webhook delivery bookkeeping: claimed before sending, so a delivery happens at most
-once even across a crash."""
+"""Completion-webhook bookkeeping. `end_job` queues a delivery in the same transaction
+that ends the job; the notifier claims it before sending and records the outcome,
+so a delivery happens at most once, even across a crash."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from peewee import SqliteDatabase
-
-from daemon.domain.jobs import (
-    TERMINAL,
-    Job,
-)
+from daemon.domain.jobs import Job
 from daemon.store.models import JobModel
-from daemon.store.records import (
-    job_record,
-)
+from daemon.store.records import job_record
+from daemon.store.sql import SqlBase
+
+WEBHOOK_QUEUED = "queued"  # the job ended; its webhook is due
+WEBHOOK_SENDING = "sending"  # claimed by a notifier; the POST may be on the wire
+WEBHOOK_DONE = "done"  # the outcome is stored in `webhook`
 
 
-class WebhookQueries:
+class WebhookQueries(SqlBase):
     """Queries over webhook deliveries."""
 
-    db: SqliteDatabase
-
     def claim_webhook(self, seq: int, *, now: float) -> bool:
-        """Mark a job's webhook as being sent; False if it was claimed already."""
-        claim = json.dumps({"state": "sending", "claimed_at": now})
-        with self.db.atomic("IMMEDIATE"):
-            return (JobModel.update(webhook=claim)
-                    .where(JobModel.seq == seq, JobModel.webhook.is_null()).execute()) == 1
+        """Mark a job's queued webhook as being sent; False if it is not queued."""
+        with self.write():
+            return (JobModel.update(webhook_state=WEBHOOK_SENDING)
+                    .where(JobModel.seq == seq, JobModel.webhook_state == WEBHOOK_QUEUED)
+                    .execute()) == 1
 
     def save_webhook(self, seq: int, outcome: dict[str, Any]) -> None:
-        with self.db.atomic("IMMEDIATE"):
-            JobModel.update(webhook=json.dumps(outcome)).where(JobModel.seq == seq).execute()
+        with self.write():
+            (JobModel.update(webhook=json.dumps(outcome), webhook_state=WEBHOOK_DONE)
+             .where(JobModel.seq == seq).execute())
 
     def unsent_webhooks(self) -> list[Job]:
         """Ended jobs whose webhook was never claimed (the process stopped first)."""
-        query = JobModel.select().where(JobModel.status.in_(list(TERMINAL)),
-                                        JobModel.webhook_url.is_null(False),
-                                        JobModel.webhook.is_null())
+        query = JobModel.select().where(JobModel.webhook_state == WEBHOOK_QUEUED)
         return [job_record(r) for r in query]
 
     def abandon_claimed_webhooks(self, *, now: float) -> int:
@@ -46,6 +42,6 @@ class WebhookQueries:
         rather than send again, so a receiver never sees one run twice."""
         outcome = json.dumps({"status_code": None, "attempted_at": None,
                               "error": "delivery interrupted by a daemon restart; not retried"})
-        with self.db.atomic("IMMEDIATE"):
-            return (JobModel.update(webhook=outcome)
-                    .where(JobModel.webhook.contains('"state": "sending"')).execute())
+        with self.write():
+            return (JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
+                    .where(JobModel.webhook_state == WEBHOOK_SENDING).execute())

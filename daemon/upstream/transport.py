@@ -9,7 +9,9 @@ any answer is an exception:
       kind "connection"   refused, reset, disconnected, truncated body
 
 `AiohttpTransport` is the real one (one pooled `ClientSession` on the I/O loop);
-`FunctionTransport` wraps a plain async function so tests need no network.
+`TRANSPORTS` names the real ones `[gateway] transport` may choose, so a second
+client is one class and one line here. `FunctionTransport` wraps a plain async
+function so tests need no network.
 """
 
 from __future__ import annotations
@@ -109,6 +111,14 @@ class AiohttpTransport:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+TRANSPORTS: dict[str, Callable[..., Transport]] = {"aiohttp": AiohttpTransport}
+
+
+def make_transport(name: str, retry: RetryConfig, *, connection_limit: int) -> Transport:
+    """The upstream HTTP client `[gateway] transport` names (see `config.TRANSPORTS`)."""
+    return TRANSPORTS[name](retry, connection_limit=connection_limit)
 
 
 class FunctionTransport:

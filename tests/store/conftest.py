@@ -1,4 +1,9 @@
-"""Store fixtures: a real SQLite database in a temp dir, and factories for jobs and outcomes."""
+"""Store fixtures: a real database of every backend, and factories for jobs and outcomes.
+
+The `repo` fixture is parametrized over `BACKENDS`, so every test in this folder is
+part of the store's contract suite and runs against each backend (in the style of
+huey's storage tests). A new backend adds one opener here.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,10 @@ from typing import Any
 import pytest
 
 from daemon.domain import ids
-from daemon.domain.jobs import QUEUED, RELAY, Job, RowDraft
+from daemon.domain.jobs import QUEUED, Job, RowDraft
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
-from daemon.store.db import open_database
-from daemon.store.repo import JobDraft, Repo
+from daemon.store.interface import Ending, JobDraft, Store
+from daemon.store.sqlite import open_sqlite
 
 NOW = 1_700_000_000.0
 
@@ -26,11 +31,21 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "relay.db"
 
 
-@pytest.fixture
-def repo(db_path: Path) -> Iterator[Repo]:
-    db = open_database(db_path)
-    yield Repo(db)
-    db.close()
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "sqlite": lambda tmp: open_sqlite(tmp / "relay.db"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    store = BACKENDS[request.param](tmp_path)
+    yield store
+    store.close()
+
+
+def end(repo: Store, job: Job, status: str, *, now: float = NOW, **ending: Any) -> Job | None:
+    """End `job` as `status` the way the actors do (`Store.end_job`)."""
+    return repo.end_job(job.seq, Ending(status, **ending), now=now)
 
 
 def make_rows(n: int, *, prefix: str = "r") -> list[RowDraft]:
@@ -45,11 +60,11 @@ def make_job() -> MakeJob:
     second newer than the last unless `created_at` is given."""
     clock = itertools.count()
 
-    def factory(repo: Repo, *, rows: int | list[RowDraft] = 3, workspace: str = "acme",
+    def factory(repo: Store, *, rows: int | list[RowDraft] = 3, workspace: str = "acme",
                 **overrides: Any) -> Job:
         ws = repo.ensure_workspace(workspace, now=NOW)
         fields: dict[str, Any] = {
-            "id": ids.relay_job_id(), "workspace_id": ws.id, "dialect": RELAY,
+            "id": ids.relay_job_id(), "workspace_id": ws.id, "dialect": "relay",
             "name": "Review sentiment", "model": "gpt-4o-mini",
             "endpoint": "/v1/chat/completions", "status": QUEUED, "priority": 0,
             "created_at": NOW + next(clock),

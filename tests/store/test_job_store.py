@@ -4,17 +4,21 @@ restart recovery, cancel and dead-letter retry."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from daemon.domain import ids
+from daemon.domain.files import FileRecord
 from daemon.domain.jobs import RowDraft
+from daemon.store import jobs as store_jobs
 from daemon.store import rows as rows_module
-from daemon.store.repo import Repo
-from tests.store.conftest import NOW, MakeJob, MakeOutcome, make_rows
+from daemon.store.interface import Store
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, end, make_rows
 
 
-def count(repo: Repo, table: str) -> int:
+def count(repo: Store, table: str) -> int:
     (n,) = repo.db.execute_sql(f'SELECT COUNT(*) FROM "{table}"').fetchone()
     return n
 
@@ -22,7 +26,7 @@ def count(repo: Repo, table: str) -> int:
 # -- create_job -------------------------------------------------------------------
 
 
-def test_create_job_stores_job_and_rows(repo: Repo, make_job: MakeJob) -> None:
+def test_create_job_stores_job_and_rows(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=4, name="October", priority=3, webhook_url="https://h.example/x")
     assert job.total == 4
     assert (job.completed, job.failed, job.dead_letter) == (0, 0, 0)
@@ -37,7 +41,7 @@ def test_create_job_stores_job_and_rows(repo: Repo, make_job: MakeJob) -> None:
     assert all(r.status == "pending" and r.attempts == 0 for r in rows)
 
 
-def test_create_job_with_pre_failed_rows(repo: Repo, make_job: MakeJob) -> None:
+def test_create_job_with_pre_failed_rows(repo: Store, make_job: MakeJob) -> None:
     rows = [*make_rows(2), RowDraft(custom_id="bad", body={}, error="invalid row")]
     job = make_job(repo, rows=rows)
     assert (job.total, job.failed) == (3, 1)
@@ -45,7 +49,7 @@ def test_create_job_with_pre_failed_rows(repo: Repo, make_job: MakeJob) -> None:
                                         "pending": 2}
 
 
-def test_get_job_respects_workspace(repo: Repo, make_job: MakeJob) -> None:
+def test_get_job_respects_workspace(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, workspace="acme")
     other = repo.ensure_workspace("globex", now=NOW)
     assert repo.get_job(job.id, workspace_id=other.id) is None
@@ -53,7 +57,7 @@ def test_get_job_respects_workspace(repo: Repo, make_job: MakeJob) -> None:
     assert repo.get_job("f" * 32) is None
 
 
-def test_failure_mid_insert_leaves_nothing(repo: Repo, make_job: MakeJob) -> None:
+def test_failure_mid_insert_leaves_nothing(repo: Store, make_job: MakeJob) -> None:
     make_job(repo, rows=2)  # something already stored must survive
     before = (count(repo, "job"), count(repo, "row"))
     rows = make_rows(1200)
@@ -63,21 +67,21 @@ def test_failure_mid_insert_leaves_nothing(repo: Repo, make_job: MakeJob) -> Non
     assert (count(repo, "job"), count(repo, "row")) == before
 
 
-def test_failure_after_rows_leaves_nothing(repo: Repo, make_job: MakeJob,
+def test_failure_after_rows_leaves_nothing(repo: Store, make_job: MakeJob,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    original = Repo._insert_rows
+    original = store_jobs.insert_rows
 
-    def insert_then_fail(self: Repo, *args: object, **kwargs: object) -> None:
-        original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def insert_then_fail(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(Repo, "_insert_rows", insert_then_fail)
+    monkeypatch.setattr(store_jobs, "insert_rows", insert_then_fail)
     with pytest.raises(RuntimeError):
         make_job(repo, rows=10)
     assert (count(repo, "job"), count(repo, "row")) == (0, 0)
 
 
-def test_fifty_thousand_rows(repo: Repo, make_job: MakeJob) -> None:
+def test_fifty_thousand_rows(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=50_000)
     assert job.total == 50_000
     assert count(repo, "row") == 50_000
@@ -93,7 +97,7 @@ def test_fifty_thousand_rows(repo: Repo, make_job: MakeJob) -> None:
     assert [w.custom_id for w in last] == ["r-50000"]
 
 
-def test_pending_rows_pages_by_id(repo: Repo, make_job: MakeJob) -> None:
+def test_pending_rows_pages_by_id(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=7, model="gpt-4o-mini")
     make_job(repo, rows=3)  # another job's rows never show up
     first = repo.pending_rows(job, after_id=0, limit=3)
@@ -109,7 +113,7 @@ def test_pending_rows_pages_by_id(repo: Repo, make_job: MakeJob) -> None:
     assert work.body == {"messages": [{"role": "user", "content": "prompt 1"}]}
 
 
-def test_pending_rows_skips_finished_rows(repo: Repo, make_job: MakeJob,
+def test_pending_rows_skips_finished_rows(repo: Store, make_job: MakeJob,
                                           make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=4)
     ids_ = [w.id for w in repo.pending_rows(job, after_id=0, limit=10)]
@@ -118,7 +122,7 @@ def test_pending_rows_skips_finished_rows(repo: Repo, make_job: MakeJob,
     assert [w.id for w in repo.pending_rows(job, after_id=0, limit=10)] == [ids_[1], ids_[3]]
 
 
-def test_per_row_model_overrides_job_model(repo: Repo, make_job: MakeJob) -> None:
+def test_per_row_model_overrides_job_model(repo: Store, make_job: MakeJob) -> None:
     rows = [RowDraft(custom_id="a", body={}, model="backup"), RowDraft(custom_id="b", body={})]
     job = make_job(repo, rows=rows, model="gpt-4o-mini")
     assert [w.model for w in repo.pending_rows(job, after_id=0, limit=10)] == [
@@ -128,7 +132,7 @@ def test_per_row_model_overrides_job_model(repo: Repo, make_job: MakeJob) -> Non
 # -- list_jobs ------------------------------------------------------------------
 
 
-def test_list_jobs_newest_first_with_paging(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_newest_first_with_paging(repo: Store, make_job: MakeJob) -> None:
     made = [make_job(repo, rows=1) for _ in range(5)]
     ws = made[0].workspace_id
     page, more = repo.list_jobs(ws, limit=2)
@@ -143,22 +147,22 @@ def test_list_jobs_newest_first_with_paging(repo: Repo, make_job: MakeJob) -> No
     assert repo.list_jobs(ws, limit=2, after=made[0].id) == ([], False)
 
 
-def test_list_jobs_exact_limit_has_no_more(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_exact_limit_has_no_more(repo: Store, make_job: MakeJob) -> None:
     made = [make_job(repo, rows=1) for _ in range(3)]
     page, more = repo.list_jobs(made[0].workspace_id, limit=3)
     assert len(page) == 3
     assert not more
 
 
-def test_list_jobs_unknown_after_is_empty(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_unknown_after_is_empty(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo)
     assert repo.list_jobs(job.workspace_id, limit=10, after="0" * 32) == ([], False)
 
 
-def test_list_jobs_status_filter(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_status_filter(repo: Store, make_job: MakeJob) -> None:
     queued = make_job(repo)
     running = make_job(repo)
-    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    repo.transition(running.seq, "running", now=NOW)
     ws = queued.workspace_id
     assert [j.id for j in repo.list_jobs(ws, limit=10, statuses=["running"])[0]] == [running.id]
     both = repo.list_jobs(ws, limit=10, statuses=["queued", "running"])[0]
@@ -166,7 +170,7 @@ def test_list_jobs_status_filter(repo: Repo, make_job: MakeJob) -> None:
     assert repo.list_jobs(ws, limit=10, statuses=[])[0] == []
 
 
-def test_list_jobs_template_filter(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_template_filter(repo: Store, make_job: MakeJob) -> None:
     template = make_job(repo, status="scheduled", cron="0 * * * *", next_run_at=NOW + 60)
     run = make_job(repo, template_id=template.id)
     make_job(repo)
@@ -174,15 +178,7 @@ def test_list_jobs_template_filter(repo: Repo, make_job: MakeJob) -> None:
     assert [j.id for j in page] == [run.id]
 
 
-def test_list_jobs_dialect_filter(repo: Repo, make_job: MakeJob) -> None:
-    relay = make_job(repo)
-    openai = make_job(repo, dialect="openai", id=ids.openai_batch_id())
-    ws = relay.workspace_id
-    assert [j.id for j in repo.list_jobs(ws, limit=10, dialect="openai")[0]] == [openai.id]
-    assert [j.id for j in repo.list_jobs(ws, limit=10, dialect="relay")[0]] == [relay.id]
-
-
-def test_list_jobs_workspace_isolation(repo: Repo, make_job: MakeJob) -> None:
+def test_list_jobs_workspace_isolation(repo: Store, make_job: MakeJob) -> None:
     mine = make_job(repo, workspace="acme")
     theirs = make_job(repo, workspace="globex")
     assert [j.id for j in repo.list_jobs(mine.workspace_id, limit=10)[0]] == [mine.id]
@@ -194,7 +190,7 @@ def test_list_jobs_workspace_isolation(repo: Repo, make_job: MakeJob) -> None:
 # -- scheduling -------------------------------------------------------------------
 
 
-def test_queued_jobs_order(repo: Repo, make_job: MakeJob) -> None:
+def test_queued_jobs_order(repo: Store, make_job: MakeJob) -> None:
     old_low = make_job(repo, priority=0)
     high = make_job(repo, priority=5)
     standard = make_job(repo, priority=1)
@@ -202,54 +198,72 @@ def test_queued_jobs_order(repo: Repo, make_job: MakeJob) -> None:
     new_low = make_job(repo, priority=0)
     newer_high = make_job(repo, priority=5)
     running = make_job(repo, priority=99)
-    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    repo.transition(running.seq, "running", now=NOW)
     make_job(repo, priority=99, status="scheduled", cron="0 * * * *", next_run_at=NOW)
     order = [j.id for j in repo.queued_jobs(10)]
     assert order == [expedited.id, high.id, newer_high.id, standard.id, old_low.id, new_low.id]
     assert [j.id for j in repo.queued_jobs(2)] == [expedited.id, high.id]
 
 
-def test_transition_from_listed_source(repo: Repo, make_job: MakeJob) -> None:
+def test_transition_from_listed_source(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo)
-    moved = repo.transition(job.seq, source={"queued"}, target="running", now=NOW + 10,
+    moved = repo.transition(job.seq, "running", now=NOW + 10,
                             started_at=NOW + 10)
     assert moved is not None
     assert moved.status == "running"
     assert moved.started_at == NOW + 10
     assert moved.stamps == {"queued": job.created_at, "running": NOW + 10}
-    done = repo.transition(job.seq, source={"running"}, target="completed", now=NOW + 20,
-                           finished_at=NOW + 20)
+    done = end(repo, job, "completed", now=NOW + 20)
     assert done is not None
-    assert done.stamps["completed"] == NOW + 20
+    assert (done.stamps["completed"], done.finished_at) == (NOW + 20, NOW + 20)
     assert repo.get_job(job.id) == done
 
 
-def test_transition_from_other_status_does_nothing(repo: Repo, make_job: MakeJob) -> None:
-    job = make_job(repo)
-    assert repo.transition(job.seq, source={"running", "cancelling"}, target="completed",
-                           now=NOW, finished_at=NOW) is None
+@pytest.mark.parametrize(("start", "target"), [
+    ("queued", "finalizing"), ("queued", "queued"), ("scheduled", "running"),
+    ("validating", "running"), ("cancelling", "running"), ("cancelling", "queued"),
+])
+def test_transition_the_table_refuses_does_nothing(repo: Store, make_job: MakeJob,
+                                                    start: str, target: str) -> None:
+    job = make_job(repo, status=start)
+    assert repo.transition(job.seq, target, now=NOW) is None
     assert repo.get_job(job.id) == job
-    assert repo.transition(99_999, source={"queued"}, target="running", now=NOW) is None
+    assert repo.transition(99_999, "running", now=NOW) is None
 
 
-def test_requeue_running(repo: Repo, make_job: MakeJob) -> None:
+@pytest.mark.parametrize("target", ["completed", "failed", "expired", "cancelled"])
+def test_a_job_ends_only_through_end_job(repo: Store, make_job: MakeJob, target: str) -> None:
+    job = make_job(repo)
+    with pytest.raises(ValueError, match="end_job"):
+        repo.transition(job.seq, target, now=NOW)
+
+
+def test_end_job_refuses_what_the_table_refuses(repo: Store, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=2)
+    assert end(repo, job, "completed") is None  # queued never completes directly
+    assert end(repo, job, "cancelled") is None  # a cancel is recorded first
+    assert repo.get_job(job.id) == job
+    assert repo.row_counts(job.seq)["pending"] == 2
+
+
+def test_requeue_running(repo: Store, make_job: MakeJob) -> None:
     running = make_job(repo)
-    repo.transition(running.seq, source={"queued"}, target="running", now=NOW)
+    repo.transition(running.seq, "running", now=NOW)
     queued = make_job(repo)
     done = make_job(repo)
-    repo.transition(done.seq, source={"queued"}, target="cancelled", now=NOW)
+    end(repo, done, "failed", error="no model")
     requeued = repo.requeue_running(now=NOW + 100)
     assert [j.id for j in requeued] == [running.id]
     assert requeued[0].status == "queued"
     assert repo.get_job(queued.id).status == "queued"  # type: ignore[union-attr]
-    assert repo.get_job(done.id).status == "cancelled"  # type: ignore[union-attr]
+    assert repo.get_job(done.id).status == "failed"  # type: ignore[union-attr]
     assert repo.requeue_running(now=NOW + 200) == []
 
 
-def test_requeue_keeps_finished_rows(repo: Repo, make_job: MakeJob,
+def test_requeue_keeps_finished_rows(repo: Store, make_job: MakeJob,
                                      make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
-    repo.transition(job.seq, source={"queued"}, target="running", now=NOW)
+    repo.transition(job.seq, "running", now=NOW)
     first = repo.pending_rows(job, after_id=0, limit=1)[0]
     repo.save_outcomes(job.seq, [(first.id, make_outcome())], now=NOW)
     (requeued,) = repo.requeue_running(now=NOW + 1)
@@ -261,18 +275,15 @@ def test_requeue_keeps_finished_rows(repo: Repo, make_job: MakeJob,
 # -- cancel -----------------------------------------------------------------------
 
 
-def test_end_pending_rows_fails_only_pending_rows(repo: Repo, make_job: MakeJob,
-                                                  make_outcome: MakeOutcome) -> None:
+def test_end_job_fails_only_pending_rows(repo: Store, make_job: MakeJob,
+                                         make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=5)
-    repo.transition(job.seq, source={"queued"}, target="running", now=NOW)
+    repo.transition(job.seq, "running", now=NOW)
     work = repo.pending_rows(job, after_id=0, limit=2)
     repo.save_outcomes(job.seq, [(work[0].id, make_outcome()),
                                  (work[1].id, make_outcome(False, dead_letter=True))], now=NOW)
-    repo.transition(job.seq, source={"running"}, target="cancelling", now=NOW + 1)
-    assert repo.end_pending_rows(job.seq, error="canceled", error_code="canceled",
-                                 now=NOW + 2) == 3
-    ended = repo.transition(job.seq, source={"cancelling"}, target="cancelled", now=NOW + 2,
-                            finished_at=NOW + 2)
+    repo.transition(job.seq, "cancelling", now=NOW + 1)
+    ended = end(repo, job, "cancelled", now=NOW + 2, unrun=("canceled", "canceled"))
     assert ended is not None
     assert ended.status == "cancelled"
     assert ended.finished_at == NOW + 2
@@ -284,28 +295,45 @@ def test_end_pending_rows_fails_only_pending_rows(repo: Repo, make_job: MakeJob,
     assert rows[1].error == "upstream_error: 503"
 
 
-def test_end_pending_rows_of_a_queued_job(repo: Repo, make_job: MakeJob) -> None:
+def test_end_job_of_a_cancelled_queued_job(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=2)
-    assert repo.end_pending_rows(job.seq, error="x", error_code="x", now=NOW) == 2
-    stored = repo.get_job(job.id)
-    assert stored is not None
-    assert (stored.status, stored.failed) == ("queued", 2)
+    repo.transition(job.seq, "cancelling", now=NOW)
+    ended = end(repo, job, "cancelled", unrun=("x", "x"))
+    assert ended is not None
+    assert (ended.status, ended.failed) == ("cancelled", 2)
 
 
-def test_end_pending_rows_of_an_ended_job_changes_nothing(repo: Repo, make_job: MakeJob) -> None:
+def test_end_job_of_an_ended_job_changes_nothing(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=2)
-    repo.transition(job.seq, source={"queued"}, target="failed", now=NOW, error="no model")
-    assert repo.end_pending_rows(job.seq, error="x", error_code="x", now=NOW + 1) == 0
+    failed = end(repo, job, "failed", error="no model")
+    assert failed is not None and failed.error == "no model"
+    assert end(repo, job, "expired", unrun=("x", "x"), now=NOW + 1) is None
     stored = repo.get_job(job.id)
     assert stored is not None
     assert (stored.status, stored.failed) == ("failed", 0)
     assert repo.row_counts(job.seq)["pending"] == 2
 
 
+def test_end_job_records_result_files_and_queues_the_webhook(
+        repo: Store, make_job: MakeJob, tmp_path: Path) -> None:
+    job = make_job(repo, rows=1, webhook_url="https://example.com/hook")
+    repo.transition(job.seq, "running", now=NOW)
+    output = FileRecord(id="file-" + "a" * 32, workspace_id=job.workspace_id,
+                        filename="out.jsonl", purpose="batch_output", bytes=10,
+                        created_at=NOW, path=str(tmp_path / "out"))
+    ended = end(repo, job, "expired", unrun=("expired", "expired"), files=[output],
+                output_file_id=output.id)
+    assert ended is not None
+    assert (ended.status, ended.output_file_id, ended.error_file_id) == (
+        "expired", output.id, None)
+    assert repo.file(output.id) == output
+    assert [j.id for j in repo.unsent_webhooks()] == [job.id]
+
+
 # -- dead-letter retry --------------------------------------------------------------
 
 
-def dead_lettered(repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> tuple[int, str]:
+def dead_lettered(repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> tuple[int, str]:
     job = make_job(repo, rows=4, priority=2, webhook_url="https://h.example/x",
                    name="October")
     work = repo.pending_rows(job, after_id=0, limit=10)
@@ -318,7 +346,7 @@ def dead_lettered(repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> t
     return job.seq, job.id
 
 
-def test_retry_dead_letter_all(repo: Repo, make_job: MakeJob,
+def test_retry_dead_letter_all(repo: Store, make_job: MakeJob,
                                make_outcome: MakeOutcome) -> None:
     seq, source_id = dead_lettered(repo, make_job, make_outcome)
     new_id = ids.relay_job_id()
@@ -336,7 +364,7 @@ def test_retry_dead_letter_all(repo: Repo, make_job: MakeJob,
     assert source is not None and source.dead_letter == 2  # the source is untouched
 
 
-def test_retry_dead_letter_by_custom_ids(repo: Repo, make_job: MakeJob,
+def test_retry_dead_letter_by_custom_ids(repo: Store, make_job: MakeJob,
                                          make_outcome: MakeOutcome) -> None:
     seq, _ = dead_lettered(repo, make_job, make_outcome)
     retry = repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-3", "r-2"],
@@ -345,7 +373,7 @@ def test_retry_dead_letter_by_custom_ids(repo: Repo, make_job: MakeJob,
     assert [r.custom_id for r in repo.rows(retry.seq)] == ["r-3"]
 
 
-def test_retry_dead_letter_none(repo: Repo, make_job: MakeJob,
+def test_retry_dead_letter_none(repo: Store, make_job: MakeJob,
                                 make_outcome: MakeOutcome) -> None:
     seq, _ = dead_lettered(repo, make_job, make_outcome)
     before = count(repo, "job")
@@ -357,7 +385,7 @@ def test_retry_dead_letter_none(repo: Repo, make_job: MakeJob,
     assert count(repo, "job") == before + 1
 
 
-def test_insert_chunking_keeps_positions(repo: Repo, make_job: MakeJob) -> None:
+def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None:
     n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)
     positions = [p for (p,) in repo.db.execute_sql(

@@ -7,23 +7,23 @@ import hashlib
 import pytest
 
 from daemon.domain import ids
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
 
 NOW = 1_700_000_000.0
 
 
-def stored_key_columns(repo: Repo) -> list[tuple[object, ...]]:
+def stored_key_columns(repo: Store) -> list[tuple[object, ...]]:
     return list(repo.db.execute_sql("SELECT * FROM api_key"))
 
 
-def test_create_key_returns_plain_rk_key(repo: Repo) -> None:
+def test_create_key_returns_plain_rk_key(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     assert plain.startswith("rk_")
     assert len(plain) > 30
     assert repo.workspace("acme") is not None
 
 
-def test_only_the_hash_is_stored(repo: Repo) -> None:
+def test_only_the_hash_is_stored(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     rows = stored_key_columns(repo)
     assert len(rows) == 1
@@ -33,7 +33,7 @@ def test_only_the_hash_is_stored(repo: Repo) -> None:
     assert stored == digest
 
 
-def test_authenticate(repo: Repo) -> None:
+def test_authenticate(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     other = repo.create_key("globex", now=NOW)
     acme = repo.authenticate(plain)
@@ -44,19 +44,19 @@ def test_authenticate(repo: Repo) -> None:
 
 
 @pytest.mark.parametrize("guess", ["", "rk_", "rk_unknown", "Bearer x"])
-def test_authenticate_unknown_key(repo: Repo, guess: str) -> None:
+def test_authenticate_unknown_key(repo: Store, guess: str) -> None:
     repo.create_key("acme", now=NOW)
     assert repo.authenticate(guess) is None
 
 
-def test_authenticate_is_exact(repo: Repo) -> None:
+def test_authenticate_is_exact(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     assert repo.authenticate(plain[:-1]) is None
     assert repo.authenticate(plain + "x") is None
     assert repo.authenticate(plain.upper()) is None
 
 
-def test_revoked_key_no_longer_authenticates(repo: Repo) -> None:
+def test_revoked_key_no_longer_authenticates(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     keep = repo.create_key("acme", now=NOW)
     assert repo.revoke_key(plain[:10], now=NOW + 5) == 1
@@ -65,7 +65,7 @@ def test_revoked_key_no_longer_authenticates(repo: Repo) -> None:
     assert repo.revoke_key(plain[:10], now=NOW + 6) == 0  # already revoked
 
 
-def test_list_keys(repo: Repo) -> None:
+def test_list_keys(repo: Store) -> None:
     a = repo.create_key("acme", now=NOW)
     repo.create_key("globex", now=NOW + 1)
     repo.revoke_key(a, now=NOW + 2)
@@ -79,19 +79,19 @@ def test_list_keys(repo: Repo) -> None:
 
 
 @pytest.mark.parametrize("prefix", ["", "r", "rk_", "rk_ab"])
-def test_revoke_needs_six_characters(repo: Repo, prefix: str) -> None:
+def test_revoke_needs_six_characters(repo: Store, prefix: str) -> None:
     repo.create_key("acme", now=NOW)
     assert repo.revoke_key(prefix, now=NOW) == 0
     assert all(k.revoked_at is None for k in repo.list_keys())
 
 
-def test_revoke_by_full_key(repo: Repo) -> None:
+def test_revoke_by_full_key(repo: Store) -> None:
     plain = repo.create_key("acme", now=NOW)
     assert repo.revoke_key(plain, now=NOW) == 1
     assert repo.authenticate(plain) is None
 
 
-def test_revoke_prefix_is_case_sensitive(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_revoke_prefix_is_case_sensitive(repo: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     # Keys are base64url: "rk_AbCdEfG…" and "rk_abcdefg…" are different keys, and revoking
     # one must not revoke the other.
     plains = iter(["rk_AbCdEfG" + "1" * 33, "rk_abcdefg" + "2" * 33])
@@ -103,7 +103,7 @@ def test_revoke_prefix_is_case_sensitive(repo: Repo, monkeypatch: pytest.MonkeyP
     assert repo.authenticate(lower) is not None
 
 
-def test_revoke_prefix_underscore_is_not_a_wildcard(repo: Repo,
+def test_revoke_prefix_underscore_is_not_a_wildcard(repo: Store,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     plains = iter(["rk_a_b_c_d" + "1" * 33, "rk_axbxcxd" + "2" * 33])
     monkeypatch.setattr(ids, "api_key", lambda: next(plains))

@@ -4,27 +4,27 @@ always equal what the row table says, even when a row is reported twice."""
 from __future__ import annotations
 
 from daemon.domain.jobs import Job
-from daemon.store.repo import Flushed, Repo
-from tests.store.conftest import NOW, MakeJob, MakeOutcome
+from daemon.store.interface import Flushed, Store
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
 
 
-def row_ids(repo: Repo, job: Job) -> list[int]:
+def row_ids(repo: Store, job: Job) -> list[int]:
     return [w.id for w in repo.pending_rows(job, after_id=0, limit=1_000)]
 
 
-def row_tokens(repo: Repo, job: Job) -> tuple[int, int]:
+def row_tokens(repo: Store, job: Job) -> tuple[int, int]:
     return repo.db.execute_sql(
         'SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) '
         'FROM "row" WHERE job_id = ?', (job.seq,)).fetchone()
 
 
-def attempt_count(repo: Repo, row_id: int) -> int:
+def attempt_count(repo: Store, row_id: int) -> int:
     (n,) = repo.db.execute_sql("SELECT COUNT(*) FROM attempt WHERE row_id = ?",
                                (row_id,)).fetchone()
     return n
 
 
-def assert_counters_match_rows(repo: Repo, job: Job) -> Job:
+def assert_counters_match_rows(repo: Store, job: Job) -> Job:
     stored = repo.get_job(job.id)
     assert stored is not None
     counts = repo.row_counts(job.seq)
@@ -34,7 +34,7 @@ def assert_counters_match_rows(repo: Repo, job: Job) -> Job:
     return stored
 
 
-def test_counters_equal_row_counts(repo: Repo, make_job: MakeJob,
+def test_counters_equal_row_counts(repo: Store, make_job: MakeJob,
                                    make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=6)
     ids = row_ids(repo, job)
@@ -52,7 +52,7 @@ def test_counters_equal_row_counts(repo: Repo, make_job: MakeJob,
     assert repo.row_counts(job.seq)["pending"] == 2
 
 
-def test_counters_accumulate_over_flushes(repo: Repo, make_job: MakeJob,
+def test_counters_accumulate_over_flushes(repo: Store, make_job: MakeJob,
                                           make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=4)
     ids = row_ids(repo, job)
@@ -64,7 +64,7 @@ def test_counters_accumulate_over_flushes(repo: Repo, make_job: MakeJob,
     assert stored.cost_nano_usd == 30
 
 
-def test_row_fields_are_stored(repo: Repo, make_job: MakeJob,
+def test_row_fields_are_stored(repo: Store, make_job: MakeJob,
                                make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
@@ -82,7 +82,7 @@ def test_row_fields_are_stored(repo: Repo, make_job: MakeJob,
     assert dead.response is None
 
 
-def test_attempts_are_stored(repo: Repo, make_job: MakeJob,
+def test_attempts_are_stored(repo: Store, make_job: MakeJob,
                              make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
@@ -98,13 +98,13 @@ def test_attempts_are_stored(repo: Repo, make_job: MakeJob,
     assert all(a["model"] == "gpt-4o-mini" for a in entry.attempt_log)
 
 
-def test_empty_save_changes_nothing(repo: Repo, make_job: MakeJob) -> None:
+def test_empty_save_changes_nothing(repo: Store, make_job: MakeJob) -> None:
     job = make_job(repo, rows=1)
     assert repo.save_outcomes(job.seq, [], now=NOW) == Flushed(0, 0, 0)
     assert repo.get_job(job.id) == job
 
 
-def test_second_save_of_a_row_does_not_double_count(repo: Repo, make_job: MakeJob,
+def test_second_save_of_a_row_does_not_double_count(repo: Store, make_job: MakeJob,
                                                     make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
@@ -115,7 +115,7 @@ def test_second_save_of_a_row_does_not_double_count(repo: Repo, make_job: MakeJo
     assert (stored.input_tokens, stored.output_tokens) == (10, 5)
 
 
-def test_second_save_does_not_rewrite_the_row(repo: Repo, make_job: MakeJob,
+def test_second_save_does_not_rewrite_the_row(repo: Store, make_job: MakeJob,
                                               make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=1)
     (rid,) = row_ids(repo, job)
@@ -127,7 +127,7 @@ def test_second_save_does_not_rewrite_the_row(repo: Repo, make_job: MakeJob,
 
 
 def test_mixed_save_with_a_repeated_row_counts_the_new_ones(
-        repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
     repo.save_outcomes(job.seq, [(ids[0], make_outcome(tokens=(10, 5), cost_nano_usd=100))],
@@ -145,7 +145,7 @@ def test_mixed_save_with_a_repeated_row_counts_the_new_ones(
 
 
 def test_repeated_row_does_not_duplicate_its_attempts(
-        repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=1)
     (rid,) = row_ids(repo, job)
     outcome = make_outcome(False, dead_letter=True, tries=3)
@@ -157,10 +157,11 @@ def test_repeated_row_does_not_duplicate_its_attempts(
 
 
 def test_outcomes_of_a_cancelled_row_are_not_counted(
-        repo: Repo, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
-    repo.end_pending_rows(job.seq, error="canceled", error_code="canceled", now=NOW)
+    repo.transition(job.seq, "cancelling", now=NOW)
+    end(repo, job, "cancelled", unrun=("canceled", "canceled"))
     repo.save_outcomes(job.seq, [(ids[0], make_outcome())], now=NOW + 1)
     stored = assert_counters_match_rows(repo, job)
     assert (stored.completed, stored.failed) == (0, 2)

@@ -4,31 +4,32 @@ from __future__ import annotations
 
 from daemon.domain import ids
 from daemon.domain.jobs import Job, RowDraft
-from daemon.store.repo import Repo
-from tests.store.conftest import NOW, MakeJob
+from daemon.store.interface import Store
+from tests.store.conftest import NOW, MakeJob, end
 
 HOUR = 3600.0
 
 
-def make_template(repo: Repo, make_job: MakeJob, **overrides: object) -> Job:
+def make_template(repo: Store, make_job: MakeJob, **overrides: object) -> Job:
     fields: dict[str, object] = {"status": "scheduled", "cron": "0 * * * *",
                                  "next_run_at": NOW + HOUR, "priority": 4,
                                  "webhook_url": "https://h.example/x", "tier": "expedited"}
     return make_job(repo, **(fields | overrides))
 
 
-def test_due_templates(repo: Repo, make_job: MakeJob) -> None:
+def test_due_templates(repo: Store, make_job: MakeJob) -> None:
     later = make_template(repo, make_job, next_run_at=NOW + 2 * HOUR)
     sooner = make_template(repo, make_job, next_run_at=NOW + HOUR)
     make_job(repo, next_run_at=NOW)  # a queued job with a time is no template
     cancelled = make_template(repo, make_job, next_run_at=NOW)
-    repo.transition(cancelled.seq, source={"scheduled"}, target="cancelled", now=NOW)
+    repo.transition(cancelled.seq, "cancelling", now=NOW)
+    end(repo, cancelled, "cancelled")
     assert repo.due_templates(NOW + HOUR - 1) == []
     assert [t.id for t in repo.due_templates(NOW + HOUR)] == [sooner.id]
     assert [t.id for t in repo.due_templates(NOW + 3 * HOUR)] == [sooner.id, later.id]
 
 
-def test_spawn_run_copies_the_template(repo: Repo, make_job: MakeJob) -> None:
+def test_spawn_run_copies_the_template(repo: Store, make_job: MakeJob) -> None:
     rows = [RowDraft(custom_id="a", body={"messages": [{"role": "user", "content": "x"}]}),
             RowDraft(custom_id="b", body={"messages": [{"role": "user", "content": "y"}]},
                      model="backup")]
@@ -57,7 +58,7 @@ def test_spawn_run_copies_the_template(repo: Repo, make_job: MakeJob) -> None:
     assert repo.queued_jobs(10) == [run]
 
 
-def test_same_tick_spawns_once(repo: Repo, make_job: MakeJob) -> None:
+def test_same_tick_spawns_once(repo: Store, make_job: MakeJob) -> None:
     template = make_template(repo, make_job)
     tick = NOW + HOUR
     first = repo.spawn_run(template, tick=tick, next_run_at=tick + HOUR,
@@ -70,9 +71,10 @@ def test_same_tick_spawns_once(repo: Repo, make_job: MakeJob) -> None:
     assert [r.id for r in runs] == [first.id]
 
 
-def test_cancelled_template_spawns_nothing(repo: Repo, make_job: MakeJob) -> None:
+def test_cancelled_template_spawns_nothing(repo: Store, make_job: MakeJob) -> None:
     template = make_template(repo, make_job)
-    repo.transition(template.seq, source={"scheduled"}, target="cancelled", now=NOW)
+    repo.transition(template.seq, "cancelling", now=NOW)
+    end(repo, template, "cancelled")
     assert repo.spawn_run(template, tick=NOW + HOUR, next_run_at=NOW + 2 * HOUR,
                           run_id=ids.relay_job_id(), now=NOW + HOUR) is None
     assert repo.queued_jobs(10) == []

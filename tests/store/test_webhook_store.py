@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from daemon.store.repo import Repo
+from daemon.store.interface import Store
+from tests.store import conftest
 from tests.store.conftest import NOW, MakeJob
 
 URL = "https://hooks.example.com/relay"
 
 
-def test_webhook_secret_is_created_once(repo: Repo) -> None:
+def test_webhook_secret_is_created_once(repo: Store) -> None:
     ws = repo.ensure_workspace("acme", now=NOW)
     secret = repo.webhook_secret(ws.id)
     assert secret.startswith("whsec_")
@@ -17,7 +18,7 @@ def test_webhook_secret_is_created_once(repo: Repo) -> None:
     assert repo.workspace("acme").webhook_secret == secret  # type: ignore[union-attr]
 
 
-def test_webhook_secret_rotates(repo: Repo) -> None:
+def test_webhook_secret_rotates(repo: Store) -> None:
     ws = repo.ensure_workspace("acme", now=NOW)
     old = repo.webhook_secret(ws.id)
     new = repo.webhook_secret(ws.id, rotate=True)
@@ -25,36 +26,42 @@ def test_webhook_secret_rotates(repo: Repo) -> None:
     assert repo.webhook_secret(ws.id) == new
 
 
-def test_webhook_secrets_differ_per_workspace(repo: Repo) -> None:
+def test_webhook_secrets_differ_per_workspace(repo: Store) -> None:
     a = repo.ensure_workspace("acme", now=NOW)
     b = repo.ensure_workspace("globex", now=NOW)
     assert repo.webhook_secret(a.id) != repo.webhook_secret(b.id)
 
 
-def test_claim_webhook_once(repo: Repo, make_job: MakeJob) -> None:
-    job = make_job(repo, webhook_url=URL)
-    assert repo.claim_webhook(job.seq, now=NOW)
-    assert not repo.claim_webhook(job.seq, now=NOW + 1)
-    stored = repo.get_job(job.id)
-    assert stored is not None
-    assert stored.webhook == {"state": "sending", "claimed_at": NOW}
-
-
-def test_saved_outcome_cannot_be_claimed_again(repo: Repo, make_job: MakeJob) -> None:
-    job = make_job(repo, webhook_url=URL)
-    repo.claim_webhook(job.seq, now=NOW)
-    repo.save_webhook(job.seq, {"url": URL, "status_code": 200, "error": None})
-    assert not repo.claim_webhook(job.seq, now=NOW + 1)
-    assert repo.get_job(job.id).webhook["status_code"] == 200  # type: ignore[union-attr]
-
-
-def end(repo: Repo, make_job: MakeJob, **overrides: object) -> int:
+def end(repo: Store, make_job: MakeJob, **overrides: object) -> int:
+    """A job ended (cancelled) the way the actors end one: its webhook is queued."""
     job = make_job(repo, **overrides)
-    repo.transition(job.seq, source={"queued"}, target="cancelled", now=NOW, finished_at=NOW)
+    repo.transition(job.seq, "cancelling", now=NOW)
+    conftest.end(repo, job, "cancelled")
     return job.seq
 
 
-def test_unsent_webhooks(repo: Repo, make_job: MakeJob) -> None:
+def test_a_job_that_has_not_ended_has_no_webhook_to_claim(repo: Store,
+                                                          make_job: MakeJob) -> None:
+    job = make_job(repo, webhook_url=URL)
+    assert not repo.claim_webhook(job.seq, now=NOW)
+
+
+def test_claim_webhook_once(repo: Store, make_job: MakeJob) -> None:
+    seq = end(repo, make_job, webhook_url=URL)
+    assert repo.claim_webhook(seq, now=NOW)
+    assert not repo.claim_webhook(seq, now=NOW + 1)
+    assert repo.unsent_webhooks() == []
+
+
+def test_saved_outcome_cannot_be_claimed_again(repo: Store, make_job: MakeJob) -> None:
+    seq = end(repo, make_job, webhook_url=URL)
+    repo.claim_webhook(seq, now=NOW)
+    repo.save_webhook(seq, {"url": URL, "status_code": 200, "error": None})
+    assert not repo.claim_webhook(seq, now=NOW + 1)
+    assert repo.job_by_seq(seq).webhook["status_code"] == 200  # type: ignore[union-attr]
+
+
+def test_unsent_webhooks(repo: Store, make_job: MakeJob) -> None:
     unsent = end(repo, make_job, webhook_url=URL)
     claimed = end(repo, make_job, webhook_url=URL)
     repo.claim_webhook(claimed, now=NOW)
@@ -63,7 +70,7 @@ def test_unsent_webhooks(repo: Repo, make_job: MakeJob) -> None:
     assert [j.seq for j in repo.unsent_webhooks()] == [unsent]
 
 
-def test_abandon_claimed_webhooks(repo: Repo, make_job: MakeJob) -> None:
+def test_abandon_claimed_webhooks(repo: Store, make_job: MakeJob) -> None:
     claimed = end(repo, make_job, webhook_url=URL)
     delivered = end(repo, make_job, webhook_url=URL)
     untouched = end(repo, make_job, webhook_url=URL)

@@ -33,7 +33,7 @@ def test_empty_document_gives_documented_defaults() -> None:
     assert config.security.allow_private_targets is False
     assert config.retry.attempts == 3
     assert config.models == ()
-    assert config.database_path == Path("relay-data/relay.db")
+    assert config.store_url == "sqlite:///relay-data/relay.db"
 
 
 def test_load_none_is_all_defaults() -> None:
@@ -181,8 +181,6 @@ def test_model_defaults_and_fields() -> None:
     assert isinstance(a.input_usd_per_mtok, float)
     assert b.model == "upstream-b"
     assert (b.max_concurrency, b.fallbacks, b.api_key) == (32, (), None)
-    assert config.model("b") is b
-    assert config.model("zzz") is None
 
 
 def test_api_key_is_read_from_the_given_environ() -> None:
@@ -201,20 +199,19 @@ def test_api_key_is_not_read_from_the_process_environment(
     assert config.models[0].api_key is None
 
 
-def test_database_url_sets_the_database_path() -> None:
+def test_database_url_is_the_store_url() -> None:
     config = parse({"database": {"url": "sqlite:///var/relay/relay.db"},
                     "server": {"data_dir": "elsewhere"}}, environ={})
-    assert config.database_url == "sqlite:///var/relay/relay.db"
-    assert config.database_path == Path("var/relay/relay.db")
+    assert config.store_url == "sqlite:///var/relay/relay.db"
 
 
-def test_database_path_defaults_under_data_dir() -> None:
+def test_store_url_defaults_to_sqlite_under_data_dir() -> None:
     config = parse({"server": {"data_dir": "/srv/relay"}}, environ={})
-    assert config.database_path == Path("/srv/relay/relay.db")
+    assert config.store_url == "sqlite:////srv/relay/relay.db"
 
 
-def test_database_url_other_than_sqlite_is_refused() -> None:
-    message = refusal({"database": {"url": "postgresql://db/relay"}}, environ={})
+def test_database_url_without_a_scheme_is_refused() -> None:
+    message = refusal({"database": {"url": "relay.db"}}, environ={})
     assert message.startswith("database.url:")
 
 
@@ -267,15 +264,28 @@ def test_sample_demo_config_loads() -> None:
     assert config.security.allow_private_targets is True
     assert config.gateway.batch_concurrency == 8
     assert {m.alias for m in config.models} == {"gpt-4o-mini", "backup", "embed"}
-    assert config.model("gpt-4o-mini").fallbacks == ("backup",)  # type: ignore[union-attr]
+    assert {m.alias: m.fallbacks for m in config.models}["gpt-4o-mini"] == ("backup",)
 
 
 def test_sample_providers_config_loads() -> None:
     config = load(ROOT / "sample_data" / "providers.toml", environ={"OPENAI_API_KEY": "sk-x"})
     assert config.security.allow_private_targets is False
-    assert config.database_path == Path("relay-data/relay.db")
-    openai = config.model("gpt-4o-mini")
-    assert openai is not None
-    assert openai.api_key == "sk-x"
-    assert openai.fallbacks == ("local-llama", "ollama-llama")
-    assert config.model("local-llama").api_key is None  # type: ignore[union-attr]
+    assert config.store_url == "sqlite:///relay-data/relay.db"
+    models = {m.alias: m for m in config.models}
+    assert models["gpt-4o-mini"].api_key == "sk-x"
+    assert models["gpt-4o-mini"].fallbacks == ("local-llama", "ollama-llama")
+    assert models["local-llama"].api_key is None
+
+
+def test_transport_is_chosen_by_name() -> None:
+    assert parse({}, environ={}).gateway.transport == "aiohttp"
+    assert parse({"gateway": {"transport": "aiohttp"}}, environ={}).gateway.transport == "aiohttp"
+    message = refusal({"gateway": {"transport": "curl"}}, environ={})
+    assert message.startswith("gateway.transport: must be one of aiohttp")
+
+
+def test_every_transport_the_config_names_exists() -> None:
+    from daemon.config import TRANSPORTS as NAMED
+    from daemon.upstream.transport import TRANSPORTS
+
+    assert set(TRANSPORTS) == set(NAMED)

@@ -7,7 +7,17 @@ from collections.abc import Callable
 import pytest
 
 from daemon.domain.errors import InvalidRequest
-from daemon.outbound.policy import check_url, is_public, system_resolver
+from daemon.outbound.policy import (
+    check_addresses,
+    check_form,
+    check_url,
+    forbidden_target,
+    ip_literal,
+    is_public,
+    non_public,
+    resolve_host,
+    system_resolver,
+)
 
 PUBLIC = "93.184.216.34"
 
@@ -110,8 +120,7 @@ def test_allow_private_still_needs_an_absolute_http_url() -> None:
 
 @pytest.mark.parametrize("url", ["https://8.8.8.8:abc/hook", "https://8.8.8.8:99999/hook"])
 def test_url_with_an_invalid_port_is_refused(url: str) -> None:
-    # Accepted today; httpx then raises InvalidURL (not an HTTPError) when it is used,
-    # so the webhook delivery blows up instead of recording an outcome.
+    # Refused at submit time, so no client ever meets a port it cannot parse.
     assert refused(url).code == "invalid_url"
 
 
@@ -142,3 +151,68 @@ def test_odd_loopback_spellings_are_refused_by_the_system_resolver(host: str) ->
     with pytest.raises(InvalidRequest) as info:
         check_url(f"https://{host}/hook", param="webhookUrl", allow_private=False)
     assert info.value.code == "forbidden_target"
+
+
+# --- the parts, separately -----------------------------------------------------------------
+
+
+def test_check_form_returns_the_split_url_without_resolving() -> None:
+    parts = check_form("https://hooks.example.com:8443/relay?x=1", param="webhookUrl",
+                       allow_private=False)
+    assert (parts.hostname, parts.port, parts.path) == ("hooks.example.com", 8443, "/relay")
+
+
+@pytest.mark.parametrize(("url", "allow_private", "ok"), [
+    ("https://10.0.0.1/h", False, True),  # the form only: addresses are checked apart
+    ("http://hooks.example.com/h", False, False),
+    ("http://hooks.example.com/h", True, True),
+    ("ftp://hooks.example.com/h", True, False),
+    ("https://hooks.example.com:99999/h", True, False),
+])
+def test_check_form(url: str, allow_private: bool, ok: bool) -> None:
+    if ok:
+        check_form(url, param="u", allow_private=allow_private)
+        return
+    with pytest.raises(InvalidRequest) as info:
+        check_form(url, param="u", allow_private=allow_private)
+    assert (info.value.code, info.value.param) == ("invalid_url", "u")
+
+
+def test_check_addresses() -> None:
+    assert check_addresses([PUBLIC, "2606:2800:220:1::1"], param="u") == [
+        PUBLIC, "2606:2800:220:1::1"]
+    with pytest.raises(InvalidRequest) as info:
+        check_addresses([PUBLIC, "10.0.0.7", "127.0.0.1"], param="u")
+    assert info.value.code == "forbidden_target"
+    assert "(10.0.0.7)" in info.value.message
+
+
+def test_non_public_and_forbidden_target() -> None:
+    assert non_public([PUBLIC, "10.0.0.7", "::1", "not-an-address"]) == [
+        "10.0.0.7", "::1", "not-an-address"]
+    error = forbidden_target("10.0.0.7", param="callbackUrl")
+    assert (error.code, error.param, error.status) == ("forbidden_target", "callbackUrl", 400)
+    assert "'callbackUrl' points at a non-public address (10.0.0.7)" in error.message
+
+
+def test_resolve_host() -> None:
+    calls: list[str] = []
+    assert resolve_host("::1", param="u", resolve=make_resolver(calls=calls)) == ["::1"]
+    assert resolve_host("hooks.example.com", param="u",
+                        resolve=make_resolver(PUBLIC, calls=calls)) == [PUBLIC]
+    assert calls == ["hooks.example.com"]
+    with pytest.raises(InvalidRequest) as info:
+        resolve_host("hooks.example.com", param="u", resolve=failing_resolver)
+    assert info.value.code == "invalid_url"
+
+
+@pytest.mark.parametrize(("host", "literal"), [
+    ("127.0.0.1", "127.0.0.1"), ("::FFFF:7f00:1", "::ffff:7f00:1"), ("127.1", None),
+    ("2130706433", None), ("hooks.example.com", None), ("", None),
+])
+def test_ip_literal(host: str, literal: str | None) -> None:
+    assert ip_literal(host) == literal
+
+
+def test_is_public_of_something_that_is_not_an_address_is_false() -> None:
+    assert is_public("hooks.example.com") is False

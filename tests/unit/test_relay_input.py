@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from daemon.dialects import error_envelope
 from daemon.domain import cron
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.relay_input import MAX_ROWS, parse_submission
@@ -220,6 +221,6 @@ def test_webhook_url_refusal_from_the_checker_propagates() -> None:
 
 def test_error_envelope_shape() -> None:
     error = refused(make_body(model="gpt-5"))
-    assert error.envelope() == {"error": {"message": error.message,
+    assert error_envelope(error) == {"error": {"message": error.message,
                                           "type": "invalid_request_error",
                                           "param": "model", "code": "model_not_found"}}

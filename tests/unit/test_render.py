@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from daemon.dialects import event_view
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.render import (
     assistant_content,
     dead_letter_entry,
-    event_view,
     iso,
     relay_job,
     relay_result,

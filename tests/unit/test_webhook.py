@@ -1,18 +1,24 @@
-"""Completion webhooks: seed 000's payload, the signature, and one POST through a mock
-transport (no network)."""
+"""Completion webhooks: seed 000's payload, the signature, and one POST through the
+outbound client to a real receiver on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import socket
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import pytest
+from aiohttp import web
 
 from daemon.domain.jobs import Job
-from daemon.outbound.webhook import TIMEOUT_S, deliver, payload, pinned, sign
+from daemon.domain.render import webhook_payload as payload
+from daemon.outbound import webhook
+from daemon.outbound.http import OutboundClient, OutboundReply
+from daemon.outbound.webhook import TIMEOUT_S, deliver, sign
 
 FINISHED = 1_791_105_601.0  # 2026-10-04T09:20:01Z
 NOW = FINISHED + 2
@@ -32,27 +38,63 @@ def make_job(**overrides: Any) -> Job:
 
 
 class Receiver:
-    """A MockTransport handler that records every request and answers as told."""
+    """A webhook endpoint on loopback that records every request and answers as told."""
 
-    def __init__(self, reply: httpx.Response | Exception | None = None) -> None:
-        self.reply = reply if reply is not None else httpx.Response(200)
-        self.requests: list[httpx.Request] = []
+    def __init__(self) -> None:
+        self.requests: list[web.Request] = []
+        self.bodies: list[bytes] = []
+        self.status = 200
+        self.body = b""
+        self.location: str | None = None
+        self.release = asyncio.Event()
+        self.stall = False
+        self.port = 0
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    async def handle(self, request: web.Request) -> web.Response:
         self.requests.append(request)
-        if isinstance(self.reply, Exception):
-            raise self.reply
-        return self.reply
+        self.bodies.append(await request.read())
+        if self.stall:
+            await asyncio.wait_for(self.release.wait(), 5)
+        headers = {"Location": self.location} if self.location else None
+        return web.Response(status=self.status, body=self.body, headers=headers)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/hook", self.handle)
+        app.router.add_post("/elsewhere", self.handle)
+        return app
 
     @property
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self)
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
 
 
-def send(job: Job, receiver: Receiver, **kwargs: Any) -> dict[str, Any]:
-    options: dict[str, Any] = {"secret": SECRET, "now": NOW, "allow_private": False,
-                               "transport": receiver.transport}
-    return deliver(job, **(options | kwargs))
+@pytest.fixture
+async def receiver(aiohttp_server: Any) -> AsyncIterator[Receiver]:
+    rec = Receiver()
+    server = await aiohttp_server(rec.app())
+    rec.port = server.port
+    yield rec
+    rec.release.set()
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[Callable[..., OutboundClient]]:
+    made: list[OutboundClient] = []
+
+    def make(**kwargs: Any) -> OutboundClient:
+        client = OutboundClient(**({"allow_private": True} | kwargs))
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await client.aclose()
+
+
+async def send(job: Job, client: OutboundClient, **kwargs: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {"secret": SECRET, "now": NOW, "client": client}
+    return await deliver(job, **({"payload": payload(job)} | options | kwargs))
 
 
 def verify(header: str, body: bytes, secret: str = SECRET) -> int:
@@ -96,129 +138,141 @@ def test_sign_depends_on_secret_timestamp_and_body() -> None:
     assert sign("s1", b"{ }", timestamp=1) != base
 
 
-def test_deliver_posts_the_exact_signed_body() -> None:
-    receiver = Receiver()
-    job = make_job()
-    outcome = send(job, receiver)
+async def test_deliver_posts_the_exact_signed_body(receiver, clients) -> None:
+    job = make_job(webhook_url=receiver.url)
+    outcome = await send(job, clients())
     (request,) = receiver.requests
+    (body,) = receiver.bodies
     assert request.method == "POST"
-    assert str(request.url) == PUBLIC_URL
-    assert request.headers["content-type"] == "application/json"
-    assert json.loads(request.content) == payload(job)
-    assert verify(request.headers["relay-signature"], request.content) == int(NOW)
-    assert outcome["status_code"] == 200
-    assert outcome["error"] is None
-    assert outcome["url"] == PUBLIC_URL
-    assert outcome["attempted_at"] == "2026-10-04T09:20:03Z"
+    assert request.path == "/hook"
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.headers["User-Agent"] == "relayd-webhook/1"
+    assert json.loads(body) == payload(job)
+    assert verify(request.headers["Relay-Signature"], body) == int(NOW)
+    assert outcome == {"url": receiver.url, "attempted_at": "2026-10-04T09:20:03Z",
+                       "status_code": 200, "error": None}
 
 
-def test_signature_fails_with_another_secret() -> None:
-    receiver = Receiver()
-    send(make_job(), receiver)
-    (request,) = receiver.requests
+async def test_signature_fails_with_another_secret(receiver, clients) -> None:
+    await send(make_job(webhook_url=receiver.url), clients())
     with pytest.raises(AssertionError):
-        verify(request.headers["relay-signature"], request.content, secret="whsec_other")
+        verify(receiver.requests[0].headers["Relay-Signature"], receiver.bodies[0],
+               secret="whsec_other")
 
 
-def test_deliver_uses_the_10_second_timeout() -> None:
-    receiver = Receiver()
-    send(make_job(), receiver)
+class Recording(OutboundClient):
+    """Records what `deliver` asks of the client; sends nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(allow_private=False)
+        self.calls: list[tuple[str, bytes, dict[str, Any]]] = []
+
+    async def post_json(self, url: str, payload: Any, **kwargs: Any) -> OutboundReply:
+        self.calls.append((url, payload, kwargs))
+        return OutboundReply(status=200, headers={}, body=b"")
+
+
+async def test_deliver_uses_the_10_second_timeout_and_names_the_field() -> None:
+    client = Recording()
+    outcome = await send(make_job(), client)
+    ((url, body, options),) = client.calls
     assert TIMEOUT_S == 10.0
-    timeout = receiver.requests[0].extensions["timeout"]
-    assert timeout == {"connect": 10.0, "read": 10.0, "write": 10.0, "pool": 10.0}
+    assert options["timeout_s"] == 10.0
+    assert options["param"] == "webhookUrl"
+    assert url == PUBLIC_URL
+    assert json.loads(body) == payload(make_job())
+    assert outcome["status_code"] == 200
 
 
 @pytest.mark.parametrize("code", [500, 404, 400, 503])
-def test_error_status_is_recorded(code: int) -> None:
-    outcome = send(make_job(), Receiver(httpx.Response(code)))
+async def test_error_status_is_recorded(receiver, clients, code: int) -> None:
+    receiver.status = code
+    outcome = await send(make_job(webhook_url=receiver.url), clients())
     assert outcome["status_code"] == code
-    assert outcome["error"] is not None
-    assert str(code) in outcome["error"]
+    assert outcome["error"] == f"receiver answered {code}"
 
 
-def test_any_2xx_is_success() -> None:
-    outcome = send(make_job(), Receiver(httpx.Response(204)))
+async def test_any_2xx_is_success(receiver, clients) -> None:
+    receiver.status = 204
+    outcome = await send(make_job(webhook_url=receiver.url), clients())
     assert (outcome["status_code"], outcome["error"]) == (204, None)
 
 
-def test_redirect_is_not_followed() -> None:
-    receiver = Receiver(httpx.Response(302, headers={"Location": "https://10.0.0.1/steal"}))
-    outcome = send(make_job(), receiver)
-    assert len(receiver.requests) == 1
+async def test_a_long_answer_to_a_delivered_webhook_is_still_a_success(receiver,
+                                                                       clients) -> None:
+    receiver.body = b"z" * (webhook.MAX_REPLY_BYTES + 1)
+    outcome = await send(make_job(webhook_url=receiver.url), clients())
+    assert (outcome["status_code"], outcome["error"]) == (200, None)
+
+
+async def test_redirect_is_not_followed(receiver, clients) -> None:
+    receiver.status = 302
+    receiver.location = "/elsewhere"
+    outcome = await send(make_job(webhook_url=receiver.url), clients())
+    assert [r.path for r in receiver.requests] == ["/hook"]
     assert outcome["status_code"] == 302
-    assert outcome["error"] is not None
+    assert outcome["error"] == "receiver answered 302"
 
 
-@pytest.mark.parametrize("exc", [httpx.ConnectError("refused"),
-                                 httpx.ReadTimeout("slow"),
-                                 httpx.RemoteProtocolError("reset")])
-def test_transport_exception_is_recorded(exc: Exception) -> None:
-    outcome = send(make_job(), Receiver(exc))
+async def test_timeout_is_recorded(receiver, clients, monkeypatch) -> None:
+    monkeypatch.setattr(webhook, "TIMEOUT_S", 0.1)
+    receiver.stall = True
+    outcome = await send(make_job(webhook_url=receiver.url), clients())
+    receiver.release.set()
     assert outcome["status_code"] is None
-    assert type(exc).__name__ in outcome["error"]
+    assert "no complete answer" in outcome["error"]
 
 
-def test_url_refused_by_policy_is_not_sent() -> None:
-    receiver = Receiver()
-    outcome = send(make_job(webhook_url="http://127.0.0.1:9000/hook"), receiver)
-    assert receiver.requests == []
+async def test_connection_refused_is_recorded(clients) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    outcome = await send(make_job(webhook_url=f"http://127.0.0.1:{port}/hook"), clients())
     assert outcome["status_code"] is None
     assert outcome["error"]
 
 
-def test_hostname_resolving_to_loopback_is_not_sent() -> None:
-    receiver = Receiver()
-    outcome = send(make_job(webhook_url="https://hooks.example.com/relay"), receiver,
-                   resolve=lambda host: ["127.0.0.1"])
+async def test_url_refused_by_policy_is_not_sent(receiver, clients) -> None:
+    strict = clients(allow_private=False)
+    for url in (receiver.url, f"https://127.0.0.1:{receiver.port}/hook"):
+        outcome = await send(make_job(webhook_url=url), strict)
+        assert outcome["status_code"] is None
+        assert "'webhookUrl'" in outcome["error"]
     assert receiver.requests == []
+
+
+async def test_hostname_resolving_to_loopback_is_not_sent(receiver, clients) -> None:
+    strict = clients(allow_private=False, resolve=lambda host: ["127.0.0.1"])
+    url = f"https://hooks.example.com:{receiver.port}/hook"
+    outcome = await send(make_job(webhook_url=url), strict)
+    assert receiver.requests == []
+    assert outcome["status_code"] is None
     assert "non-public" in outcome["error"]
 
 
-def test_hostname_resolving_to_public_is_sent() -> None:
-    receiver = Receiver()
-    outcome = send(make_job(webhook_url="https://hooks.example.com/relay"), receiver,
-                   resolve=lambda host: ["93.184.216.34"])
+async def test_allow_private_sends_to_loopback_over_http(receiver, clients) -> None:
+    outcome = await send(make_job(webhook_url=receiver.url), clients(allow_private=True))
     assert len(receiver.requests) == 1
     assert outcome["status_code"] == 200
 
 
-def test_allow_private_sends_to_loopback_over_http() -> None:
-    receiver = Receiver()
-    outcome = send(make_job(webhook_url="http://127.0.0.1:9000/hook"), receiver,
-                   allow_private=True)
-    assert len(receiver.requests) == 1
-    assert outcome["status_code"] == 200
-
-
-def test_invalid_port_gives_an_outcome_not_an_exception() -> None:
-    # httpx.InvalidURL is not an httpx.HTTPError: deliver lets it escape today, so the
-    # notifier never stores an outcome and the claim stays "sending".
-    receiver = Receiver()
-    outcome = send(make_job(webhook_url="https://93.184.216.34:abc/hook"), receiver)
-    assert receiver.requests == []
+async def test_invalid_port_gives_an_outcome_not_an_exception(clients) -> None:
+    outcome = await send(make_job(webhook_url="https://93.184.216.34:abc/hook"),
+                         clients(allow_private=False))
     assert outcome["status_code"] is None
     assert outcome["error"]
 
 
-def test_delivery_connects_to_the_address_the_policy_checked() -> None:
-    """DNS can change between the check and the connect: the POST goes to the checked
-    address, with the name kept for the Host header and TLS (SNI, certificate)."""
-    receiver = Receiver()
-    answers = iter([["93.184.216.34"], ["127.0.0.1"]])  # a second lookup would rebind
-    outcome = send(make_job(webhook_url="https://hooks.example.com:8443/relay?x=1"), receiver,
-                   resolve=lambda host: next(answers))
+async def test_delivery_connects_to_the_looked_up_address_keeping_the_name(receiver,
+                                                                           clients) -> None:
+    """One lookup, at connect time: a second answer (DNS rebinding) is never asked for;
+    the POST goes to the first answer and the Host header keeps the name."""
+    answers = iter([["127.0.0.1"], ["192.0.2.1"]])
+    client = clients(allow_private=True, resolve=lambda host: next(answers))
+    url = f"http://hooks.example.com:{receiver.port}/hook?x=1"
+    outcome = await send(make_job(webhook_url=url), client)
     assert outcome["status_code"] == 200
     (request,) = receiver.requests
-    assert str(request.url) == "https://93.184.216.34:8443/relay?x=1"
-    assert request.headers["Host"] == "hooks.example.com:8443"
-    assert request.extensions["sni_hostname"] == "hooks.example.com"
-
-
-@pytest.mark.parametrize(("url", "addresses", "expected"), [
-    ("https://93.184.216.34/h", ["93.184.216.34"], "https://93.184.216.34/h"),
-    ("https://[2606:2800::1]/h", ["2606:2800::1"], "https://[2606:2800::1]/h"),
-    ("https://h.example.com/h", ["2606:2800::1"], "https://[2606:2800::1]/h"),
-    ("http://h.example.com/h", [], "http://h.example.com/h"),  # private targets allowed
-])
-def test_pinned_urls(url: str, addresses: list[str], expected: str) -> None:
-    assert pinned(url, addresses)[0] == expected
+    assert request.headers["Host"] == f"hooks.example.com:{receiver.port}"
+    assert request.query_string == "x=1"
+    assert next(answers) == ["192.0.2.1"]  # never consumed

@@ -1,0 +1,106 @@
+"""The OpenRelay batch API (OpenAI's Batch API shape): `{endpoint, completion_window,
+input_file_id | requests, metadata, priority}`, validated in the background from a
+JSONL input file; the batch object, its eight status names, output and error files,
+and the batch rate for the standard tier."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from daemon.dialects.base import Intake
+from daemon.domain import ids, render_openai
+from daemon.domain.errors import InvalidRequest
+from daemon.domain.files import BATCH, FileRecord
+from daemon.domain.jobs import CANCELLED, EXPIRED, ROW_COMPLETED, VALIDATING, Job, RowRecord
+from daemon.domain.openai_input import CreateRequest, parse_create
+from daemon.domain.pricing import STANDARD_DISCOUNT
+from daemon.store.interface import JobDraft, WorkspaceRecord
+
+NAME = "openai"
+_SIGNATURE_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
+_UNRUN = {
+    CANCELLED: ("batch_cancelled", "The batch was cancelled before this request ran."),
+    EXPIRED: ("batch_expired", "The batch expired before this request ran."),
+}
+
+
+class OpenAIDialect:
+    name = NAME
+    writes_result_files = True
+
+    def recognises(self, body: Any) -> bool:
+        return isinstance(body, dict) and not _SIGNATURE_KEYS.isdisjoint(body)
+
+    def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
+        """Store the batch as `validating`; the validator reads its records later.
+        Inline `requests` are written as an input file first, so every batch has an
+        `input_file_id` as the batch object requires."""
+        request = parse_create(body)
+        if request.tier == "expedited" and not workspace.expedited:
+            raise InvalidRequest("The expedited tier is disabled for this organization.",
+                                 param="priority", code="expedited_disabled")
+        now = intake.clock()
+        file_id = _input_file(intake, workspace, request, now=now)
+        return intake.repo.create_job(self._draft(intake, workspace, request, file_id,
+                                                  now=now), [])
+
+    def _draft(self, intake: Intake, workspace: WorkspaceRecord, request: CreateRequest,
+               file_id: str, *, now: float) -> JobDraft:
+        return JobDraft(
+            id=self.new_id(), workspace_id=workspace.id, dialect=NAME,
+            name=(request.metadata or {}).get("name") or f"batch {file_id}",
+            model=request.model_hint or "", endpoint=request.endpoint, status=VALIDATING,
+            priority=0, created_at=now, tier=request.tier, metadata=request.metadata,
+            input_file_id=file_id,
+            expires_at=now + intake.config.gateway.completion_window_s,
+        )
+
+    def new_id(self) -> str:
+        return ids.openai_batch_id()
+
+    def render(self, job: Job) -> dict[str, Any]:
+        return render_openai.batch(job)
+
+    def status_name(self, status: str) -> str:
+        return render_openai.openai_status(status)
+
+    def statuses_for(self, name: str) -> tuple[str, ...] | None:
+        return render_openai.internal_statuses_for_openai(name)
+
+    def unrun_error(self, ending: str) -> tuple[str, str]:
+        return _UNRUN[ending]
+
+    def discount(self, job: Job) -> Decimal:
+        """Standard batches get the batch rate; expedited ones pay the online price."""
+        return STANDARD_DISCOUNT if job.tier == "standard" else Decimal(0)
+
+    def admission_problem(self, job: Job, models: frozenset[str]) -> str | None:
+        return None  # each record names its model; a missing one fails that record only
+
+    def webhook_payload(self, job: Job) -> dict[str, Any]:
+        return render_openai.batch(job)
+
+    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
+        if row.status == ROW_COMPLETED:
+            return "output", render_openai.output_line(job, row)
+        return "errors", render_openai.error_line(job, row)
+
+
+def _input_file(intake: Intake, workspace: WorkspaceRecord, request: CreateRequest, *,
+                now: float) -> str:
+    if request.input_file_id is not None:
+        record = intake.repo.file(request.input_file_id, workspace_id=workspace.id)
+        if record is None:
+            raise InvalidRequest(f"No file found with id '{request.input_file_id}'.",
+                                 param="input_file_id", code="file_not_found")
+        if record.purpose != BATCH:
+            raise InvalidRequest(f"File '{record.id}' has purpose '{record.purpose}'; a batch "
+                                 "input needs purpose 'batch'.", param="input_file_id")
+        return record.id
+    file_id = ids.file_id()
+    path, size, _ = intake.files.write_jsonl(file_id, request.requests or [])
+    intake.repo.add_file(FileRecord(id=file_id, workspace_id=workspace.id,
+                                    filename="inline-requests.jsonl", purpose=BATCH,
+                                    bytes=size, created_at=now, path=str(path)))
+    return file_id

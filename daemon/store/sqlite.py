@@ -1,0 +1,79 @@
+"""The SQLite backend: opening the file with its pragmas, versioned migrations, and
+write transactions taken `IMMEDIATE` (under WAL a transaction that reads and then
+writes would otherwise fail with "database is locked" when another writer won)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from peewee import SqliteDatabase
+
+from daemon.store.access import AccessQueries
+from daemon.store.file_records import FileQueries
+from daemon.store.jobs import JobQueries
+from daemon.store.models import TABLES, SchemaVersion, database
+from daemon.store.rows import RowQueries
+from daemon.store.webhooks import WebhookQueries
+
+PRAGMAS = {
+    "journal_mode": "wal",
+    "busy_timeout": 10_000,
+    "foreign_keys": 1,
+    "synchronous": "normal",
+    "cache_size": -32_000,
+}
+
+
+def _webhook_state(db: SqliteDatabase) -> None:
+    """Version 2: a delivery's state gets its own column (it was matched inside JSON)."""
+    db.execute_sql("ALTER TABLE job ADD COLUMN webhook_state TEXT")
+    db.execute_sql("UPDATE job SET webhook_state = 'sending' "
+                   "WHERE json_extract(webhook, '$.state') = 'sending'")
+    db.execute_sql("UPDATE job SET webhook_state = 'done' "
+                   "WHERE webhook IS NOT NULL AND webhook_state IS NULL")
+    db.execute_sql("UPDATE job SET webhook_state = 'queued' WHERE webhook IS NULL "
+                   "AND webhook_url IS NOT NULL "
+                   "AND status IN ('completed', 'failed', 'expired', 'cancelled')")
+
+
+# Each migration takes the database from version N-1 to N. Version 1 is the initial
+# schema; a new database is created from the models at the latest version.
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {2: _webhook_state}
+SCHEMA_VERSION = 2
+
+
+class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries):
+    """The `Store` on one SQLite file."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def write(self) -> AbstractContextManager[Any]:
+        return self.db.atomic("IMMEDIATE")
+
+
+def open_sqlite(path: Path) -> SqliteStore:
+    """Open (creating if needed) the store at `path` and bring its schema up to date."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = SqliteDatabase(str(path), pragmas=PRAGMAS, check_same_thread=False)
+    database.initialize(db)
+    db.connect(reuse_if_open=True)
+    with db.atomic("IMMEDIATE"):
+        _migrate(db)
+    return SqliteStore(db)
+
+
+def _migrate(db: SqliteDatabase) -> None:
+    if not SchemaVersion.table_exists():
+        db.create_tables(TABLES)
+        SchemaVersion.create(version=SCHEMA_VERSION, applied_at=time.time())
+        return
+    current = SchemaVersion.select().order_by(SchemaVersion.version.desc()).first()
+    version = current.version if current else 0
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[target](db)
+        SchemaVersion.create(version=target, applied_at=time.time())

@@ -1,0 +1,271 @@
+"""Real relayd processes for the end-to-end tests and the benchmarks.
+
+This module owns what both of them need to run Relay for real: the one polling helper
+(`wait_until`, and `wait_until_async` for code on an event loop), free ports, a relayd
+config whose models point at a simulator, `relayd simulate` (`Simulator`) and
+`relayd serve` (`Relayd`) as subprocesses (start, health check, API keys, stop).
+
+It ships in the package so `bench/` can use it; it imports no test framework. The
+pytest fixtures live in tests/e2e/harness.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import httpx
+
+_SCRIPT = Path(sys.executable).parent / "relayd"
+# The installed console script, as a user runs it; `python -m daemon` is the same entry point.
+RELAYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "daemon"]
+_BANNER_PORT = re.compile(r"SIMULATED .*:(\d+)/v1\s*$")
+
+
+class ProcessError(RuntimeError):
+    """A relayd or simulator process that did not start, or died while awaited."""
+
+
+# --- polling ------------------------------------------------------------------------
+
+
+def wait_until(check: Callable[[], Any], *, timeout: float, every: float = 0.05,
+               message: str = "the condition") -> Any:
+    """Call `check` every `every` seconds until it returns something truthy, and return
+    that. Raise TimeoutError ("... waiting for <message>") once `timeout` seconds pass."""
+    for _ in _tries(timeout, message):
+        if value := check():
+            return value
+        time.sleep(every)
+
+
+async def wait_until_async(check: Callable[[], Any], *, timeout: float, every: float = 0.05,
+                           message: str = "the condition") -> Any:
+    """`wait_until` on an event loop: `check` may return an awaitable, and the pauses
+    between tries let the loop run."""
+    for _ in _tries(timeout, message):
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        await asyncio.sleep(every)
+
+
+def _tries(timeout: float, message: str) -> Iterator[None]:
+    """The loop both waits share: one item per try, then TimeoutError once a try would
+    start after the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        yield
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {message}")
+
+
+# --- ports and config ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def simulated_model(alias: str, sim: Simulator, *, model: str = "sim-small",
+                    **keys: Any) -> dict[str, Any]:
+    """A `[[models]]` entry: `alias` served by the simulator's `model`, plus `keys`."""
+    return {"alias": alias, "base_url": sim.base_url, "model": model, **keys}
+
+
+def config_toml(*, port: int, data_dir: Path, models: Sequence[Mapping[str, Any]] = (),
+                server: Mapping[str, Any] | None = None,
+                **tables: Mapping[str, Any]) -> str:
+    """A relayd config: `[server]` with `port`, `data_dir` and `server`'s keys, then each
+    of `tables` (`gateway={...}`, `retry={...}`, ...), then one `[[models]]` per model."""
+    head = {"port": port, "data_dir": str(data_dir), **(server or {})}
+    blocks = [_table("[server]", head)]
+    blocks += [_table(f"[{name}]", keys) for name, keys in tables.items()]
+    blocks += [_table("[[models]]", model) for model in models]
+    return "\n".join(blocks)
+
+
+def _table(header: str, keys: Mapping[str, Any]) -> str:
+    return "".join([f"{header}\n", *(f"{key} = {_toml(value)}\n" for key, value in keys.items())])
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))  # a JSON string is a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+# --- processes ----------------------------------------------------------------------
+
+
+def create_key(config: Path, workspace: str) -> str:
+    """`relayd keys create`: a new API key of `workspace` (created if needed)."""
+    out = subprocess.run([*RELAYD, "keys", "create", "--workspace", workspace,
+                          "--config", str(config)], check=True, capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it lingers past `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@dataclass
+class Simulator:
+    """One `relayd simulate` process: the SIMULATED upstream."""
+
+    port: int
+    proc: subprocess.Popen[str]
+
+    @classmethod
+    def start(cls, *args: str) -> Simulator:
+        """Start `relayd simulate ARGS` on a port the OS picks; return once it listens."""
+        proc = subprocess.Popen([*RELAYD, "simulate", "--port", "0", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # "" if it exited
+        if not (found := _BANNER_PORT.search(banner)):
+            stop_process(proc, timeout=5)
+            raise ProcessError(f"relayd simulate did not start: {banner!r}")
+        return cls(int(found.group(1)), proc)
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return self.root + "/v1"
+
+    def stats(self) -> dict[str, Any]:
+        return httpx.get(self.root + "/_sim/stats", timeout=10).json()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return httpx.get(self.root + "/_sim/requests", timeout=30).json()["data"]
+
+    def reset(self) -> None:
+        httpx.post(self.root + "/_sim/reset", timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+@dataclass(kw_only=True)
+class Relayd:
+    """One `relayd serve` in its own `home` (relay.toml, data/, relayd.log) on a fixed
+    port: `start()` again after `stop()` or `kill()` restarts it on the same data, at
+    the same URL."""
+
+    home: Path
+    port: int = field(default_factory=free_port)
+    serve_args: Sequence[str] = ()  # added to `relayd serve --config ...`
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0  # time.time() just before the last spawn
+
+    @property
+    def config(self) -> Path:
+        return self.home / "relay.toml"
+
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "relayd.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def write_config(self, **tables: Any) -> Self:
+        """Write relay.toml: `config_toml`'s keywords (`models=[...]`, `gateway={...}`, ...)
+        on this daemon's port and data dir."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(config_toml(port=self.port, data_dir=self.data, **tables))
+        return self
+
+    def spawn(self) -> None:
+        """Start the process and return at once; its output goes to relayd.log."""
+        with open(self.log, "ab") as log:
+            self.started_at = time.time()
+            self.proc = subprocess.Popen(
+                [*RELAYD, "serve", "--config", str(self.config), *self.serve_args],
+                stdout=log, stderr=subprocess.STDOUT)
+
+    def start(self, *, timeout: float = 30) -> Self:
+        """Spawn, then wait until `/healthz` answers."""
+        self.spawn()
+        wait_until(self.healthy, timeout=timeout, message=f"relayd {self.url}/healthz")
+        return self
+
+    def healthy(self) -> bool:
+        """Whether `/healthz` answers 200; ProcessError if the process has exited."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise ProcessError(f"relayd exited with {self.proc.returncode}: {self.log_tail()}")
+        try:
+            return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def create_key(self, workspace: str) -> str:
+        return create_key(self.config, workspace)
+
+    def kill(self) -> None:
+        """SIGKILL (a crash), if it is running."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def terminate(self, timeout: float = 15) -> float:
+        """SIGTERM; return how long the process took to exit (TimeoutExpired if longer
+        than `timeout`)."""
+        assert self.proc is not None
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=timeout)
+        return time.monotonic() - started
+
+    def stop(self, timeout: float = 15) -> None:
+        """SIGTERM, then SIGKILL if it lingers."""
+        if self.proc is not None:
+            stop_process(self.proc, timeout)
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""

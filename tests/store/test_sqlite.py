@@ -1,0 +1,102 @@
+"""The SQLite backend: opening by URL, schema creation, pragmas, the version rows and the
+migration from version 1 (webhook state matched inside JSON, now its own column)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from daemon.store import UnsupportedDatabase, open_store
+from daemon.store.sqlite import SCHEMA_VERSION, SqliteStore, open_sqlite
+
+NOW = 1_700_000_000.0
+
+
+def versions(store: SqliteStore) -> list[int]:
+    return [v for (v,) in store.db.execute_sql("SELECT version FROM schema_version")]
+
+
+def test_schema_version_rows(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    assert versions(store) == [SCHEMA_VERSION]
+    store.close()
+
+
+def test_tables_exist(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    tables = set(store.db.get_tables())
+    store.close()
+    assert {"schema_version", "workspace", "api_key", "job", "row", "attempt", "file"} <= tables
+
+
+def test_pragmas_are_applied(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    (mode,) = store.db.execute_sql("PRAGMA journal_mode").fetchone()
+    (fk,) = store.db.execute_sql("PRAGMA foreign_keys").fetchone()
+    store.close()
+    assert (mode, fk) == ("wal", 1)
+
+
+def test_reopening_keeps_data_and_adds_no_version(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    store.ensure_workspace("acme", now=NOW)
+    store.close()
+    again = open_sqlite(tmp_path / "relay.db")
+    assert again.workspace("acme") is not None
+    assert versions(again) == [SCHEMA_VERSION]
+    again.close()
+
+
+def test_open_creates_missing_parent_dirs(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "relay.db"
+    open_sqlite(path).close()
+    assert path.exists()
+
+
+def test_open_store_reads_the_url(tmp_path: Path) -> None:
+    path = tmp_path / "by-url.db"
+    store = open_store(f"sqlite:///{path}")
+    store.close()
+    assert path.exists()
+
+
+@pytest.mark.parametrize("url", ["postgresql://db/relay", "mysql://db/relay", "relay.db"])
+def test_open_store_refuses_a_backend_it_does_not_have(url: str) -> None:
+    with pytest.raises(UnsupportedDatabase, match=r"database\.url"):
+        open_store(url)
+
+
+def _version_1_database(path: Path) -> None:
+    """A database as version 1 left it: no `webhook_state`; a claim inside `webhook`."""
+    store = open_sqlite(path)
+    ws = store.ensure_workspace("acme", now=NOW)
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN webhook_state")
+    store.db.execute_sql("UPDATE schema_version SET version = 1")
+    for seq, (status, webhook) in enumerate([
+        ("completed", None),  # ended, never claimed: still due
+        ("completed", json.dumps({"state": "sending", "claimed_at": NOW})),  # cut off
+        ("cancelled", json.dumps({"status_code": 200, "error": None})),  # delivered
+        ("running", None),  # not ended: nothing due yet
+    ], start=1):
+        store.db.execute_sql(
+            "INSERT INTO job (seq, id, workspace_id, dialect, name, model, endpoint, status, "
+            "priority, tier, total, completed, failed, dead_letter, input_tokens, "
+            "output_tokens, cost_nano_usd, stamps, created_at, webhook_url, webhook) "
+            "VALUES (?, ?, ?, 'relay', 'n', 'm', '/v1', ?, 0, 'standard', 0, 0, 0, 0, 0, 0, 0, "
+            "'{}', ?, 'https://example.com/hook', ?)",
+            (seq, f"{seq:032x}", ws.id, status, NOW, webhook))
+    store.close()
+
+
+def test_migration_2_moves_webhook_state_to_its_column(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    _version_1_database(path)
+    store = open_sqlite(path)
+    states = dict(store.db.execute_sql("SELECT seq, webhook_state FROM job").fetchall())
+    assert states == {1: "queued", 2: "sending", 3: "done", 4: None}
+    assert versions(store) == [1, 2]
+    assert [j.seq for j in store.unsent_webhooks()] == [1]
+    assert store.abandon_claimed_webhooks(now=NOW) == 1
+    store.close()

@@ -1,0 +1,114 @@
+"""The dialect registry: detection, status names and filters, ids, unrun rows, prices."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from daemon.dialects import DIALECTS, detect, event_view, statuses_for
+from daemon.domain.jobs import STATUSES, Job
+from daemon.domain.render import relay_status
+
+
+def job(**overrides: Any) -> Job:
+    fields: dict[str, Any] = {"id": "a" * 32, "seq": 1, "workspace_id": 1, "dialect": "relay",
+                              "name": "n", "model": "m", "endpoint": "/v1/chat/completions",
+                              "status": "queued", "priority": 0, "created_at": 0.0}
+    return Job(**(fields | overrides))
+
+
+def test_the_registry_is_keyed_by_each_dialects_name() -> None:
+    assert {name: d.name for name, d in DIALECTS.items()} == {"relay": "relay",
+                                                              "openai": "openai"}
+
+
+@pytest.mark.parametrize(("body", "name"), [
+    ({"endpoint": "/v1/chat/completions"}, "openai"), ({"input_file_id": "f"}, "openai"),
+    ({"completion_window": "24h"}, "openai"), ({"model": "m", "requests": []}, "relay"),
+    ({}, "relay"), ([], "relay"), ("text", "relay"), (None, "relay"),
+])
+def test_detect(body: Any, name: str) -> None:
+    assert detect(body).name == name
+
+
+@pytest.mark.parametrize(("internal", "relay"), [
+    ("scheduled", "scheduled"), ("validating", "queued"), ("queued", "queued"),
+    ("running", "running"), ("finalizing", "running"), ("cancelling", "running"),
+    ("completed", "completed"), ("failed", "failed"), ("expired", "failed"),
+    ("cancelled", "canceled"),
+])
+def test_relay_status_names(internal: str, relay: str) -> None:
+    assert DIALECTS["relay"].status_name(internal) == relay == relay_status(internal)
+
+
+def test_relay_view_uses_only_the_seed_names() -> None:
+    seed_names = {"queued", "scheduled", "running", "completed", "failed", "canceled"}
+    assert {DIALECTS["relay"].status_name(s) for s in STATUSES} == seed_names
+
+
+@pytest.mark.parametrize(("internal", "shown"), [
+    ("validating", "validating"), ("queued", "in_progress"), ("running", "in_progress"),
+    ("finalizing", "finalizing"), ("cancelling", "cancelling"), ("cancelled", "cancelled"),
+    ("expired", "expired"),
+])
+def test_openai_status_names(internal: str, shown: str) -> None:
+    assert DIALECTS["openai"].status_name(internal) == shown
+
+
+@pytest.mark.parametrize(("name", "internal"), [
+    ("queued", {"validating", "queued"}), ("running", {"running", "finalizing", "cancelling"}),
+    ("canceled", {"cancelled"}), ("scheduled", {"scheduled"}), ("completed", {"completed"}),
+    ("failed", {"failed", "expired"}),  # the Relay names come first
+    ("in_progress", {"queued", "running"}), ("validating", {"validating"}),
+    ("cancelling", {"cancelling"}), ("cancelled", {"cancelled"}), ("expired", {"expired"}),
+    ("finalizing", {"finalizing"}),
+])
+def test_status_filters(name: str, internal: set[str]) -> None:
+    found = statuses_for(name)
+    assert found is not None and set(found) == internal
+
+
+@pytest.mark.parametrize("name", ["", "QUEUED", "done", "in progress"])
+def test_unknown_status_filters(name: str) -> None:
+    assert statuses_for(name) is None
+
+
+def test_ids() -> None:
+    assert re.fullmatch(r"[0-9a-f]{32}", DIALECTS["relay"].new_id())
+    assert re.fullmatch(r"batch_[0-9a-f]{32}", DIALECTS["openai"].new_id())
+
+
+@pytest.mark.parametrize(("name", "ending", "code"), [
+    ("relay", "cancelled", "canceled"), ("relay", "expired", "expired"),
+    ("openai", "cancelled", "batch_cancelled"), ("openai", "expired", "batch_expired"),
+])
+def test_rows_that_never_ran(name: str, ending: str, code: str) -> None:
+    assert DIALECTS[name].unrun_error(ending)[0] == code
+
+
+def test_discount() -> None:
+    assert DIALECTS["openai"].discount(job(dialect="openai")) == Decimal("0.5")
+    assert DIALECTS["openai"].discount(job(dialect="openai", tier="expedited")) == 0
+    assert DIALECTS["relay"].discount(job()) == 0
+
+
+def test_admission() -> None:
+    relay, openai = DIALECTS["relay"], DIALECTS["openai"]
+    assert relay.admission_problem(job(model="gone"), frozenset({"m"})) == (
+        "model 'gone' is no longer configured")
+    assert relay.admission_problem(job(), frozenset({"m"})) is None
+    assert openai.admission_problem(job(dialect="openai", model="gone"), frozenset()) is None
+
+
+def test_result_files_are_the_openai_dialects() -> None:
+    assert (DIALECTS["relay"].writes_result_files, DIALECTS["openai"].writes_result_files) == (
+        False, True)
+
+
+def test_event_view_carries_the_relay_status() -> None:
+    view = event_view(job(status="cancelled", dialect="openai"))
+    assert (view["status"], view["relay_status"], view["dialect"]) == (
+        "cancelled", "canceled", "openai")
