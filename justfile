@@ -23,9 +23,10 @@ serve config="sample_data/demo.toml":
 simulate port="9900" *ARGS:
     relayd simulate --port {{port}} {{ARGS}}
 
-# Lint (ruff; the code keeps its own compact wrapping, so no formatter is enforced).
+# Lint: ruff, then mypy over daemon and relaytui ([tool.mypy]); no formatter is enforced.
 lint:
     ruff check daemon relaytui tests bench
+    mypy
 
 # Benchmarks on the SIMULATED upstream (--quick, --only NAME, --runs N); see bench/README.md.
 bench *ARGS:

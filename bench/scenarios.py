@@ -24,8 +24,9 @@ import httpx
 
 from bench import jobs, profile, reference
 from bench.jobs import job_body, prompts
-from bench.procs import BenchError, Relayd, Seed, Simulator, wait_until
+from bench.procs import BenchError, Relayd, Seed, Simulator, simulator
 from bench.report import Figure, at_least, at_most
+from daemon.testing import wait_until
 
 CONCURRENCY = 32  # [gateway] batch_concurrency, and the reference's requests in flight
 LATENCY_MS = 100
@@ -101,7 +102,7 @@ class Bench:
 
     def sim(self, latency_ms: float) -> Simulator:
         if latency_ms not in self._sims:
-            self._sims[latency_ms] = Simulator.start(latency_ms=latency_ms)
+            self._sims[latency_ms] = simulator(latency_ms)
         return self._sims[latency_ms]
 
     def daemon(self, models: dict[str, Simulator]) -> Relayd:
@@ -267,7 +268,7 @@ def small_jobs(b: Bench) -> None:
             ids = [job["id"] for job in pool.map(lambda body: jobs.submit(client, body),
                                                  bodies)]
         wait_until(lambda: nothing_left(client), timeout=job_timeout(n * 10),
-                   every=jobs.POLL_S, what="all one-row jobs ended")
+                   every=jobs.POLL_S, message="all one-row jobs to end")
         seconds = time.perf_counter() - started
         with ThreadPoolExecutor(SUBMITTERS) as pool:
             for job in pool.map(lambda job_id: jobs.status(client, job_id), ids):
@@ -324,7 +325,7 @@ def restart(b: Bench) -> None:
             sim.reset()
             daemon.spawn()
             wait_until(lambda: sim.stats()["requests"] > 0, timeout=30, every=0.01,
-                       what="a request after the restart")
+                       message="a request after the restart")
             first = min(r["at"] for r in sim.requests() if r["at"] >= daemon.started_at)
         finally:
             daemon.kill()

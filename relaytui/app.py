@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 
 from relaytui import settings as settings_file
 from relaytui.client import RelayClient
 from relaytui.commands import RelayCommands
+from relaytui.keys import APP_BINDINGS
 from relaytui.models import key_hint
 from relaytui.screens.connect import ConnectScreen
 from relaytui.screens.help import HelpScreen
@@ -28,17 +29,7 @@ class RelayApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Relay"
     COMMANDS = App.COMMANDS | {RelayCommands}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("question_mark", "help", "Help", key_display="?",
-                tooltip="Show every key of every screen"),
-        Binding("k", "connection", "Connection", show=False,
-                tooltip="Change the relayd URL and API key (saved for next time)"),
-        Binding("t", "toggle_theme", "Light/dark", show=False,
-                tooltip="Switch between the light and the dark theme"),
-        Binding("ctrl+p", "command_palette", "Palette", show=False,
-                tooltip="Find any action by name (the command palette)"),
-        Binding("q", "quit", "Quit", tooltip="Quit the TUI (relayd keeps running)"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
     def __init__(self, client: Any | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],

@@ -194,7 +194,8 @@ class EventStream:
 
 
 def _parse_sse(lines: Iterator[str]) -> Iterator[Event]:
-    kind, data = "message", []
+    kind = "message"
+    data: list[str] = []
     for line in lines:
         if not line:
             if data:

@@ -61,7 +61,7 @@ def jsonl_rows(text: str, *, path: str = "<jsonl>") -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
         rows.append(_jsonl_row(row, path=path, number=number))
     return rows

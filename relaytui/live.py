@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from relaytui.client import Event, RelayError
 
@@ -51,6 +51,10 @@ class JobEvent:
     at: float
 
 
+# Everything the feed posts.
+Update: TypeAlias = Connection | Workspace | JobsListed | JobEvent
+
+
 class Stream(Protocol):
     def __iter__(self) -> Any: ...
     def close(self) -> None: ...
@@ -82,7 +86,7 @@ class Backoff:
 
 
 class LiveFeed:
-    def __init__(self, client: Source, post: Callable[[object], Any], *,
+    def __init__(self, client: Source, post: Callable[[Update], object], *,
                  clock: Callable[[], float] = time.time, poll_every: float = 2.0,
                  backoff: Backoff | None = None) -> None:
         self.client = client

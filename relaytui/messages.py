@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from relaytui.live import Connection, JobEvent, JobsListed, Workspace
+from relaytui.live import JobEvent, Update
 
 
 @dataclass
@@ -18,7 +18,7 @@ class FeedUpdate(Message):
     A flood of progress for one job is merged: a progress event still waiting in the
     queue is superseded by the next one for the same job (its counters are newer)."""
 
-    update: Connection | Workspace | JobsListed | JobEvent
+    update: Update
 
     def can_replace(self, message: Message) -> bool:
         mine, theirs = self.update, getattr(message, "update", None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,14 +19,14 @@ class Settings:
     key: str | None
 
 
-def config_path(environ: dict[str, str] | None = None) -> Path:
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "relay" / "config.toml"
 
 
 def resolve(url: str | None = None, key: str | None = None, *,
-            environ: dict[str, str] | None = None) -> Settings:
+            environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     saved = _read(config_path(env))
     return Settings(
@@ -34,7 +35,7 @@ def resolve(url: str | None = None, key: str | None = None, *,
     )
 
 
-def save(settings: Settings, *, environ: dict[str, str] | None = None) -> Path:
+def save(settings: Settings, *, environ: Mapping[str, str] | None = None) -> Path:
     """Remember the URL and key (file mode 0600: it holds a secret)."""
     path = config_path(environ)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,12 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import Footer, Static
 
+from relaytui.keys import APP_BINDINGS
 from relaytui.screens.base import RelayScreen
+from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
+from relaytui.screens.jobs import JobsScreen
+from relaytui.screens.results import ResultsScreen
+from relaytui.screens.upload import UploadScreen
 
 # Keys the widgets bring (tables, trees, inputs) that an operator should know about.
 MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also page up/down, home, end)"),
@@ -20,14 +25,8 @@ MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also page up/do
 
 
 def sections() -> list[tuple[str, list[BindingType]]]:
-    from relaytui.app import RelayApp
-    from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
-    from relaytui.screens.jobs import JobsScreen
-    from relaytui.screens.results import ResultsScreen
-    from relaytui.screens.upload import UploadScreen
-
     return [
-        ("Everywhere", [*RelayApp.BINDINGS, *MOVING]),
+        ("Everywhere", [*APP_BINDINGS, *MOVING]),
         ("Jobs (home)", [Binding("enter", "", "", tooltip="Open the results of a finished "
                                  "job"), *JobsScreen.BINDINGS]),
         ("Dead letter (d)", DeadLetterScreen.BINDINGS),

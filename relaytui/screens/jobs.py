@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Input
 
 from relaytui.board import Change, JobBoard
@@ -28,8 +29,8 @@ from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
 
-_ENDED = {"completed": "information", "canceled": "warning", "failed": "error",
-          "expired": "error"}
+_ENDED: dict[str, SeverityLevel] = {"completed": "information", "canceled": "warning",
+                                    "failed": "error", "expired": "error"}
 
 
 class JobsScreen(RelayScreen):
@@ -133,7 +134,7 @@ class JobsScreen(RelayScreen):
         dead = f", {view.dead_letter} dead-letter" if view.dead_letter else ""
         self.notify(f"{view.completed}/{view.total} completed, {view.failed} failed{dead}",
                     title=f"{view.name or view.id}: {view.status}",
-                    severity=_ENDED.get(view.status, "information"))  # type: ignore[arg-type]
+                    severity=_ENDED.get(view.status, "information"))
 
     def _tick(self) -> None:
         self.table.tick()
@@ -252,8 +253,12 @@ class JobsScreen(RelayScreen):
         what = "cron template (its future runs stop; runs so far stay)" \
             if view.is_template else "job"
         question = f"Cancel the {what} “{view.name or view.id}”?\n{view.id}"
-        self.app.push_screen(ConfirmScreen(question, yes="Cancel it", no="Keep it"),
-                             lambda yes: self._cancel(view.id) if yes else None)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._cancel(view.id)
+
+        self.app.push_screen(ConfirmScreen(question, yes="Cancel it", no="Keep it"), answered)
 
     @work(thread=True, group="cancel", exit_on_error=False, name="cancel")
     def _cancel(self, job_id: str) -> None:

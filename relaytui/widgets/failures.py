@@ -3,11 +3,11 @@ workers route `Worker.StateChanged` here (the message does not bubble)."""
 
 from __future__ import annotations
 
-from textual.dom import DOMNode
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 
-def report_failure(node: DOMNode, event: Worker.StateChanged) -> None:
+def report_failure(node: Widget, event: Worker.StateChanged) -> None:
     if event.state == WorkerState.ERROR:
         error = event.worker.error
         node.notify(f"{event.worker.name or 'background task'} failed: "

@@ -12,7 +12,7 @@ import pytest
 from daemon.domain import ids
 from daemon.domain.jobs import QUEUED, Job, RowDraft
 from daemon.runtime import Daemon
-from daemon.store.repo import JobDraft, Repo
+from daemon.store.interface import JobDraft, Store
 from tests.actors.harness import (
     PRIMARY,
     FakeClock,
@@ -33,7 +33,7 @@ class Running:
         if supervisors is not None:  # the seam where the scheduler starts supervisors
             daemon._start_supervisor = supervisors  # type: ignore[method-assign]
         self.services = daemon.start()
-        self.repo: Repo = self.services.repo
+        self.repo: Store = self.services.repo
         self.stopped = False
         self.workspace = self.repo.ensure_workspace("ws-a", now=daemon.clock())
 

@@ -20,11 +20,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import gc
-import inspect
 import json
 import threading
 import time
-import warnings
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -32,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import pykka
+import pytest
 
+from daemon import testing
 from daemon.config import Config, ModelConfig, parse
 from daemon.runtime import Daemon
 from daemon.upstream.transport import FunctionTransport, Reply
@@ -41,6 +41,7 @@ PRIMARY = "gpt-4o-mini"
 BACKUP = "backup"
 START = datetime(2026, 10, 4, 9, 12, tzinfo=UTC).timestamp()
 TICK_S = 0.02
+POLL_S = 0.01  # between two tries of wait_until and wait_for
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
@@ -149,51 +150,63 @@ def make_daemon(config: Config, upstream: Upstream, clock: FakeClock) -> Daemon:
 
 
 def stop_daemon(daemon: Daemon, upstream: Upstream) -> None:
-    """Teardown: let what is in flight finish, then stop. Stopping while rows are being
-    dispatched can strand a row worker on the stopped I/O loop (a daemon bug, exposed
-    by tests/actors/test_shutdown.py); if that happens, warn and free the worker so the
-    test process can still exit."""
+    """Teardown: let what is in flight finish, then stop. A stop that leaves an actor's
+    thread running fails the test with the threads' names: that is a shutdown hang
+    (`relayd` would never exit; see tests/actors/test_shutdown.py). The stuck threads
+    are freed first, so the rest of the session still runs and exits."""
     upstream.gate.set()
     upstream.pause.set()
     upstream.outage = False
     busy = ("running", "cancelling")
-    with contextlib.suppress(AssertionError):  # a long job: stop it mid-way
+    with contextlib.suppress(TimeoutError):  # a long job: stop it mid-way
         wait_until(lambda: not any(daemon.repo.jobs_in(s) for s in busy), timeout=1)
-    try:
+    with contextlib.suppress(pykka.Timeout):  # a hang shows in the threads left
         daemon.stop(budget=3.0)
-    except pykka.Timeout:
-        warnings.warn("Daemon.stop timed out: a row worker was left waiting on the "
-                      "stopped I/O loop", stacklevel=2)
-        for stranded in gc.get_objects():
-            if isinstance(stranded, concurrent.futures.Future) and not stranded.done():
-                stranded.cancel()
+    stuck = actor_threads_left()
+    if stuck:
+        _free_stuck_actors()
+        pytest.fail(f"Daemon.stop left actor threads running: {', '.join(stuck)}")
+
+
+def actor_threads_left(*, timeout: float = 1.0) -> list[str]:
+    """The actor threads still alive `timeout` s after a stop (pykka names them
+    `<ActorClass>-<n>`; daemon threads, which cannot hold the process, are left out)."""
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: not _actor_threads(), timeout=timeout)
+    return _actor_threads()
+
+
+def _actor_threads() -> list[str]:
+    classes: set[str] = set()
+    todo: list[type] = [pykka.ThreadingActor]
+    while todo:  # every actor class defined so far
+        subclasses = todo.pop().__subclasses__()
+        classes.update(c.__name__ for c in subclasses)
+        todo.extend(subclasses)
+    return sorted(t.name for t in threading.enumerate()
+                  if t.is_alive() and not t.daemon and t.name.rpartition("-")[0] in classes)
+
+
+def _free_stuck_actors() -> None:
+    """Cancel every pending concurrent future (what a stranded row worker waits on for
+    the stopped I/O loop), then stop the actors again."""
+    for stranded in gc.get_objects():
+        if isinstance(stranded, concurrent.futures.Future) and not stranded.done():
+            stranded.cancel()
+    with contextlib.suppress(pykka.Timeout):
         pykka.ActorRegistry.stop_all(block=True, timeout=2)
-        daemon.db.close()
 
 
 def wait_until(predicate: Callable[[], Any], *, timeout: float = 5.0,
-               interval: float = 0.01, what: str = "condition") -> Any:
-    """Poll `predicate` from a plain thread until it is truthy; return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+               what: str = "condition") -> Any:
+    """Poll `predicate` from a plain thread until it is truthy; return its value
+    (`daemon.testing.wait_until` with this suite's defaults; TimeoutError if not)."""
+    return testing.wait_until(predicate, timeout=timeout, every=POLL_S, message=what)
 
 
 async def wait_for(predicate: Callable[[], Any], *, timeout: float = 5.0,
-                   interval: float = 0.01, what: str = "condition") -> Any:
-    """Poll `predicate` (sync or async) on the event loop until it is truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(interval)
+                   what: str = "condition") -> Any:
+    """Poll `predicate` (sync or async) on the event loop until it is truthy
+    (`daemon.testing.wait_until_async` with this suite's defaults)."""
+    return await testing.wait_until_async(predicate, timeout=timeout, every=POLL_S,
+                                          message=what)

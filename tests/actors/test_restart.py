@@ -3,12 +3,13 @@ runs after the restart, and no row goes upstream again once its outcome is store
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 from daemon.domain import cron, ids
 from daemon.domain.jobs import RowDraft
 from daemon.domain.render import relay_result
-from daemon.store.repo import JobDraft
+from daemon.store.interface import JobDraft
 from tests.actors.harness import PRIMARY, Upstream, answer, wait_until
 
 ROWS = 20
@@ -58,10 +59,12 @@ def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon, upstr
     first = start_daemon(upstream, gateway={"batch_concurrency": 1})
     job = first.submit(["held BLOCK", "never sent"])
     wait_until(lambda: upstream.seen("held BLOCK"), what="the first row in flight")
-    cancelling = first.repo.transition(job.seq, source={"running"}, target="cancelling",
+    cancelling = first.repo.transition(job.seq, "cancelling",
                                        now=first.daemon.clock())
     assert cancelling is not None
-    first.services.scheduler.cancel(job.seq).get(timeout=5)
+    acknowledged = threading.Event()
+    first.services.scheduler.cancel(job.seq, acknowledged)
+    assert acknowledged.wait(5)
 
     first.stop()
     assert first.repo.job_by_seq(job.seq).status == "cancelling"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from daemon.api.batches import _request_cancel
+from daemon.api.batches import request_cancel
 from tests.actors.harness import answer, wait_for
 from tests.api.conftest import assert_envelope, batch
 
@@ -70,6 +70,21 @@ async def test_cancel_twice_is_409_the_second_time(make_relay):
     assert status == 409
 
 
+async def test_a_second_cancel_of_a_running_job_is_409_and_changes_nothing(make_relay):
+    relay = await make_relay(gateway={"batch_concurrency": 1})
+    job = await relay.submit(batch("first BLOCK", "second"))
+    await wait_for(lambda: relay.upstream.in_flight() == 1, what="the first row in flight")
+    await relay.ok("POST", f"/v1/batches/{job['id']}/cancel")
+
+    status, body = await relay.call("POST", f"/v1/batches/{job['id']}/cancel")
+
+    assert status == 409
+    assert_envelope(body, code="batch_already_cancelling")
+    relay.upstream.gate.set()
+    done = await relay.wait_status(job["id"], "canceled")
+    assert (done["completed"], done["failed"]) == (1, 1)
+
+
 async def test_cancel_an_unknown_job_is_404(relay):
     status, body = await relay.call("POST", "/v1/batches/" + "a" * 32 + "/cancel")
     assert status == 404
@@ -105,7 +120,7 @@ async def test_a_cancel_that_read_the_job_queued_does_not_end_it_behind_its_supe
     relay.upstream.gate.set()  # the blocker ends; the job is admitted; j1 goes upstream
     await wait_for(lambda: relay.upstream.seen("j1 PAUSE"), what="the job's first row")
 
-    await asyncio.to_thread(_request_cancel, relay.services, read_queued)
+    await asyncio.to_thread(request_cancel, relay.services, read_queued)
     relay.upstream.pause.set()
 
     await relay.wait_status(job["id"], "canceled")

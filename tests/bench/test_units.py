@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 from bench.jobs import job_body, percentile, prompts
-from bench.procs import config_text, cpu_seconds, peak_rss_mb
+from bench.procs import config_tables, cpu_seconds, peak_rss_mb
 from bench.profile import read_collapsed, split_frame, summarise
 from bench.report import Figure, at_least, at_most, table_rows
 from bench.scenarios import FULL, QUICK, restart_latency_ms
+from daemon.testing import config_toml
 
 
 def test_quick_is_smaller_and_scale_keeps_a_floor() -> None:
@@ -52,9 +54,13 @@ def test_config_has_the_issue_settings(tmp_path: Path) -> None:
     class Sim:
         base_url = "http://127.0.0.1:1/v1"
 
-    text = config_text(data_dir=tmp_path, port=1, models={"fast": Sim()})  # type: ignore[dict-item]
-    assert "batch_concurrency = 32" in text and "max_concurrency = 64" in text
-    assert "[retry]" not in text  # defaults
+    tables = config_tables({"fast": Sim()})  # type: ignore[dict-item]
+    text = config_toml(port=1, data_dir=tmp_path, **tables)
+    doc = tomllib.loads(text)
+    assert doc["gateway"]["batch_concurrency"] == 32
+    assert doc["models"] == [{"alias": "fast", "base_url": Sim.base_url, "model": "sim-small",
+                              "max_concurrency": 64}]
+    assert "retry" not in doc  # defaults
 
 
 def test_restart_latency_slows_tiny_jobs_only() -> None:

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from daemon.config import load
-from daemon.domain.jobs import COMPLETED, RELAY, RowDraft
-from daemon.store.db import open_database
-from daemon.store.repo import JobDraft, Repo
+from daemon.domain.jobs import COMPLETED, RowDraft
+from daemon.store import open_store
+from daemon.store.interface import Ending, JobDraft, Store
 from tests.e2e.harness import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -34,14 +34,14 @@ class _Receiver(BaseHTTPRequestHandler):
         pass
 
 
-def _ended_job(repo: Repo, workspace_id: int, job_id: str, url: str) -> int:
+def _ended_job(repo: Store, workspace_id: int, job_id: str, url: str) -> int:
     now = time.time()
-    job = repo.create_job(JobDraft(id=job_id, workspace_id=workspace_id, dialect=RELAY,
+    job = repo.create_job(JobDraft(id=job_id, workspace_id=workspace_id, dialect="relay",
                                    name=job_id, model="gpt-4o-mini",
                                    endpoint="/v1/chat/completions", status="running",
                                    priority=0, created_at=now, webhook_url=url),
                           [RowDraft(custom_id="r-1", body={"messages": []}, error="x")])
-    repo.transition(job.seq, source={"running"}, target=COMPLETED, now=now, finished_at=now)
+    repo.end_job(job.seq, Ending(COMPLETED), now=now)  # queues the webhook
     return job.seq
 
 
@@ -51,13 +51,13 @@ def test_unsent_webhooks_go_out_once_after_a_restart(simulator_factory, relayd_f
     url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     relayd = relayd_factory(simulator_factory())
     key = relayd.key("acme")  # creates the store and the workspace
-    repo = Repo(open_database(load(relayd.config).database_path))
+    repo = open_store(load(relayd.config).store_url)
     workspace = repo.workspace("acme")
     assert workspace is not None
     _ended_job(repo, workspace.id, "a" * 32, url)  # ended, webhook never claimed
     claimed = _ended_job(repo, workspace.id, "b" * 32, url)
     assert repo.claim_webhook(claimed, now=time.time())  # the crash came mid-delivery
-    repo.db.close()
+    repo.close()
     try:
         relayd.start()
         wait_until(lambda: _Receiver.bodies)
