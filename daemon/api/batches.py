@@ -13,6 +13,7 @@ from typing import Any
 import pykka
 from aiohttp import web
 
+from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import detect, dialect_of, statuses_for
@@ -94,31 +95,12 @@ async def get(request: web.Request) -> web.Response:
 async def list_jobs(request: web.Request) -> web.Response:
     services, workspace = context(request)
     query = request.query
-    limit = _limit(query.get("limit"))
+    limit = paging.limit(query.get("limit"), default=20, most=100)
     statuses = _status_filter(query.get("status"))
     jobs, has_more = await asyncio.to_thread(
         services.repo.list_jobs, workspace.id, limit=limit, after=query.get("after") or None,
         statuses=statuses, template_id=query.get("template_id") or None)
-    data = [render(j) for j in jobs]
-    return web.json_response({
-        "object": "list", "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
-    })
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None:
-        return 20
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise InvalidRequest(f"'limit' must be an integer from 1 to 100; got {raw!r}.",
-                             param="limit")
-    return limit
+    return web.json_response(paging.page([render(j) for j in jobs], has_more=has_more))
 
 
 def _status_filter(raw: str | None) -> tuple[str, ...] | None:

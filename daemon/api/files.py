@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
+from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.domain import ids
@@ -150,23 +150,11 @@ async def delete(request: web.Request) -> web.Response:
 
 async def list_files(request: web.Request) -> web.Response:
     services, workspace = _context(request)
-    limit = _limit(request.query.get("limit"))
+    limit = paging.limit(request.query.get("limit"), default=100, most=10_000)
     files, has_more = await asyncio.to_thread(
         services.repo.list_files, workspace.id, limit=limit,
         after=request.query.get("after") or None, purpose=request.query.get("purpose") or None)
-    data: list[dict[str, Any]] = [file_object(f) for f in files]
-    return web.json_response({"object": "list", "data": data, "has_more": has_more,
-                              "first_id": data[0]["id"] if data else None,
-                              "last_id": data[-1]["id"] if data else None})
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None:
-        return 100
-    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
-        raise InvalidRequest(f"'limit' must be an integer from 1 to 10000; got {raw!r}.",
-                             param="limit")
-    return int(raw)
+    return web.json_response(paging.page([file_object(f) for f in files], has_more=has_more))
 
 
 def setup(app: web.Application) -> None:

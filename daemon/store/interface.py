@@ -17,7 +17,7 @@ runs against every backend. Rules every implementation keeps:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from daemon.domain.files import FileRecord
@@ -45,7 +45,8 @@ class KeyRecord:
 
 @dataclass(frozen=True)
 class JobDraft:
-    """A job about to be stored; the store assigns `seq` and the counters."""
+    """A job about to be stored; the store assigns `seq` and the counters. Its fields
+    are `Job`'s of the same names."""
 
     id: str
     workspace_id: int
@@ -64,6 +65,12 @@ class JobDraft:
     metadata: dict[str, Any] | None = None
     input_file_id: str | None = None
     expires_at: float | None = None
+
+
+def draft_from(job: Job, **changes: Any) -> JobDraft:
+    """A new job like `job` (a template's run, a dead-letter retry), with `changes`."""
+    copied = {f.name: getattr(job, f.name) for f in fields(JobDraft)}
+    return JobDraft(**(copied | changes))
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from daemon.domain.jobs import (
     can_transition,
 )
 from daemon.store.file_records import insert_file
-from daemon.store.interface import Ending, JobDraft
+from daemon.store.interface import Ending, JobDraft, draft_from
 from daemon.store.models import JobModel, RowModel
-from daemon.store.records import draft_fields, job_record, loads
+from daemon.store.records import draft_fields, job_record
 from daemon.store.rows import insert_rows
 from daemon.store.sql import COPY_ROWS, SqlBase
 from daemon.store.webhooks import WEBHOOK_QUEUED
@@ -155,13 +155,10 @@ class JobQueries(SqlBase):
                     for r in query.order_by(RowModel.position)]
             if not rows:
                 return None
-            draft = JobDraft(
-                id=new_id, workspace_id=source.workspace_id, dialect=source.dialect,
-                name=f"{source.name} (dead-letter retry)", model=source.model,
-                endpoint=source.endpoint, status=QUEUED, priority=source.priority,
-                created_at=now, webhook_url=source.webhook_url, tier=source.tier,
-                metadata=loads(source.metadata),
-            )
+            draft = draft_from(job_record(source), id=new_id, status=QUEUED, created_at=now,
+                               name=f"{source.name} (dead-letter retry)", cron=None,
+                               next_run_at=None, template_id=None, input_file_id=None,
+                               expires_at=None)
             return self.create_job(draft, rows)
 
 
@@ -180,12 +177,9 @@ class JobQueries(SqlBase):
                             JobModel.next_run_at == tick).execute())
             if taken != 1:
                 return None
-            run = JobModel.create(**draft_fields(JobDraft(
-                id=run_id, workspace_id=template.workspace_id, dialect=template.dialect,
-                name=template.name, model=template.model, endpoint=template.endpoint,
-                status=QUEUED, priority=template.priority, created_at=now,
-                webhook_url=template.webhook_url, template_id=template.id, tier=template.tier,
-                metadata=template.metadata,
+            run = JobModel.create(**draft_fields(draft_from(
+                template, id=run_id, status=QUEUED, created_at=now, template_id=template.id,
+                cron=None, next_run_at=None,
             )), total=template.total, stamps=json.dumps({QUEUED: now}))
             self.db.execute_sql(self.sql(COPY_ROWS), (run.seq, ROW_PENDING, template.seq))
         return job_record(run)

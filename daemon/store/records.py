@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import fields
 from typing import Any
 
 from daemon.domain.files import FileRecord
@@ -24,15 +25,15 @@ def workspace_record(ws: Workspace) -> WorkspaceRecord:
                            expedited=ws.expedited, webhook_secret=ws.webhook_secret)
 
 
+# A job's fields are named once, on `Job` (and `JobDraft`, the fields a new job is
+# given); the table's columns carry the same names except these.
+_COLUMN = {"workspace_id": "workspace"}
+_JSON_COLUMNS = ("webhook", "metadata", "errors", "stamps")
+
+
 def draft_fields(d: JobDraft) -> dict[str, Any]:
-    return {
-        "id": d.id, "workspace": d.workspace_id, "dialect": d.dialect, "name": d.name,
-        "model": d.model, "endpoint": d.endpoint, "status": d.status, "priority": d.priority,
-        "created_at": d.created_at, "webhook_url": d.webhook_url, "cron": d.cron,
-        "next_run_at": d.next_run_at, "template_id": d.template_id, "tier": d.tier,
-        "metadata": json.dumps(d.metadata) if d.metadata is not None else None,
-        "input_file_id": d.input_file_id, "expires_at": d.expires_at,
-    }
+    values = {_COLUMN.get(f.name, f.name): getattr(d, f.name) for f in fields(d)}
+    return values | {"metadata": dumps(d.metadata)}
 
 
 def dumps(value: Any) -> str | None:
@@ -44,18 +45,11 @@ def loads(text: str | None) -> Any:
 
 
 def job_record(r: JobModel) -> Job:
-    return Job(
-        id=r.id, seq=r.seq, workspace_id=r.workspace_id, dialect=r.dialect, name=r.name,
-        model=r.model, endpoint=r.endpoint, status=r.status, priority=r.priority,
-        created_at=r.created_at, total=r.total, completed=r.completed, failed=r.failed,
-        dead_letter=r.dead_letter, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
-        cost_nano_usd=r.cost_nano_usd, started_at=r.started_at, finished_at=r.finished_at,
-        error=r.error, webhook_url=r.webhook_url, webhook=loads(r.webhook), cron=r.cron,
-        next_run_at=r.next_run_at, template_id=r.template_id, last_run_id=r.last_run_id,
-        tier=r.tier, metadata=loads(r.metadata), errors=loads(r.errors),
-        input_file_id=r.input_file_id, output_file_id=r.output_file_id,
-        error_file_id=r.error_file_id, expires_at=r.expires_at, stamps=loads(r.stamps) or {},
-    )
+    data = r.__data__
+    values = {f.name: data.get(_COLUMN.get(f.name, f.name)) for f in fields(Job)}
+    for name in _JSON_COLUMNS:
+        values[name] = loads(values[name])
+    return Job(**(values | {"stamps": values["stamps"] or {}}))
 
 
 def file_record(r: FileModel) -> FileRecord:

@@ -43,15 +43,6 @@ class IOLoop:
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    @property
-    def closing(self) -> bool:
-        """True once `stop` has begun: a cancelled call then means shutdown, not failure."""
-        return self._closing
-
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("IOLoop already started")
@@ -74,20 +65,6 @@ class IOLoop:
             self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         return future
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coro` on the loop and wait for its result; cancel it on timeout."""
-        future = self.submit(coro)
-        try:
-            return future.result(timeout)
-        except TimeoutError:
-            future.cancel()
-            raise
-
-    def call_soon(self, fn: Callable[..., object], *args: object) -> None:
-        if self._loop is None:
-            raise RuntimeError("IOLoop is not running")
-        self._loop.call_soon_threadsafe(fn, *args)
 
     def add_cleanup(self, cleanup: Cleanup) -> None:
         """Register `await cleanup()` to run on the loop at `stop`, after tasks are cancelled."""

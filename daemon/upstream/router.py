@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.openai_input import RESERVED as EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.domain.retry import is_transient_status, retry_delay
 from daemon.upstream.transport import Reply, Transport, TransportError
 
-RESERVED_KEY = "openrelay"  # Relay's own per-row options; never sent upstream
 MESSAGE_LIMIT = 200
 
 Kind = Literal["success", "transient", "permanent"]
@@ -107,7 +107,7 @@ def usage_of(response: Mapping[str, Any]) -> Usage:
 
 def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
     """The request body as sent: the upstream's model name, without Relay's reserved key."""
-    sent = {k: v for k, v in body.items() if k != RESERVED_KEY}
+    sent = {k: v for k, v in body.items() if k != EXTENSIONS}  # Relay's own; never sent upstream
     sent["model"] = model.model
     return json.dumps(sent).encode()
 

@@ -162,21 +162,9 @@ def test_io_loop_runs_coroutines_on_its_named_daemon_thread(io_loop: IOLoop) -> 
         thread = threading.current_thread()
         return thread.name, thread.daemon
 
-    assert io_loop.run(where(), timeout=5) == ("relay-io", True)
+    assert io_loop.submit(where()).result(5) == ("relay-io", True)
     future = io_loop.submit(asyncio.sleep(0, result=42))
     assert isinstance(future, concurrent.futures.Future) and future.result(5) == 42
-
-
-def test_io_loop_call_soon(io_loop: IOLoop) -> None:
-    seen: list[str] = []
-    done = threading.Event()
-    io_loop.call_soon(lambda: (seen.append(threading.current_thread().name), done.set()))
-    assert done.wait(5) and seen == ["relay-io"]
-
-
-def test_io_loop_run_timeout_cancels(io_loop: IOLoop) -> None:
-    with pytest.raises(TimeoutError):
-        io_loop.run(asyncio.Event().wait(), timeout=0.05)
 
 
 def test_io_loop_stop_cancels_pending_work_and_runs_cleanups() -> None:
@@ -189,11 +177,9 @@ def test_io_loop_stop_cancels_pending_work_and_runs_cleanups() -> None:
 
     loop.add_cleanup(cleanup)
     pending = loop.submit(asyncio.Event().wait())
-    assert not loop.closing
     loop.stop(timeout=5)
-    assert pending.cancelled() and loop.closing
+    assert pending.cancelled()
     assert cleaned == ["relay-io"]
-    assert not loop.running
     with pytest.raises(RuntimeError):
         loop.submit(asyncio.sleep(0))
     loop.stop()  # a second stop is harmless
@@ -204,7 +190,7 @@ def test_io_loop_closes_a_transport_on_stop() -> None:
     loop.start()
     transport = AiohttpTransport(RetryConfig())
     loop.add_cleanup(transport.close)
-    loop.run(_open_session(transport), timeout=5)
+    loop.submit(_open_session(transport)).result(5)
     session = transport._session
     loop.stop()
     assert session is not None and session.closed
