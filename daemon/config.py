@@ -45,6 +45,14 @@ class SecurityConfig:
 
 
 @dataclass(frozen=True)
+class ToolsConfig:
+    """Calls to the users' tool executors (`openrelay.tool_config`)."""
+
+    max_concurrency_per_host: int = 16  # executor calls at once to one host, all jobs
+    mcp_sessions_per_job: int = 8  # MCP sessions a job keeps open at most
+
+
+@dataclass(frozen=True)
 class RetryConfig:
     """How the router retries one model before it falls back to the next."""
 
@@ -75,6 +83,7 @@ class Config:
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     models: tuple[ModelConfig, ...] = ()
 
     @property
@@ -83,7 +92,7 @@ class Config:
         return self.database_url or f"sqlite:///{self.server.data_dir / 'relay.db'}"
 
 
-_SECTIONS = {"server", "database", "gateway", "security", "retry", "models"}
+_SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "models"}
 
 
 def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
@@ -117,6 +126,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
         gateway=_gateway(_table(raw, "gateway")),
         security=_security(_table(raw, "security")),
         retry=_retry(_table(raw, "retry")),
+        tools=_tools(_table(raw, "tools")),
         models=models,
     )
 
@@ -180,6 +190,17 @@ def _retry(t: dict[str, Any]) -> RetryConfig:
             raise ConfigError(f"retry.{key}: must be positive, got {value}")
         seconds[key] = value
     return RetryConfig(attempts=attempts, **seconds)
+
+
+def _tools(t: dict[str, Any]) -> ToolsConfig:
+    defaults = ToolsConfig()
+    _reject_unknown(t, set(defaults.__dataclass_fields__), "tools.")
+    values = {key: _typed(t, key, int, getattr(defaults, key), "tools.")
+              for key in defaults.__dataclass_fields__}
+    for key, value in values.items():
+        if value < 1:
+            raise ConfigError(f"tools.{key}: must be at least 1, got {value}")
+    return ToolsConfig(**values)
 
 
 _MODEL_KEYS = {

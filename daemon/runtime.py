@@ -113,7 +113,8 @@ class Daemon:
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models).proxy()
         self.validator = Validator.start(repo=self.repo, files=self.files,
-                                         scheduler=self.scheduler,
+                                         scheduler=self.scheduler, resolve=self.resolve,
+                                         allow_private=self.config.security.allow_private_targets,
                                          notifier=self.notifier, models=self.models,
                                          clock=self.clock).proxy()
         for job in self.repo.jobs_in(VALIDATING):  # left by a previous process

@@ -31,6 +31,8 @@ _SCRIPT = Path(sys.executable).parent / "relayd"
 # The installed console script, as a user runs it; `python -m daemon` is the same entry point.
 RELAYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "daemon"]
 _BANNER_PORT = re.compile(r"SIMULATED .*:(\d+)/v1\s*$")
+_BANNER_MCP = re.compile(r"SIMULATED MCP .* (http://\S+/mcp)\s*$")
+_BANNER_LINES = 50  # what `Simulator.start` reads, at most, looking for its lines
 
 
 class ProcessError(RuntimeError):
@@ -140,22 +142,40 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
 
 @dataclass
 class Simulator:
-    """One `relayd simulate` process: the SIMULATED upstream."""
+    """One `relayd simulate` process: the SIMULATED upstream, its HTTP tool executor
+    (`tools_url`) and, when started with an MCP port, its MCP tool server (`mcp_url`)."""
 
     port: int
     proc: subprocess.Popen[str]
+    mcp_url: str | None = None  # http://127.0.0.1:PORT/mcp, with an MCP port
 
     @classmethod
-    def start(cls, *args: str) -> Simulator:
-        """Start `relayd simulate ARGS` on a port the OS picks; return once it listens."""
-        proc = subprocess.Popen([*RELAYD, "simulate", "--port", "0", *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def start(cls, *args: str, mcp_port: int | None = None) -> Simulator:
+        """Start `relayd simulate ARGS` on a port the OS picks; return once it listens.
+        `mcp_port` (0: a free one), or `--mcp-port` in ARGS, starts the MCP server too."""
+        argv = [*RELAYD, "simulate", "--port", "0", *args]
+        if mcp_port is not None:
+            argv += ["--mcp-port", str(mcp_port)]
+        want_mcp = any(a == "--mcp-port" or a.startswith("--mcp-port=") for a in argv)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
         assert proc.stdout is not None
-        banner = proc.stdout.readline()  # "" if it exited
-        if not (found := _BANNER_PORT.search(banner)):
+        port: int | None = None
+        mcp_url: str | None = None
+        seen: list[str] = []
+        while len(seen) < _BANNER_LINES and (port is None or (want_mcp and mcp_url is None)):
+            line = proc.stdout.readline()  # "" once it exited
+            if not line:
+                break
+            seen.append(line)
+            if found := _BANNER_MCP.search(line):
+                mcp_url = found.group(1)
+            elif found := _BANNER_PORT.search(line):
+                port = int(found.group(1))
+        if port is None or (want_mcp and mcp_url is None):
             stop_process(proc, timeout=5)
-            raise ProcessError(f"relayd simulate did not start: {banner!r}")
-        return cls(int(found.group(1)), proc)
+            raise ProcessError(f"relayd simulate did not start: {''.join(seen)!r}")
+        return cls(port, proc, mcp_url)
 
     @property
     def root(self) -> str:
@@ -165,11 +185,24 @@ class Simulator:
     def base_url(self) -> str:
         return self.root + "/v1"
 
+    @property
+    def tools_url(self) -> str:
+        """The HTTP tool executor: a `tool_config` url of type "http"."""
+        return self.root + "/_sim/tools"
+
     def stats(self) -> dict[str, Any]:
         return httpx.get(self.root + "/_sim/stats", timeout=10).json()
 
     def requests(self) -> list[dict[str, Any]]:
         return httpx.get(self.root + "/_sim/requests", timeout=30).json()["data"]
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """What the HTTP tool executor received, in arrival order."""
+        return httpx.get(self.root + "/_sim/tool_calls", timeout=30).json()["data"]
+
+    def mcp_calls(self) -> list[dict[str, Any]]:
+        """The tools/call requests the MCP server received, in arrival order."""
+        return httpx.get(self.root + "/_sim/mcp_calls", timeout=30).json()["data"]
 
     def reset(self) -> None:
         httpx.post(self.root + "/_sim/reset", timeout=10).raise_for_status()

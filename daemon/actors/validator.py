@@ -20,6 +20,7 @@ from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.domain.jobs import FAILED, VALIDATING
 from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
+from daemon.outbound.policy import Resolver, TargetCheck, system_resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 
@@ -28,7 +29,8 @@ log = logging.getLogger("relay.validator")
 
 class Validator(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, files: FileStore, scheduler: Any, notifier: Any,
-                 models: Collection[str], clock: Callable[[], float]) -> None:
+                 models: Collection[str], clock: Callable[[], float],
+                 allow_private: bool = False, resolve: Resolver = system_resolver) -> None:
         super().__init__()
         self.repo = repo
         self.files = files
@@ -36,6 +38,8 @@ class Validator(pykka.ThreadingActor):
         self.notifier = notifier
         self.models = frozenset(models)
         self.clock = clock
+        self.allow_private = allow_private
+        self.resolve = resolve
 
     @contained
     def validate(self, seq: int) -> None:
@@ -62,7 +66,9 @@ class Validator(pykka.ThreadingActor):
             return _unreadable(f"The input file {file_id!r} no longer exists.")
         try:
             with Path(record.path).open("rb") as data:
-                return parse_records(jsonl_lines(data), endpoint=endpoint, models=self.models)
+                check = TargetCheck(allow_private=self.allow_private, resolve=self.resolve)
+                return parse_records(jsonl_lines(data), endpoint=endpoint, models=self.models,
+                                     check_url=check)
         except OSError as exc:
             log.warning("input file %s unreadable: %s", file_id, exc)
             return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")

@@ -12,10 +12,18 @@ from daemon.dialects.base import Intake
 from daemon.domain import ids, render_openai
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.files import BATCH, FileRecord
-from daemon.domain.jobs import CANCELLED, EXPIRED, ROW_COMPLETED, VALIDATING, Job, RowRecord
+from daemon.domain.jobs import (
+    CANCELLED,
+    EXPIRED,
+    ROW_COMPLETED,
+    VALIDATING,
+    Job,
+    JobDraft,
+    RowRecord,
+)
 from daemon.domain.openai_input import CreateRequest, parse_create
 from daemon.domain.pricing import STANDARD_DISCOUNT
-from daemon.store.interface import JobDraft, WorkspaceRecord
+from daemon.store.interface import WorkspaceRecord
 
 NAME = "openai"
 _SIGNATURE_KEYS = frozenset({"endpoint", "input_file_id", "completion_window"})
@@ -63,10 +71,10 @@ class OpenAIDialect:
         return render_openai.batch(job)
 
     def status_name(self, status: str) -> str:
-        return render_openai.openai_status(status)
+        return render_openai.OPENAI_VIEW.name(status)
 
     def statuses_for(self, name: str) -> tuple[str, ...] | None:
-        return render_openai.internal_statuses_for_openai(name)
+        return render_openai.OPENAI_VIEW.statuses_for(name)
 
     def unrun_error(self, ending: str) -> tuple[str, str]:
         return _UNRUN[ending]

@@ -9,10 +9,10 @@ from typing import Any
 
 from daemon.dialects.base import Intake
 from daemon.domain import cron, ids, render
-from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, RowRecord
+from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.relay_input import CHAT, Submission, parse_submission
-from daemon.outbound.policy import check_url
-from daemon.store.interface import JobDraft, WorkspaceRecord
+from daemon.outbound.policy import TargetCheck
+from daemon.store.interface import WorkspaceRecord
 
 NAME = "relay"
 
@@ -27,12 +27,11 @@ class RelayDialect:
     def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
         """Parse, check, store: the job and all its rows in one transaction."""
         now = intake.clock()
-        allow = intake.config.security.allow_private_targets
         sub = parse_submission(
             body, models={m.alias for m in intake.config.models}, now=now,
             check_cron=cron.check,
-            check_url=lambda url, param: check_url(url, param=param, allow_private=allow,
-                                                   resolve=intake.resolve),
+            check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
+                                  resolve=intake.resolve),
         )
         return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
 
@@ -52,10 +51,10 @@ class RelayDialect:
         return render.relay_job(job)
 
     def status_name(self, status: str) -> str:
-        return render.relay_status(status)
+        return render.RELAY_VIEW.name(status)
 
     def statuses_for(self, name: str) -> tuple[str, ...] | None:
-        return render.internal_statuses_for_relay(name)
+        return render.RELAY_VIEW.statuses_for(name)
 
     def unrun_error(self, ending: str) -> tuple[str, str]:
         word = "canceled" if ending == CANCELLED else ending

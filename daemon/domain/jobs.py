@@ -6,8 +6,10 @@ them to the names its clients know (see `daemon/dialects/`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from daemon.domain.outcome import Turn
 
 SCHEDULED = "scheduled"
 VALIDATING = "validating"
@@ -50,6 +52,20 @@ ROW_COMPLETED = "completed"
 ROW_FAILED = "failed"
 
 
+@dataclass(frozen=True)
+class StatusView:
+    """How one dialect names the internal statuses: each maps to one public name."""
+
+    renames: dict[str, str]
+
+    def name(self, status: str) -> str:
+        return self.renames.get(status, status)
+
+    def statuses_for(self, name: str) -> tuple[str, ...] | None:
+        """The internal statuses a `status` filter name matches; None for an unknown name."""
+        return tuple(s for s in STATUSES if self.name(s) == name) or None
+
+
 def can_transition(current: str, new: str) -> bool:
     return new in TRANSITIONS.get(current, frozenset())
 
@@ -65,10 +81,12 @@ def ending_for(current: str, wanted: str) -> str:
     return CANCELLED if current == CANCELLING else wanted
 
 
-@dataclass(frozen=True)
-class Job:
+@dataclass(frozen=True, kw_only=True)
+class JobDraft:
+    """A job about to be stored: what its submitter decides. The store assigns `seq`;
+    a stored `Job` adds its counters, times and outcomes."""
+
     id: str
-    seq: int
     workspace_id: int
     dialect: str
     name: str
@@ -77,6 +95,21 @@ class Job:
     status: str
     priority: int
     created_at: float
+    webhook_url: str | None = None
+    cron: str | None = None
+    next_run_at: float | None = None
+    template_id: str | None = None
+    tier: str = "standard"
+    metadata: dict[str, Any] | None = None
+    input_file_id: str | None = None
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job(JobDraft):
+    """A stored job."""
+
+    seq: int
     total: int = 0
     completed: int = 0
     failed: int = 0
@@ -87,19 +120,11 @@ class Job:
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
-    webhook_url: str | None = None
     webhook: dict[str, Any] | None = None
-    cron: str | None = None
-    next_run_at: float | None = None
-    template_id: str | None = None
     last_run_id: str | None = None
-    tier: str = "standard"
-    metadata: dict[str, Any] | None = None
     errors: list[dict[str, Any]] | None = None
-    input_file_id: str | None = None
     output_file_id: str | None = None
     error_file_id: str | None = None
-    expires_at: float | None = None
     stamps: dict[str, float] = field(default_factory=dict)  # status -> when it was entered
 
     @property
@@ -111,6 +136,12 @@ class Job:
         return self.cron is not None
 
 
+def draft_from(job: Job, **changes: Any) -> JobDraft:
+    """A new job like `job` (a template's run, a dead-letter retry), with `changes`."""
+    copied = {f.name: getattr(job, f.name) for f in fields(JobDraft)}
+    return JobDraft(**(copied | changes))
+
+
 @dataclass(frozen=True)
 class RowDraft:
     """A row about to be stored with its job."""
@@ -120,6 +151,7 @@ class RowDraft:
     model: str | None = None  # per-row alias (OpenAI dialect); None means the job's model
     error: str | None = None  # a row refused at validation is stored already failed
     error_code: str | None = None
+    error_path: str | None = None  # where in the body the refusal points (not stored)
 
 
 @dataclass(frozen=True)
@@ -132,6 +164,8 @@ class RowWork:
     model: str
     endpoint: str
     body: dict[str, Any]
+    job_id: str = ""  # the public id, for headers to user-supplied executors
+    rounds: tuple[Turn, ...] = ()  # tool rounds a previous run of the row finished
 
 
 @dataclass(frozen=True)

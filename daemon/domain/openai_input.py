@@ -11,18 +11,22 @@ Relay-dialect upload path and the CLI all use it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
+from daemon.domain.tool_config import EXTENSIONS as RESERVED
+from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
 
-ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+CheckUrl = Callable[[str, str], object]  # (url, param) -> raises InvalidRequest if refused
+
+CHAT = "/v1/chat/completions"
+ENDPOINTS = (CHAT, "/v1/completions", "/v1/embeddings")
 MAX_RECORDS = 50_000
 MAX_METADATA = 16
 MAX_ERRORS = 100  # file-level errors reported before giving up
-RESERVED = "openrelay"
 _CREATE_KEYS = frozenset({"completion_window", "endpoint", "input_file_id", "metadata",
                           "model", "priority", "requests"})
 _RECORD_KEYS = frozenset({"custom_id", "method", "url", "body"})
@@ -141,7 +145,7 @@ def _optional_string(body: dict[str, Any], key: str) -> str | None:
 
 
 def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
-                  models: Collection[str]) -> ParsedRecords:
+                  models: Collection[str], check_url: CheckUrl | None = None) -> ParsedRecords:
     """Records from `(line number, raw)` pairs, where raw is a JSONL line (bytes or
     str) or an already-decoded inline record."""
     parsed = ParsedRecords()
@@ -152,7 +156,7 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
         record = _decode(number, raw, parsed)
         if record is _SKIP:
             continue
-        row = record_row(number, record, endpoint=endpoint, models=models)
+        row = record_row(number, record, endpoint=endpoint, models=models, check_url=check_url)
         if isinstance(row, FileError):
             parsed.errors.append(row)
             continue
@@ -205,10 +209,12 @@ def is_text(value: str) -> bool:
 
 
 def record_row(number: int, record: Any, *, endpoint: str, models: Collection[str],
-               default_model: str | None = None) -> RowDraft | FileError:
+               default_model: str | None = None,
+               check_url: CheckUrl | None = None) -> RowDraft | FileError:
     """One OpenAI record: a `FileError` if it is not a record for this endpoint, else a
     row (already failed, with its code, for a record-level problem). `default_model`
-    fills a missing `body.model` (Relay-dialect jobs name the model once)."""
+    fills a missing `body.model` (Relay-dialect jobs name the model once); `check_url`
+    applies the outbound policy to a tool executor's URL (raising `InvalidRequest`)."""
     problem = _shape_problem(record, endpoint)
     if problem is not None:
         code, message, param = problem
@@ -217,13 +223,12 @@ def record_row(number: int, record: Any, *, endpoint: str, models: Collection[st
     if default_model and isinstance(body, dict) and "model" not in body:
         body = {**body, "model": default_model}
     model = body.get("model") if isinstance(body, dict) else None
-    failure = record_failure(body, models=models)
+    failure = record_failure(body, endpoint=endpoint, models=models, check_url=check_url)
     if failure is not None:
-        code, message = failure
         return RowDraft(custom_id=record["custom_id"],
                         body=body if isinstance(body, dict) else {},
-                        model=model if model in models else None, error=message,
-                        error_code=code)
+                        model=model if model in models else None, error=failure.message,
+                        error_code=failure.code, error_path=failure.path)
     return RowDraft(custom_id=record["custom_id"], body=body, model=model)
 
 
@@ -250,26 +255,67 @@ def _shape_problem(record: Any, endpoint: str) -> tuple[str, str, str | None] | 
     return None
 
 
-def record_failure(body: Any, *, models: Collection[str]) -> tuple[str, str] | None:
+@dataclass(frozen=True)
+class Refusal:
+    """Why one record fails: its code, a message, and where in the body (if known)."""
+
+    code: str
+    message: str
+    path: str | None = None
+
+
+def record_failure(body: Any, *, endpoint: str, models: Collection[str],
+                   check_url: CheckUrl | None = None) -> Refusal | None:
     """Record-level refusals: this record fails; the rest of the batch runs."""
     if not isinstance(body, dict):
-        return "invalid_body", "The record's body must be a JSON object."
+        return Refusal("invalid_body", "The record's body must be a JSON object.")
     if body.get("stream") is True:
-        return "stream_unsupported", "Streaming is not supported in batches (\"stream\": true)."
+        return Refusal("stream_unsupported",
+                       "Streaming is not supported in batches (\"stream\": true).", "stream")
     if "tool_config" in body:
-        return ("tool_config_moved", "A top-level 'tool_config' is the retired spelling; "
-                "move it to body.openrelay.tool_config.")
-    extensions = body.get(RESERVED)
-    if extensions is not None and (not isinstance(extensions, dict)
-                                   or {"tool_config", "workflow"} & set(extensions)):
-        return ("unsupported_extension", "The openrelay.tool_config and openrelay.workflow "
-                "extensions are not available yet on this server.")
+        return Refusal("tool_config_moved", "A top-level 'tool_config' is the retired "
+                       "spelling; move it to body.openrelay.tool_config.", "tool_config")
+    refusal = _extensions_refusal(body.get(RESERVED), endpoint=endpoint, check_url=check_url)
+    if refusal is not None:
+        return refusal
     model = body.get("model")
     if not isinstance(model, str) or not model:
-        return "invalid_body", "The record's body has no 'model'."
+        return Refusal("invalid_body", "The record's body has no 'model'.", "model")
     if model not in models:
-        return "model_not_found", f"The model {model!r} is not configured on this server."
+        return Refusal("model_not_found",
+                       f"The model {model!r} is not configured on this server.", "model")
     return None
+
+
+def _extensions_refusal(extensions: Any, *, endpoint: str,
+                        check_url: CheckUrl | None) -> Refusal | None:
+    if extensions is None:
+        return None
+    if not isinstance(extensions, dict):
+        return Refusal("invalid_body", "'openrelay' must be an object of request extensions.",
+                       RESERVED)
+    if "workflow" in extensions:
+        return Refusal("unsupported_extension", "The openrelay.workflow extension is not "
+                       "available yet on this server.", f"{RESERVED}.workflow")
+    if TOOL_CONFIG not in extensions:
+        return None
+    try:
+        if endpoint != CHAT:
+            raise ToolConfigError("", f"is only for {CHAT} records, not {endpoint}.")
+        config = parse_tool_config(extensions[TOOL_CONFIG])
+        if check_url is not None:
+            _check_target(config.url, check_url)
+    except ToolConfigError as exc:
+        return Refusal("invalid_tool_config", f"{exc.path}: {exc.message}", exc.path)
+    return None
+
+
+def _check_target(url: str, check_url: CheckUrl) -> None:
+    """The outbound policy (HTTPS, no private address), as a tool_config refusal."""
+    try:
+        check_url(url, f"{RESERVED}.{TOOL_CONFIG}.url")
+    except InvalidRequest as exc:
+        raise ToolConfigError("url", exc.message) from exc
 
 
 def _check_size(parsed: ParsedRecords) -> None:

@@ -13,9 +13,8 @@ from typing import Any
 
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
-from daemon.domain.openai_input import FileError, is_text, record_row
+from daemon.domain.openai_input import CHAT, FileError, is_text, record_row
 
-CHAT = "/v1/chat/completions"
 MAX_ROWS = 50_000
 MAX_NAME = 256
 MAX_CUSTOM_ID = 512
@@ -54,7 +53,7 @@ def parse_submission(
     return Submission(
         name=_name(body.get("name"), now),
         model=model,
-        rows=parse_rows(body.get("requests"), models=models, model=model),
+        rows=parse_rows(body.get("requests"), models=models, model=model, check_url=check_url),
         priority=_priority(body.get("priority", 0)),
         webhook_url=webhook,
         cron=cron,
@@ -62,7 +61,8 @@ def parse_submission(
 
 
 def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str] = (),
-               model: str | None = None) -> list[RowDraft]:
+               model: str | None = None,
+               check_url: Callable[[str, str], object] | None = None) -> list[RowDraft]:
     """Relay rows `{custom_id?, messages}`; a row may also be an OpenAI chat record
     `{custom_id, method, url, body}` (an uploaded OpenAI JSONL), read by the OpenAI
     dialect's own parser."""
@@ -76,7 +76,7 @@ def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str
         raise InvalidRequest(
             f"'requests' has {len(requests)} rows; at most {MAX_ROWS} are allowed.", param=param
         )
-    rows = [_record(i, r, f"{param}[{i}]", models=models, model=model)
+    rows = [_record(i, r, f"{param}[{i}]", models=models, model=model, check_url=check_url)
             if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]")
             for i, r in enumerate(requests)]
     _reject_duplicates(rows, param)
@@ -100,14 +100,16 @@ def _row(index: int, row: Any, where: str) -> RowDraft:
 
 
 def _record(index: int, record: dict[str, Any], where: str, *, models: Collection[str],
-            model: str | None) -> RowDraft:
-    row = record_row(index + 1, record, endpoint=CHAT, models=models, default_model=model)
+            model: str | None, check_url: Callable[[str, str], object] | None) -> RowDraft:
+    row = record_row(index + 1, record, endpoint=CHAT, models=models, default_model=model,
+                     check_url=check_url)
     if isinstance(row, FileError):
         raise InvalidRequest(row.message.replace(f"Line {index + 1}: ", "", 1),
                              param=f"{where}.{row.param}" if row.param else where,
                              code=row.code)
     if row.error is not None:
-        raise InvalidRequest(row.error, param=f"{where}.body", code=row.error_code)
+        path = f"{where}.body" + (f".{row.error_path}" if row.error_path else "")
+        raise InvalidRequest(row.error, param=path, code=row.error_code)
     return row
 
 

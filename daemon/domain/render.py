@@ -14,28 +14,16 @@ from daemon.domain.jobs import (
     FINALIZING,
     QUEUED,
     RUNNING,
-    STATUSES,
     VALIDATING,
     Job,
     RowRecord,
+    StatusView,
 )
 
 # Seed 000 knows six statuses; the others read as their nearest Relay name.
-_RELAY_VIEW = {VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
-               CANCELLED: "canceled", EXPIRED: FAILED}
-RELAY_NAMES = frozenset({"queued", "scheduled", "running", "completed", "failed", "canceled"})
-
-
-def relay_status(status: str) -> str:
-    """The status name a Relay-dialect client sees."""
-    return _RELAY_VIEW.get(status, status)
-
-
-def internal_statuses_for_relay(name: str) -> tuple[str, ...] | None:
-    """The internal statuses a Relay `status` filter matches; None for an unknown name."""
-    if name not in RELAY_NAMES:
-        return None
-    return tuple(s for s in STATUSES if relay_status(s) == name)
+RELAY_VIEW = StatusView({VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
+                         CANCELLED: "canceled", EXPIRED: FAILED})
+relay_status = RELAY_VIEW.name
 
 
 def iso(ts: float | None) -> str | None:

@@ -16,26 +16,14 @@ from daemon.domain.jobs import (
     FINALIZING,
     QUEUED,
     RUNNING,
-    STATUSES,
     VALIDATING,
     Job,
     RowRecord,
+    StatusView,
 )
 
-_STATUS = {QUEUED: "in_progress", RUNNING: "in_progress"}
-OPENAI_NAMES = frozenset({"validating", "in_progress", "finalizing", "completed", "failed",
-                          "expired", "cancelling", "cancelled"})
-
-
-def openai_status(status: str) -> str:
-    return _STATUS.get(status, status)
-
-
-def internal_statuses_for_openai(name: str) -> tuple[str, ...] | None:
-    """The internal statuses an OpenAI `status` filter matches; None for an unknown name."""
-    if name not in OPENAI_NAMES:
-        return None
-    return tuple(s for s in STATUSES if openai_status(s) == name)
+OPENAI_VIEW = StatusView({QUEUED: "in_progress", RUNNING: "in_progress"})
+openai_status = OPENAI_VIEW.name
 
 
 def _ts(value: float | None) -> int | None:

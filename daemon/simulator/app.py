@@ -1,10 +1,11 @@
-"""The simulator's aiohttp application: the OpenAI routes, the `/_sim/*` introspection
-routes, and the request log they share."""
+"""The simulator's aiohttp application: the OpenAI routes, the HTTP tool executor
+(`POST /_sim/tools`), the `/_sim/*` introspection routes, and the logs they share."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
 import socket
 import struct
@@ -29,16 +30,25 @@ from daemon.simulator.faults import (
     parse_directive,
     plan,
 )
+from daemon.simulator.tools import (
+    ExecutorCall,
+    executor_directive,
+    executor_results,
+    read_executor_request,
+)
 
 MODELS = ("sim-small", "sim-large", "sim-embed")
-LOG_LIMIT = 200_000  # requests remembered by /_sim/requests
+LOG_LIMIT = 200_000  # requests remembered by /_sim/requests (and tool calls by theirs)
+# The executor request headers /_sim/tool_calls records (any other Relay-* header too).
+TOOL_HEADERS = ("Authorization", "Relay-Batch-Id", "Relay-Round", "Relay-Call-Id")
 _MODELS_CREATED = 1_700_000_000
 _MAX_BODY = 64 * 1024 * 1024
 _GARBAGE = "<html>SIMULATED garbage: this body is deliberately not JSON {"
 
 
 class SimState:
-    """The random source, the per-prompt directive counters and the request log."""
+    """The random source, the per-prompt directive counters, the request log, and what
+    the tool executors (HTTP and MCP) were called with."""
 
     def __init__(self, options: SimOptions) -> None:
         self.options = options
@@ -53,6 +63,10 @@ class SimState:
         self.by_status: Counter[str] = Counter()
         self.log: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
         self.seen: Counter[str] = Counter()
+        self.tool_calls: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)  # POST /_sim/tools
+        self.tool_seen: Counter[str] = Counter()  # tool_fail directives, per Relay-Call-Id
+        self.mcp_calls: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)  # MCP tools/call
+        self.mcp_seen: Counter[str] = Counter()  # tool_fail directives, per tool and arguments
 
     def draw(self) -> Draw:
         return Draw(jitter=self.rng.random(), fault=self.rng.random())
@@ -77,9 +91,6 @@ class SimState:
 
 
 STATE = web.AppKey("sim_state", SimState)
-
-
-
 
 
 def error_response(status: int, message: str, *, param: str | None = None,
@@ -190,9 +201,86 @@ async def sim_requests(request: web.Request) -> web.Response:
     return web.json_response({"data": list(request.app[STATE].log)})
 
 
+async def sim_tool_calls(request: web.Request) -> web.Response:
+    return web.json_response({"data": list(request.app[STATE].tool_calls)})
+
+
+async def sim_mcp_calls(request: web.Request) -> web.Response:
+    return web.json_response({"data": list(request.app[STATE].mcp_calls)})
+
+
 async def sim_reset(request: web.Request) -> web.Response:
     request.app[STATE].reset()
     return web.json_response({"reset": True})
+
+
+# --- the HTTP tool executor ---------------------------------------------------------
+
+
+async def sim_tools(request: web.Request) -> web.StreamResponse:
+    """`POST /_sim/tools`: run the calls; `[sim:tool_*]` in their arguments pin faults.
+
+    Every request is recorded on arrival (`status` is filled in when it is answered,
+    0 if the client left first)."""
+    state = request.app[STATE]
+    entry: dict[str, Any] = {"method": request.method, "path": request.path,
+                             "headers": _tool_headers(request), "body": None,
+                             "status": None, "at": time.time()}
+    state.tool_calls.append(entry)
+    try:
+        response = await _execute_tools(request, state, entry)
+    except asyncio.CancelledError:
+        entry["status"] = 0
+        raise
+    entry["status"] = response.status
+    return response
+
+
+def _tool_headers(request: web.Request) -> dict[str, str | None]:
+    headers: dict[str, str | None] = {name: request.headers.get(name) for name in TOOL_HEADERS}
+    headers.update((name.title(), value) for name, value in request.headers.items()
+                   if name.lower().startswith("relay-") and name.title() not in headers)
+    return headers
+
+
+async def _execute_tools(request: web.Request, state: SimState,
+                         entry: dict[str, Any]) -> web.Response:
+    raw = await request.read()
+    try:
+        entry["body"] = body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        entry["raw"] = raw.decode("utf-8", errors="replace")
+        return error_response(400, "The request body is not valid JSON.")
+    try:
+        calls = read_executor_request(body)
+        directive = executor_directive(calls)
+    except ValueError as exc:
+        return error_response(400, str(exc), param="tool_calls")
+    round_ = request.headers.get("Relay-Round", "?")
+    if directive is None:
+        return web.json_response({"results": executor_results(calls, round_)})
+    if directive.tool_sleep_ms:
+        await asyncio.sleep(directive.tool_sleep_ms / 1000)
+    if directive.tool_fail is not None:
+        key = request.headers.get("Relay-Call-Id") or _calls_key(body, calls)
+        seen = state.tool_seen[key]
+        state.tool_seen[key] += 1
+        if directive.tool_times is None or seen < directive.tool_times:
+            return _tool_fault(directive.tool_fail)
+    if directive.tool_garbage:
+        return web.Response(text=_GARBAGE, content_type="application/json")
+    return web.json_response(
+        {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch)})
+
+
+def _calls_key(body: dict[str, Any], calls: list[ExecutorCall]) -> str:
+    """What counts `times` without a Relay-Call-Id: the custom_id and the call ids."""
+    return f"{body.get('custom_id')}|{','.join(call.id for call in calls)}"
+
+
+def _tool_fault(status: int) -> web.Response:
+    message = f"SIMULATED tool executor failure (HTTP {status}) from the Relay simulator."
+    return error_response(status, message, retry_after_s=0 if status == 429 else None)
 
 
 async def _mark_simulated(request: web.Request, response: web.StreamResponse) -> None:
@@ -213,5 +301,8 @@ def build_app(options: SimOptions) -> web.Application:
         web.get("/_sim/stats", sim_stats),
         web.get("/_sim/requests", sim_requests),
         web.post("/_sim/reset", sim_reset),
+        web.post("/_sim/tools", sim_tools),
+        web.get("/_sim/tool_calls", sim_tool_calls),
+        web.get("/_sim/mcp_calls", sim_mcp_calls),
     ])
     return app

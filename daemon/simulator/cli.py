@@ -1,4 +1,5 @@
-"""`relayd simulate`: flags in, a server on a port until SIGINT or SIGTERM."""
+"""`relayd simulate`: flags in, a server on a port (and with `--mcp-port`, an MCP tool
+server on another) until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from aiohttp import web
 
 from daemon.simulator.app import (
+    STATE,
     build_app,
 )
 from daemon.simulator.faults import (
@@ -61,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--timeout-s", type=_non_negative, default=30.0,
         help="how long a simulated timeout hangs before answering 504")
     add("--seed", type=int, default=None, help="seed for the random faults and jitter")
+    add("--mcp-port", type=_port, default=None,
+        help="also serve the SIMULATED MCP tool server (Streamable HTTP, path /mcp) on this "
+             "port; 0 picks a free one (default: no MCP server)")
     return parser
 
 
@@ -80,27 +85,46 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        asyncio.run(_serve(build_app(options), args.host, args.port))
+        asyncio.run(_serve(build_app(options), args.host, args.port, args.mcp_port))
     except OSError as exc:
-        print(f"relayd simulate: cannot listen on {args.host}:{args.port}: {exc}",
-              file=sys.stderr)
+        print(f"relayd simulate: cannot listen on {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(app: web.Application, host: str, port: int) -> None:
+async def _serve(app: web.Application, host: str, port: int, mcp_port: int | None) -> None:
+    """Serve until signalled. The upstream's line comes first, then (with an MCP port)
+    the MCP server's, each printed once both servers listen."""
     # handler_cancellation: a simulated timeout stops hanging once its client leaves.
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
                            shutdown_timeout=1.0)
     await runner.setup()
+    mcp = None
     try:
-        await web.TCPSite(runner, host, port).start()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise OSError(f"{host}:{port}: {exc}") from exc
+        if mcp_port is not None:
+            from daemon.simulator.mcp_server import McpRunner  # the mcp SDK loads only here
+
+            mcp = McpRunner(app[STATE], host, mcp_port)
+            try:
+                await mcp.start()
+            except OSError as exc:
+                mcp = None
+                raise OSError(f"{host}:{mcp_port} (MCP): {exc}") from exc
         bound = runner.addresses[0][1]
         shown = f"[{host}]" if ":" in host else host
         print("relayd simulate: SIMULATED OpenAI-compatible upstream listening on "
               f"http://{shown}:{bound}/v1", flush=True)
+        if mcp is not None:
+            print(f"relayd simulate: SIMULATED MCP tool server listening on {mcp.url}",
+                  flush=True)
         await _until_signalled()
     finally:
+        if mcp is not None:
+            await mcp.stop()
         await runner.cleanup()
 
 

@@ -14,7 +14,9 @@ from aiohttp import web
 
 from daemon.simulator.faults import (
     DIRECTIVE_PATTERN,
+    parse_directive,
 )
+from daemon.simulator.tools import ToolContext, final_answer, next_tool_calls
 
 
 class BadRequest(ValueError):
@@ -36,6 +38,7 @@ class Call:
     model: str
     prompt: str  # what directives and the request log read
     inputs: tuple[str, ...]  # every text sent: message contents, prompts or inputs
+    tooling: ToolContext | None = None  # chat with `tools` or tool messages
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -67,7 +70,110 @@ def parse_chat(body: dict[str, Any]) -> Call:
                          param="messages")
     texts = tuple(content_text(m.get("content")) for m in messages)
     users = [t for m, t in zip(messages, texts, strict=True) if m.get("role") == "user"]
-    return Call("chat", model, users[-1] if users else "", texts)
+    tooling = _tool_context(body, messages, texts, users[0] if users else "")
+    return Call("chat", model, users[-1] if users else "", texts, tooling)
+
+
+def _tool_context(body: dict[str, Any], messages: list[dict[str, Any]],
+                  texts: tuple[str, ...], prompt: str) -> ToolContext | None:
+    """What the request says about tool calling; None when it neither offers tools nor
+    carries tool calls."""
+    tools = _read_tools(body.get("tools"))
+    rounds_done, results = _read_tool_turns(messages, texts)
+    if not tools and not rounds_done:
+        return None
+    try:
+        directive = parse_directive(prompt)
+    except ValueError as exc:
+        raise BadRequest(str(exc), param="messages") from None
+    forced, choice_none = _read_tool_choice(body.get("tool_choice"), tools)
+    return ToolContext(tools=tools, prompt=prompt, directive=directive,
+                       rounds_done=rounds_done, results=results, forced=forced,
+                       choice_none=choice_none,
+                       parallel=body.get("parallel_tool_calls") is not False)
+
+
+def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
+    """The `function` objects of OpenAI function tools."""
+    if value is None:
+        return ()
+    problem = "'tools' must be an array of {\"type\": \"function\", \"function\": {\"name\"...}}."
+    if not isinstance(value, list):
+        raise BadRequest(problem, param="tools")
+    functions = []
+    for tool in value:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if (not isinstance(tool, dict) or tool.get("type") != "function"
+                or not isinstance(function, dict)
+                or not isinstance(function.get("name"), str) or not function["name"]
+                or not isinstance(function.get("parameters", {}), dict)):
+            raise BadRequest(problem, param="tools")
+        functions.append(function)
+    return tuple(functions)
+
+
+def _read_tool_choice(value: Any, tools: tuple[dict[str, Any], ...]
+                      ) -> tuple[str | None, bool]:
+    """(the function tool_choice forces, whether it is "none")."""
+    if value is None or value in ("auto", "required"):
+        return None, False
+    if value == "none":
+        return None, True
+    function = value.get("function") if isinstance(value, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if isinstance(name, str) and name in {t["name"] for t in tools}:
+        return name, False
+    raise BadRequest("'tool_choice' must be none, auto, required or name one of 'tools'.",
+                     param="tool_choice")
+
+
+def _read_tool_turns(messages: list[dict[str, Any]], texts: tuple[str, ...]
+                     ) -> tuple[int, tuple[str, ...]]:
+    """(assistant messages carrying tool_calls, every tool message's content in order).
+
+    As OpenAI does, refuses a tool message that answers no call of the assistant message
+    before it, and an assistant message whose calls are not all answered."""
+    rounds, results = 0, []
+    pending: set[str] | None = None  # the calls still unanswered, after tool_calls
+    for i, (message, text) in enumerate(zip(messages, texts, strict=True)):
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if pending is None or not isinstance(call_id, str) or call_id not in pending:
+                raise BadRequest(f"messages[{i}]: a message with role 'tool' must answer a "
+                                 "tool call of the assistant message before it "
+                                 f"(tool_call_id {call_id!r}).", param="messages")
+            pending.discard(call_id)
+            results.append(text)
+            continue
+        _all_answered(pending)
+        pending = None
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            rounds += 1
+            pending = set(_call_ids(i, message["tool_calls"]))
+    _all_answered(pending)
+    return rounds, tuple(results)
+
+
+def _call_ids(i: int, calls: Any) -> list[str]:
+    ids = []
+    for call in calls if isinstance(calls, list) else [None]:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (not isinstance(call, dict) or not isinstance(call.get("id"), str)
+                or not isinstance(function, dict) or not isinstance(function.get("name"), str)):
+            raise BadRequest(f"messages[{i}].tool_calls must be an array of "
+                             "{\"id\", \"type\": \"function\", \"function\": {\"name\", "
+                             "\"arguments\"}}.", param="messages")
+        ids.append(call["id"])
+    return ids
+
+
+def _all_answered(pending: set[str] | None) -> None:
+    if pending:
+        missing = ", ".join(sorted(pending))
+        raise BadRequest("An assistant message with 'tool_calls' must be followed by tool "
+                         "messages responding to each 'tool_call_id'. The following "
+                         f"tool_call_ids did not have response messages: {missing}",
+                         param="messages")
 
 
 def parse_completion(body: dict[str, Any]) -> Call:
@@ -155,13 +261,24 @@ def count_tokens(texts: tuple[str, ...] | list[str]) -> int:
 
 
 def chat_body(call: Call, n: int, now: int) -> dict[str, Any]:
-    reply = compose_reply(call.model, call.prompt, context=call.inputs)
+    """The canned answer; with tools, a round of tool calls or the final answer that
+    quotes the tool results."""
+    tooling = call.tooling
+    calls = next_tool_calls(tooling) if tooling is not None else None
+    message: dict[str, Any]
+    if calls is not None:
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+        replies = [f"{c['function']['name']} {c['function']['arguments']}" for c in calls]
+    else:
+        reply = (final_answer(tooling.results) if tooling is not None and tooling.results
+                 else compose_reply(call.model, call.prompt, context=call.inputs))
+        message, replies = {"role": "assistant", "content": reply}, [reply]
     return {
         "id": f"chatcmpl-sim{n:012d}", "object": "chat.completion", "created": now,
         "model": call.model, "system_fingerprint": "relay-simulator",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                     "logprobs": None, "finish_reason": "stop"}],
-        "usage": _usage(call.inputs, [reply]),
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "stop" if calls is None else "tool_calls"}],
+        "usage": _usage(call.inputs, replies),
     }
 
 

@@ -42,7 +42,7 @@ class SimOptions:
 
 
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
-_FLAGS = {"garbage", "reset", "timeout"}
+_FLAGS = {"garbage", "reset", "timeout", "tool_garbage", "tool_mismatch"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,17 @@ class Directive:
     times: int | None = None
     model: str | None = None
     sleep_ms: float = 0.0
+    # The simulated model's tool calling (requests with `tools`): how many rounds of
+    # tool calls before the final answer (None: 1), and how many calls per round (None: 1).
+    tool_rounds: int | None = None
+    tool_calls: int | None = None
+    # The HTTP tool executor (`POST /_sim/tools`), which reads these from the calls'
+    # arguments; the MCP server honours tool_fail/tool_times/tool_sleep_ms too.
+    tool_fail: int | None = None
+    tool_times: int | None = None
+    tool_sleep_ms: float = 0.0
+    tool_garbage: bool = False
+    tool_mismatch: bool = False
 
     @property
     def fault(self) -> int | str | None:
@@ -76,14 +87,25 @@ def parse_directive(text: str) -> Directive | None:
 
     Words inside the brackets are separated by spaces or commas:
     `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `reset`,
-    `timeout`, `sleep=MS`. Several tokens merge, later words winning.
-    An unknown word or a bad value raises ValueError.
+    `timeout`, `sleep=MS`; for tool calling `tool_rounds=N` (0–100),
+    `tool_calls=K` (1–100); for the tool executors `tool_fail=CODE` (400–599),
+    `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`. In a token
+    that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
+    `[sim:tool_fail=503 times=2]` reads as it looks. Several tokens merge, later
+    words winning. An unknown word or a bad value raises ValueError.
     """
     bodies = DIRECTIVE_PATTERN.findall(text)
     if not bodies:
         return None
-    words = [w for body in bodies for w in re.split(r"[\s,]+", body) if w]
-    return Directive(**dict(_directive_word(w) for w in words))
+    fields: dict[str, Any] = {}
+    for body in bodies:
+        words = [w for w in re.split(r"[\s,]+", body) if w]
+        keys = {w.partition("=")[0] for w in words}
+        tool_token = "tool_fail" in keys and "fail" not in keys
+        for word in words:
+            field, value = _directive_word(word)
+            fields["tool_times" if field == "times" and tool_token else field] = value
+    return Directive(**fields)
 
 
 def _directive_word(word: str) -> tuple[str, Any]:
@@ -121,6 +143,11 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "times": ("times", lambda k, v: _int_value(k, v, 0, 10**9)),
     "model": ("model", lambda k, v: v),
     "sleep": ("sleep_ms", _sleep_value),
+    "tool_rounds": ("tool_rounds", lambda k, v: _int_value(k, v, 0, 100)),
+    "tool_calls": ("tool_calls", lambda k, v: _int_value(k, v, 1, 100)),
+    "tool_fail": ("tool_fail", lambda k, v: _int_value(k, v, 400, 599)),
+    "tool_times": ("tool_times", lambda k, v: _int_value(k, v, 0, 10**9)),
+    "tool_sleep": ("tool_sleep_ms", _sleep_value),
 }
 
 

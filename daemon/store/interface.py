@@ -17,12 +17,12 @@ runs against every backend. Rules every implementation keeps:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from daemon.domain.files import FileRecord
-from daemon.domain.jobs import Job, RowDraft, RowRecord, RowWork
-from daemon.domain.outcome import RowOutcome
+from daemon.domain.jobs import Job, JobDraft, RowDraft, RowRecord, RowWork
+from daemon.domain.outcome import RowOutcome, Turn
 
 
 @dataclass(frozen=True)
@@ -41,36 +41,6 @@ class KeyRecord:
     prefix: str
     created_at: float
     revoked_at: float | None
-
-
-@dataclass(frozen=True)
-class JobDraft:
-    """A job about to be stored; the store assigns `seq` and the counters. Its fields
-    are `Job`'s of the same names."""
-
-    id: str
-    workspace_id: int
-    dialect: str
-    name: str
-    model: str
-    endpoint: str
-    status: str
-    priority: int
-    created_at: float
-    webhook_url: str | None = None
-    cron: str | None = None
-    next_run_at: float | None = None
-    template_id: str | None = None
-    tier: str = "standard"
-    metadata: dict[str, Any] | None = None
-    input_file_id: str | None = None
-    expires_at: float | None = None
-
-
-def draft_from(job: Job, **changes: Any) -> JobDraft:
-    """A new job like `job` (a template's run, a dead-letter retry), with `changes`."""
-    copied = {f.name: getattr(job, f.name) for f in fields(JobDraft)}
-    return JobDraft(**(copied | changes))
 
 
 @dataclass(frozen=True)
@@ -136,6 +106,9 @@ class Store(Protocol):
     def rows(self, job_seq: int, *, after_position: int = 0,
              limit: int | None = None) -> Iterator[RowRecord]: ...
     def dead_letter_rows(self, job_seq: int) -> list[RowRecord]: ...
+    def row(self, job_seq: int, custom_id: str) -> RowRecord | None: ...
+    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None: ...
+    def rounds(self, row_id: int) -> list[Turn]: ...
     def row_counts(self, job_seq: int) -> dict[str, int]: ...
 
     # -- files

@@ -18,11 +18,13 @@ from daemon.domain.jobs import (
     TERMINAL,
     VALIDATING,
     Job,
+    JobDraft,
     RowDraft,
     can_transition,
+    draft_from,
 )
 from daemon.store.file_records import insert_file
-from daemon.store.interface import Ending, JobDraft, draft_from
+from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_record
 from daemon.store.rows import insert_rows

@@ -136,6 +136,23 @@ class AttemptModel(BaseModel):
         table_name = "attempt"
 
 
+class RoundModel(BaseModel):
+    """One finished tool round of a row: the model's turn and the tool results."""
+
+    row_id: int
+    id = AutoField()
+    row = ForeignKeyField(RowModel, backref="rounds", on_delete="CASCADE", index=False)
+    number = IntegerField()  # 1-based
+    model = TextField()  # the alias that answered
+    prompt_tokens = IntegerField(default=0)
+    completion_tokens = IntegerField(default=0)
+    messages = TextField()  # JSON: the assistant message, then one tool message per call
+
+    class Meta:
+        table_name = "round"
+        indexes = ((("row", "number"), True),)
+
+
 class FileModel(BaseModel):
     """An uploaded input file or a written result file; the bytes live under data_dir."""
 
@@ -156,4 +173,5 @@ class FileModel(BaseModel):
         indexes = ((("workspace", "seq"), False),)
 
 
-TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, FileModel]
+TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
+          FileModel]

@@ -10,9 +10,10 @@ from typing import Any
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     Job,
+    JobDraft,
     RowRecord,
 )
-from daemon.store.interface import JobDraft, WorkspaceRecord
+from daemon.store.interface import WorkspaceRecord
 from daemon.store.models import FileModel, JobModel, RowModel, Workspace
 
 

@@ -4,7 +4,7 @@ groups with the job's counters, and reading results and the dead-letter list."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from peewee import Database, fn
@@ -18,9 +18,9 @@ from daemon.domain.jobs import (
     RowRecord,
     RowWork,
 )
-from daemon.domain.outcome import RowOutcome
+from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.store.interface import Flushed
-from daemon.store.models import AttemptModel, JobModel, RowModel
+from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, row_record
 from daemon.store.sql import INSERT_ATTEMPTS, INSERT_ROWS, PENDING_ROWS, UPDATE_ROWS, SqlBase
 
@@ -46,11 +46,23 @@ class RowQueries(SqlBase):
 
 
     def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
+        """The next pending rows, with the tool rounds an earlier run of them stored."""
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
+        found = cursor.fetchall()
+        rounds = self._rounds_of([rid for rid, *_ in found]) if found else {}
         return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
-                        model=model or job.model, endpoint=job.endpoint, body=json.loads(body))
-                for rid, custom_id, model, body in cursor.fetchall()]
+                        model=model or job.model, endpoint=job.endpoint, body=json.loads(body),
+                        job_id=job.id, rounds=tuple(rounds.get(rid, ())))
+                for rid, custom_id, model, body in found]
+
+    def _rounds_of(self, row_ids: list[int]) -> dict[int, list[Turn]]:
+        by_row: dict[int, list[Turn]] = {}
+        query = (RoundModel.select().where(RoundModel.row.in_(row_ids))
+                 .order_by(RoundModel.row, RoundModel.number))
+        for r in query:
+            by_row.setdefault(r.row_id, []).append(_turn(r))
+        return by_row
 
     def save_outcomes(
         self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float
@@ -106,6 +118,30 @@ class RowQueries(SqlBase):
             for rid, o in done for a in o.attempts
         ])
 
+    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None:
+        """Finished tool rounds `(row id, number, turn)`, many rows' at once; a round
+        already stored is kept as it was."""
+        if not rounds:
+            return
+        with self.write():
+            (RoundModel.insert_many([
+                {"row": row_id, "number": number, "model": turn.model,
+                 "prompt_tokens": turn.usage.prompt_tokens,
+                 "completion_tokens": turn.usage.completion_tokens,
+                 "messages": json.dumps(list(turn.messages))}
+                for row_id, number, turn in rounds])
+             .on_conflict_ignore().execute())
+
+    def rounds(self, row_id: int) -> list[Turn]:
+        """A row's stored tool rounds, in order."""
+        return self._rounds_of([row_id]).get(row_id, [])
+
+    def row(self, job_seq: int, custom_id: str) -> RowRecord | None:
+        """One row by its `custom_id`, with its attempt log."""
+        found = (RowModel.select()
+                 .where(RowModel.job == job_seq, RowModel.custom_id == custom_id).first())
+        return None if found is None else self._with_attempts([found])[0]
+
     def row_counts(self, job_seq: int) -> dict[str, int]:
         """Counters computed from the row table (the truth the job's counters must equal)."""
         query = (RowModel.select(RowModel.status, RowModel.dead_letter,
@@ -130,8 +166,12 @@ class RowQueries(SqlBase):
             yield row_record(r)
 
     def dead_letter_rows(self, job_seq: int) -> list[RowRecord]:
-        rows = list(RowModel.select().where(RowModel.job == job_seq, RowModel.dead_letter == 1)
-                    .order_by(RowModel.position))
+        return self._with_attempts(
+            RowModel.select().where(RowModel.job == job_seq, RowModel.dead_letter == 1)
+            .order_by(RowModel.position))
+
+    def _with_attempts(self, selected: Iterable[RowModel]) -> list[RowRecord]:
+        rows = list(selected)
         log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
         if rows:
             attempts = (AttemptModel.select()
@@ -143,3 +183,8 @@ class RowQueries(SqlBase):
                     "duration_ms": a.duration_ms, "started_at": a.started_at,
                 })
         return [row_record(r, attempt_log=tuple(log[r.id])) for r in rows]
+
+
+def _turn(r: RoundModel) -> Turn:
+    return Turn(model=r.model, usage=Usage(r.prompt_tokens, r.completion_tokens),
+                messages=tuple(json.loads(r.messages)))

@@ -15,7 +15,7 @@ from peewee import SqliteDatabase
 from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
 from daemon.store.jobs import JobQueries
-from daemon.store.models import TABLES, SchemaVersion, database
+from daemon.store.models import TABLES, RoundModel, SchemaVersion, database
 from daemon.store.rows import RowQueries
 from daemon.store.webhooks import WebhookQueries
 
@@ -40,10 +40,15 @@ def _webhook_state(db: SqliteDatabase) -> None:
                    "AND status IN ('completed', 'failed', 'expired', 'cancelled')")
 
 
+def _rounds(db: SqliteDatabase) -> None:
+    """Version 3: tool rounds, stored as each one finishes."""
+    db.create_tables([RoundModel])
+
+
 # Each migration takes the database from version N-1 to N. Version 1 is the initial
 # schema; a new database is created from the models at the latest version.
-MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {2: _webhook_state}
-SCHEMA_VERSION = 2
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {2: _webhook_state, 3: _rounds}
+SCHEMA_VERSION = 3
 
 
 class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries):

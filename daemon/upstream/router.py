@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
-from daemon.domain.openai_input import RESERVED as EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.domain.retry import is_transient_status, retry_delay
+from daemon.domain.tool_config import EXTENSIONS
 from daemon.upstream.transport import Reply, Transport, TransportError
 
 MESSAGE_LIMIT = 200
@@ -178,8 +178,11 @@ class Router:
         self._rng = rng or random.Random()
         self._limits: dict[str, asyncio.Semaphore] = {}
 
-    async def call(self, alias: str, endpoint: str, body: Mapping[str, Any]) -> RowOutcome:
-        """Run one row's request to the end: an ok outcome or a failure summing up every try."""
+    async def call(self, alias: str, endpoint: str, body: Mapping[str, Any], *,
+                   resume_at: str | None = None) -> RowOutcome:
+        """Run one row's request to the end: an ok outcome or a failure summing up every try.
+        `resume_at` starts the chain at that alias (a row of several calls that already
+        fell back keeps going on the same model)."""
         if alias not in self._models:
             return RowOutcome(
                 ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured",
@@ -187,7 +190,7 @@ class Router:
             )
         attempts: list[Attempt] = []
         failures: list[Failure] = []
-        for model in self._chain(alias):
+        for model in self._chain(alias, resume_at):
             verdict, tries = await self._try_model(model, endpoint, body, attempts)
             if verdict.kind == "success":
                 return _succeeded(model, verdict, attempts)
@@ -199,10 +202,14 @@ class Router:
         if close is not None:
             await close()
 
-    def _chain(self, alias: str) -> Iterator[ModelConfig]:
-        """The model, then its own fallbacks in order; each alias once."""
+    def _chain(self, alias: str, resume_at: str | None = None) -> Iterator[ModelConfig]:
+        """The model, then its own fallbacks in order; each alias once; from `resume_at`
+        on when it is in the chain."""
+        names = [alias, *self._models[alias].fallbacks]
+        if resume_at in names:
+            names = names[names.index(resume_at):]
         seen: set[str] = set()
-        for name in (alias, *self._models[alias].fallbacks):
+        for name in names:
             if name in self._models and name not in seen:
                 seen.add(name)
                 yield self._models[name]

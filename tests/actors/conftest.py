@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from daemon.domain import ids
-from daemon.domain.jobs import QUEUED, Job, RowDraft
+from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft
 from daemon.runtime import Daemon
-from daemon.store.interface import JobDraft, Store
+from daemon.store.interface import Store
 from tests.actors.harness import (
     PRIMARY,
     FakeClock,

@@ -7,9 +7,8 @@ import threading
 from collections import Counter
 
 from daemon.domain import cron, ids
-from daemon.domain.jobs import RowDraft
+from daemon.domain.jobs import JobDraft, RowDraft
 from daemon.domain.render import relay_result
-from daemon.store.interface import JobDraft
 from tests.actors.harness import PRIMARY, Upstream, answer, wait_until
 
 ROWS = 20

@@ -171,7 +171,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
         chat("streamed", "Classify: streaming", stream=True),
         chat("moved", "Classify: tools", tool_config={"url": "https://tools.example.com"}),
         chat("ext-tools", "Classify: tools",
-             openrelay={"tool_config": {"url": "https://tools.example.com"}}),
+             openrelay={"tool_config": {"url": "https://tools.example.com", "max_rounds": -1}}),
         chat("ext-flow", "Classify: flow",
              openrelay={"workflow": {"url": "https://flow.example.com",
                                      "authorization": "Bearer x"}}),
@@ -238,7 +238,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert refused["response"]["status_code"] == 400
     assert refused["response"]["body"]["error"]["type"] == "invalid_request_error"
     for cid, code in (("streamed", "stream_unsupported"), ("moved", "tool_config_moved"),
-                      ("ext-tools", "unsupported_extension"),
+                      ("ext-tools", "invalid_tool_config"),
                       ("ext-flow", "unsupported_extension"), ("not-object", "invalid_body")):
         assert_error_line(errors[cid], code)
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from daemon.config import load
-from daemon.domain.jobs import COMPLETED, RowDraft
+from daemon.domain.jobs import COMPLETED, JobDraft, RowDraft
 from daemon.store import open_store
-from daemon.store.interface import Ending, JobDraft, Store
+from daemon.store.interface import Ending, Store
 from tests.e2e.harness import wait_until
 
 pytestmark = pytest.mark.e2e

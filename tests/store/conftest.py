@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from daemon.domain import ids
-from daemon.domain.jobs import QUEUED, Job, RowDraft
+from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
-from daemon.store.interface import Ending, JobDraft, Store
+from daemon.store.interface import Ending, Store
 from daemon.store.sqlite import open_sqlite
 
 NOW = 1_700_000_000.0

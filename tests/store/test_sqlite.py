@@ -1,5 +1,6 @@
 """The SQLite backend: opening by URL, schema creation, pragmas, the version rows and the
-migration from version 1 (webhook state matched inside JSON, now its own column)."""
+migrations from version 1 (webhook state matched inside JSON, now its own column; tool
+rounds)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def _version_1_database(path: Path) -> None:
     store = open_sqlite(path)
     ws = store.ensure_workspace("acme", now=NOW)
     store.db.execute_sql("ALTER TABLE job DROP COLUMN webhook_state")
+    store.db.execute_sql('DROP TABLE "round"')
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due
@@ -90,13 +92,13 @@ def _version_1_database(path: Path) -> None:
     store.close()
 
 
-def test_migration_2_moves_webhook_state_to_its_column(tmp_path: Path) -> None:
+def test_migrations_from_version_1(tmp_path: Path) -> None:
     path = tmp_path / "relay.db"
     _version_1_database(path)
     store = open_sqlite(path)
     states = dict(store.db.execute_sql("SELECT seq, webhook_state FROM job").fetchall())
     assert states == {1: "queued", 2: "sending", 3: "done", 4: None}
-    assert versions(store) == [1, 2]
+    assert versions(store) == [1, 2, 3]
     assert [j.seq for j in store.unsent_webhooks()] == [1]
     assert store.abandon_claimed_webhooks(now=NOW) == 1
     store.close()

@@ -1,0 +1,312 @@
+"""Tool-calling records (`openrelay.tool_config`): the agent loop of one row.
+
+Call the model; when its turn ends with `finish_reason: "tool_calls"` and rounds
+remain, send the calls to the user's executor (HTTP or MCP, see `tool_callers`),
+append the assistant message as returned and one tool message per call, store the
+round, and call the model again. The record ends with the model's last response,
+its `usage` summed over every model call and an `openrelay` summary added.
+
+Each finished round is stored before the next model call (`RoundLog`, one
+transaction for every round that finished meanwhile), so a restart resumes after
+the last stored round and repeats no stored call. Executor calls carry an id that
+is the same across retries and restarts (`call_id`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from daemon.config import RetryConfig
+from daemon.domain.jobs import RowWork
+from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
+from daemon.domain.retry import retry_delay
+from daemon.domain.tool_config import (
+    EXTENSIONS,
+    ToolConfig,
+    ToolConfigError,
+    parse_tool_config,
+    raw_tool_config,
+)
+from daemon.store.interface import Store
+from daemon.upstream.router import Router
+
+STOPPED = "stopped"  # the job was cancelled or expired between two rounds
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One round's executor call: every tool call of one model turn."""
+
+    job_seq: int
+    batch_id: str
+    custom_id: str
+    round: int  # 1-based
+    call_id: str  # the same across retries and restarts
+    tool_calls: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    content: str
+    is_error: bool = False  # the executor said the call failed (passed to the model as is)
+
+
+class ToolCallFailed(Exception):
+    """An executor call that did not give results: `transient` ones are retried."""
+
+    def __init__(self, message: str, *, transient: bool, retry_after: str | None = None,
+                 ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.transient = transient
+        self.retry_after = retry_after
+
+
+class ToolCaller(Protocol):
+    """One executor protocol (`tool_config.type`)."""
+
+    async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+        """The results, one per tool call in call order; raises `ToolCallFailed`."""
+        ...
+
+    async def tools(self, config: ToolConfig, *, job_seq: int) -> list[dict[str, Any]] | None:
+        """Function tools the executor offers, for a record that names none (or None)."""
+        ...
+
+    async def release(self, job_seq: int) -> None:
+        """The job has ended here: drop what was kept for it."""
+        ...
+
+
+def call_id(batch_id: str, custom_id: str, round_number: int) -> str:
+    """Stable across retries and restarts, distinct per batch, record and round."""
+    digest = hashlib.sha256(f"{batch_id}\0{custom_id}\0{round_number}".encode()).hexdigest()
+    return f"call_{digest[:32]}"
+
+
+class RoundLog:
+    """Stores finished rounds with a group commit: every round that finishes while a
+    write is under way goes into the next one, and each row waits for its own."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.queued: list[tuple[tuple[int, int, Turn], asyncio.Future[None]]] = []
+        self.writing = False
+
+    async def save(self, row_id: int, number: int, turn: Turn) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.queued.append(((row_id, number, turn), done))
+        if not self.writing:
+            self.writing = True
+            asyncio.create_task(self._write())  # noqa: RUF006 - it ends when the queue does
+        await done
+
+    async def _write(self) -> None:
+        try:
+            while self.queued:
+                group, self.queued = self.queued, []
+                try:
+                    await asyncio.to_thread(self.store.save_rounds, [r for r, _ in group])
+                except Exception as exc:
+                    _settle(group, exc)
+                else:
+                    _settle(group, None)
+        finally:
+            self.writing = False
+
+
+def _settle(group: list[tuple[Any, asyncio.Future[None]]], error: Exception | None) -> None:
+    for _, done in group:
+        if not done.done():
+            done.set_exception(error) if error else done.set_result(None)
+
+
+@dataclass
+class Transcript:
+    """What a tool-calling row has done so far."""
+
+    messages: list[dict[str, Any]]
+    turns: list[Turn] = field(default_factory=list)  # every model call that answered
+    rounds: int = 0
+    attempts: list[Attempt] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+    model: str | None = None  # the alias the last call answered on
+
+    @classmethod
+    def resumed(cls, work: RowWork) -> Transcript:
+        messages = list(work.body.get("messages") or [])
+        for turn in work.rounds:
+            messages.extend(turn.messages)
+        return cls(messages, turns=list(work.rounds), rounds=len(work.rounds),
+                   model=work.rounds[-1].model if work.rounds else None)
+
+    @property
+    def usage(self) -> Usage:
+        return sum((t.usage for t in self.turns), Usage())
+
+
+class ToolLoopExecutor:
+    def __init__(self, router: Router, callers: Mapping[str, ToolCaller], rounds: RoundLog,
+                 retry: RetryConfig, *,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.time,
+                 rng: random.Random | None = None) -> None:
+        self.router = router
+        self.callers = callers
+        self.rounds = rounds
+        self.retry = retry
+        self.sleep = sleep
+        self.clock = clock
+        self.rng = rng or random.Random()
+
+    async def run(self, work: RowWork, *, stopping: Callable[[], bool] = lambda: False,
+                  ) -> RowOutcome:
+        try:
+            config = parse_tool_config(raw_tool_config(work.body))
+        except ToolConfigError as exc:
+            return _failed("invalid_tool_config", f"{exc.path}: {exc.message}")
+        caller = self.callers[config.type]
+        tools = work.body.get("tools") or await caller.tools(config, job_seq=work.job_seq)
+        done = Transcript.resumed(work)
+        while True:
+            if done.rounds and stopping():
+                return _stopped(done)
+            body = {**work.body, "messages": done.messages, **({"tools": tools} if tools else {})}
+            answer = await self.router.call(work.model, work.endpoint, body,
+                                            resume_at=done.model)
+            done.attempts.extend(answer.attempts)
+            if not answer.ok:
+                return _with_transcript(answer, done)
+            assert answer.response is not None and answer.model is not None
+            done.model = answer.model
+            turn = Turn(model=answer.model, usage=answer.usage)
+            assistant = _tool_turn(answer.response)
+            if assistant is None or done.rounds >= config.max_rounds:
+                done.turns.append(turn)
+                return _finished(answer, done, exhausted=assistant is not None)
+            failure = await self._round(work, config, caller, done, turn, assistant)
+            if failure is not None:
+                return failure
+
+    async def _round(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
+                     done: Transcript, turn: Turn,
+                     assistant: dict[str, Any]) -> RowOutcome | None:
+        """Run the executor for one turn's calls and store the round; an outcome if the
+        record ends here."""
+        number = done.rounds + 1
+        request = ToolRequest(job_seq=work.job_seq, batch_id=work.job_id,
+                              custom_id=work.custom_id, round=number,
+                              call_id=call_id(work.job_id, work.custom_id, number),
+                              tool_calls=tuple(assistant["tool_calls"]))
+        done.turns.append(turn)
+        try:
+            results = await self._call_with_retries(caller, config, request)
+        except ToolCallFailed as exc:
+            return _executor_failed(exc, done, request)
+        added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
+                               "content": r.content} for r in results))
+        done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
+        stored = replace(turn, messages=added)
+        await self.rounds.save(work.id, number, stored)
+        done.turns[-1] = stored
+        done.messages.extend(added)
+        done.rounds = number
+        return None
+
+    async def _call_with_retries(self, caller: ToolCaller, config: ToolConfig,
+                                 request: ToolRequest) -> list[ToolResult]:
+        for tries in range(1, self.retry.attempts + 1):
+            try:
+                results = await caller.call(config, request)
+            except ToolCallFailed as exc:
+                if not exc.transient or tries == self.retry.attempts:
+                    raise ToolCallFailed(f"{exc.message} (after {tries} attempt"
+                                         f"{'s' if tries > 1 else ''})",
+                                         transient=exc.transient) from exc
+                await self.sleep(retry_delay(tries, retry_after=exc.retry_after,
+                                             policy=self.retry, now=self.clock(),
+                                             rng=self.rng))
+                continue
+            return matched(results, request.tool_calls)
+        raise AssertionError("unreachable: retry.attempts is at least 1")
+
+    async def release(self, job_seq: int) -> None:
+        for caller in self.callers.values():
+            await caller.release(job_seq)
+
+
+def matched(results: Sequence[ToolResult],
+            tool_calls: Sequence[dict[str, Any]]) -> list[ToolResult]:
+    """The results in call order; `ToolCallFailed` unless they answer exactly the calls."""
+    by_id = {r.tool_call_id: r for r in results}
+    wanted = [str(c.get("id")) for c in tool_calls]
+    if len(by_id) != len(results) or set(by_id) != set(wanted):
+        raise ToolCallFailed(f"the executor's results answer the tool calls "
+                             f"{sorted(by_id)}, not {wanted}", transient=False)
+    return [by_id[i] for i in wanted]
+
+
+def _tool_turn(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The assistant message, exactly as returned, of a turn that ended with
+    `finish_reason: "tool_calls"` and carries them; None for any other turn."""
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    choice = choices[0]
+    message = choice.get("message")
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if choice.get("finish_reason") != "tool_calls" or not isinstance(calls, list) or not calls:
+        return None
+    if not all(isinstance(c, dict) and isinstance(c.get("id"), str) for c in calls):
+        return None
+    return message
+
+
+def _finished(answer: RowOutcome, done: Transcript, *, exhausted: bool) -> RowOutcome:
+    assert answer.response is not None
+    usage = done.usage
+    summary: dict[str, Any] = {"tool_rounds": done.rounds, "model_calls": len(done.turns)}
+    if exhausted:
+        summary["tool_rounds_exhausted"] = True
+    if done.tool_errors:
+        summary["tool_errors"] = done.tool_errors
+    response = {**answer.response, "usage": _usage_body(usage), EXTENSIONS: summary}
+    return replace(answer, response=response, response_text=None, usage=usage,
+                   attempts=tuple(done.attempts), turns=tuple(done.turns))
+
+
+def _usage_body(usage: Usage) -> dict[str, int]:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens}
+
+
+def _with_transcript(answer: RowOutcome, done: Transcript) -> RowOutcome:
+    """A model call that failed for good: the record fails, billed for what answered."""
+    where = f" (tool round {done.rounds + 1})" if done.rounds else ""
+    return replace(answer, error=f"{answer.error}{where}", usage=done.usage,
+                   attempts=tuple(done.attempts), turns=tuple(done.turns))
+
+
+def _executor_failed(exc: ToolCallFailed, done: Transcript, request: ToolRequest) -> RowOutcome:
+    code = "tool_executor_unreachable" if exc.transient else "tool_executor_error"
+    return RowOutcome(ok=False, model=done.model, error=f"{code}: round {request.round}: "
+                      f"{exc.message}", error_code=code, dead_letter=exc.transient,
+                      attempts=tuple(done.attempts), usage=done.usage, turns=tuple(done.turns))
+
+
+def _stopped(done: Transcript) -> RowOutcome:
+    return RowOutcome(ok=False, model=done.model, error=f"stopped after {done.rounds} tool "
+                      "rounds", error_code=STOPPED, attempts=tuple(done.attempts),
+                      usage=done.usage, turns=tuple(done.turns))
+
+
+def _failed(code: str, message: str) -> RowOutcome:
+    return RowOutcome(ok=False, error=message, error_code=code)
+
