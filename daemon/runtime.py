@@ -26,6 +26,10 @@ from daemon.config import Config
 from daemon.dialects import dialect_of
 from daemon.domain.jobs import VALIDATING, Job
 from daemon.executors import ChatExecutor, Executors
+from daemon.executors.http_tools import HttpToolCaller
+from daemon.executors.mcp_tools import McpToolCaller
+from daemon.executors.tool_hosts import HostLimits
+from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
@@ -93,7 +97,6 @@ class Daemon:
                              transport=transport or make_transport(
                                  gateway.transport, config.retry,
                                  connection_limit=connections))
-        self.executors = Executors(chat=ChatExecutor(self.router))
         self.models = {m.alias: m for m in config.models}
         self.hub = EventHub()
 
@@ -105,6 +108,7 @@ class Daemon:
         self.outbound = OutboundClient(
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve)
         self.io_loop.add_cleanup(self.outbound.aclose)
+        self.executors = self._executors()
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
                                        deliver=self._deliver, clock=self.clock).proxy()
         self.files = FileStore(self.config.server.data_dir)
@@ -146,6 +150,16 @@ class Daemon:
         except pykka.Timeout:
             log.warning("some actors did not stop in time: %s", stuck_threads())
         self.repo.close()
+
+    def _executors(self) -> Executors:
+        tools, allow_private = self.config.tools, self.config.security.allow_private_targets
+        limits = HostLimits(tools.max_concurrency_per_host)
+        mcp = McpToolCaller(limits, allow_private=allow_private, resolve=self.resolve,
+                            sessions_per_job=tools.mcp_sessions_per_job)
+        callers: dict[str, ToolCaller] = {"http": HttpToolCaller(self.outbound, limits),
+                                          "mcp": mcp}
+        return Executors(chat=ChatExecutor(self.router), tools=ToolLoopExecutor(
+            self.router, callers, RoundLog(self.repo), self.config.retry))
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
         return JobSupervisor.start(

@@ -11,6 +11,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -94,6 +95,12 @@ class RelayClient:
 
     def results(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/results")
+
+    def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
+        """One row in full (`batch.row`): its request (secrets shown as `***`), final
+        response or last error, every attempt and, for a tool-calling record, the
+        transcript of its tool rounds. A custom_id may hold any character, `/` too."""
+        return self._call("GET", f"/v1/batches/{job_id}/rows/{quote(custom_id, safe='')}")
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/dead_letter")

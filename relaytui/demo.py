@@ -1,7 +1,9 @@
 """`just demo`: start the simulator and relayd, submit the sample batches, open the TUI
 on them, and stop what it started when the TUI quits.
 
-The batches: `reviews.jsonl` (three rows are rigged to dead-letter), a cron template
+The batches: `reviews.jsonl` (three rows are rigged to dead-letter), `tools.jsonl`
+(tool-calling records: the simulator's HTTP tool executor and its MCP server, one
+record rigged to an executor that is down), a cron template
 (a few rows of `reviews.csv` every 5 minutes) and a long job (3,000 rows of
 `reviews.csv`, a minute or two against the simulator), so the TUI has live work to
 show. Without a terminal (CI, pipes), with `--no-tui`, or while the TUI is not built,
@@ -30,7 +32,7 @@ from typing import Any
 
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
-from relaytui.formats import read_rows
+from relaytui.formats import jsonl_rows, read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_data"
@@ -54,18 +56,18 @@ class DemoJobs:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     tui = choose_tui(no_tui=args.no_tui, interactive=sys.stdout.isatty())
-    sim_port, api_port = free_port(9900), free_port(8080)
+    sim_port, api_port, mcp_port = free_port(9900), free_port(8080), free_port(9901)
     DATA.mkdir(parents=True, exist_ok=True)
     config = DATA / "demo-run.toml"
     config.write_text(config_text((SAMPLES / "demo.toml").read_text(),
                                   sim_port=sim_port, api_port=api_port))
     url = f"http://127.0.0.1:{api_port}"
-    with started("simulator", simulator_argv(sim_port)):
+    with started("simulator", simulator_argv(sim_port, mcp_port=mcp_port)):
         key = create_key(config)
         with started("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]), \
                 RelayClient(url, key) as client:
             wait_healthy(client)
-            jobs = submit_samples(client)
+            jobs = submit_samples(client, ports=Ports(sim_port, mcp_port))
             code = tui(url=url, key=key) if tui else print_run(client, jobs)
     print(f"\nStopped the simulator and relayd. Data and logs are in {DATA}/ "
           f"(relayd.log, simulator.log).")
@@ -116,9 +118,10 @@ def config_text(template: str, *, sim_port: int, api_port: int) -> str:
     return re.sub(r"(?m)^port = 8080\b", f"port = {api_port}", text)
 
 
-def simulator_argv(port: int) -> list[str]:
+def simulator_argv(port: int, *, mcp_port: int) -> list[str]:
     return [str(BIN / "relayd"), "simulate", "--port", str(port), "--latency-ms", "120",
-            "--jitter-ms", "80", "--rate-429", "0.02", "--rate-5xx", "0.02", "--seed", "7"]
+            "--jitter-ms", "80", "--rate-429", "0.02", "--rate-5xx", "0.02", "--seed", "7",
+            "--mcp-port", str(mcp_port)]
 
 
 @contextlib.contextmanager
@@ -162,16 +165,33 @@ def wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
 # -- the sample batches --------------------------------------------------------------
 
 
-def submit_samples(client: RelayClient, samples: Path = SAMPLES) -> DemoJobs:
+@dataclass(frozen=True)
+class Ports:
+    simulator: int  # the model and the HTTP tool executor (/_sim/tools)
+    mcp: int  # the simulator's MCP tool server
+
+
+def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES) -> DemoJobs:
     prompts = read_rows(samples / "reviews.csv")
     dead = client.submit(model=MODEL, requests=read_rows(samples / "reviews.jsonl"),
                          name="Demo: reviews.jsonl", priority=5)
     print(f"submitted reviews.jsonl: {dead['total']} rows as job {dead['id']} (priority 5)")
+    tools = client.submit(model=MODEL, requests=tool_rows(samples / "tools.jsonl", ports),
+                          name="Demo: tools.jsonl", priority=4)
+    print(f"submitted tools.jsonl: {tools['total']} tool-calling records (HTTP and MCP "
+          f"executors) as job {tools['id']}")
     template = cron_template(client, prompts[:5])
     long = client.submit(model=MODEL, requests=long_job_rows(prompts), name=LONG_NAME)
     print(f"submitted {LONG_NAME!r}: {long['total']} rows as job {long['id']}")
-    return DemoJobs(watched={"reviews.jsonl": dead["id"], "long job": long["id"]},
-                    template=template)
+    return DemoJobs(watched={"reviews.jsonl": dead["id"], "tools.jsonl": tools["id"],
+                             "long job": long["id"]}, template=template)
+
+
+def tool_rows(path: Path, ports: Ports) -> list[dict[str, Any]]:
+    """The tool-calling sample, its executor URLs pointed at this run's simulator."""
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("127.0.0.1:9900", f"127.0.0.1:{ports.simulator}")
+    return jsonl_rows(text.replace("127.0.0.1:9901", f"127.0.0.1:{ports.mcp}"), path=str(path))
 
 
 def cron_template(client: RelayClient, rows: list[dict[str, Any]]) -> str:

@@ -24,6 +24,7 @@ from daemon.domain.outcome import RowOutcome
 from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
+from daemon.executors.tool_loop import STOPPED
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
@@ -76,7 +77,8 @@ class JobSupervisor(pykka.ThreadingActor):
     def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         """Outcomes that finished together, in one message."""
         for row_id, outcome in done:
-            self.run.record(row_id, replace(outcome, cost_nano_usd=self._cost(outcome)))
+            self.run.record(row_id, replace(self._settled(outcome),
+                                            cost_nano_usd=self._cost(outcome)))
         self._pump()
 
     @contained
@@ -103,6 +105,7 @@ class JobSupervisor(pykka.ThreadingActor):
         if self.ending == COMPLETED:
             self.ending = ending
         self.run.stop()
+        self.worker.wind_down()
         self._pump()
 
     @contained
@@ -137,6 +140,14 @@ class JobSupervisor(pykka.ThreadingActor):
             self.run.buffer[:0] = outcomes
             return
         self.notifier.progress(self.job.seq)
+
+    def _settled(self, outcome: RowOutcome) -> RowOutcome:
+        """A row stopped between two calls by the job's ending reads as the rows that
+        never ran do, with what it did so far."""
+        if outcome.error_code != STOPPED:
+            return outcome
+        code, message = dialect_of(self.job).unrun_error(self.ending)
+        return replace(outcome, error_code=code, error=f"{message} ({outcome.error})")
 
     def _cost(self, outcome: RowOutcome) -> int:
         """Every model call of the row, each at its own model's price."""

@@ -12,6 +12,7 @@ the next start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +41,16 @@ class RowWorker(pykka.ThreadingActor):
         except RuntimeError:
             log.debug("I/O loop stopping: %d rows stay pending", len(works))
 
+    def wind_down(self) -> None:
+        """The job is being cancelled or expired: rows of several calls end between two."""
+        self.rows.stopping = True
+
+    def on_stop(self) -> None:
+        """The job has ended here: its executors drop what they kept for it."""
+        if self.rows.job_seq is not None:
+            with contextlib.suppress(RuntimeError):  # stopping: its cleanup closes all
+                self.io_loop.submit(self.rows.executors.release(self.rows.job_seq))
+
     @staticmethod
     def _report(supervisor: Any) -> Any:
         def report(done: Done) -> None:
@@ -60,16 +71,20 @@ class RowRunner:
         self.report = report
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
+        self.stopping = False  # set from the worker's thread; read between calls
+        self.job_seq: int | None = None
 
     async def start(self, works: list[RowWork]) -> None:
         for work in works:
+            self.job_seq = work.job_seq
             task = asyncio.create_task(self._run(work))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
     async def _run(self, work: RowWork) -> None:
         try:
-            outcome = await self.executors.for_row(work).run(work)
+            outcome = await self.executors.for_row(work).run(
+                work, stopping=lambda: self.stopping)
         except asyncio.CancelledError:
             return  # shutdown: the row stays pending
         except Exception as exc:

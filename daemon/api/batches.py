@@ -19,7 +19,7 @@ from daemon.api.middleware import WORKSPACE
 from daemon.dialects import detect, dialect_of, statuses_for
 from daemon.domain.errors import InvalidRequest, conflict, not_found
 from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, can_transition
-from daemon.domain.render import dead_letter_entry, relay_result
+from daemon.domain.render import dead_letter_entry, relay_result, row_detail
 from daemon.store.interface import WorkspaceRecord
 
 log = logging.getLogger("relay.api")
@@ -170,6 +170,21 @@ async def dead_letter(request: web.Request) -> web.Response:
                               "data": [dead_letter_entry(r) for r in rows]})
 
 
+async def row(request: web.Request) -> web.Response:
+    services, _ = context(request)
+    job = await load_job(request)
+    custom_id = request.match_info["custom_id"]
+
+    def read() -> dict[str, Any] | None:
+        found = services.repo.row(job.seq, custom_id)
+        return None if found is None else row_detail(job, found, services.repo.rounds(found.id))
+
+    detail = await asyncio.to_thread(read)
+    if detail is None:
+        raise not_found("row", custom_id)
+    return web.json_response(detail)
+
+
 async def retry_dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
@@ -209,5 +224,6 @@ def routes() -> list[web.RouteDef]:
         web.post(one + "/cancel", cancel),
         web.get(one + "/results", results),
         web.get(one + "/dead_letter", dead_letter),
+        web.get(one + "/rows/{custom_id:.+}", row),
         web.post(one + "/dead_letter/retry", retry_dead_letter),
     ]

@@ -19,6 +19,8 @@ from daemon.domain.jobs import (
     RowRecord,
     StatusView,
 )
+from daemon.domain.outcome import Turn
+from daemon.domain.tool_config import EXTENSIONS, redacted
 
 # Seed 000 knows six statuses; the others read as their nearest Relay name.
 RELAY_VIEW = StatusView({VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
@@ -63,7 +65,9 @@ def relay_job(job: Job) -> dict[str, Any]:
 def relay_result(row: RowRecord) -> dict[str, Any]:
     """One row of `GET /v1/batches/{id}/results`: content or error, never both."""
     if row.status == "completed":
-        return {"custom_id": row.custom_id, "content": assistant_content(row.response)}
+        result = {"custom_id": row.custom_id, "content": assistant_content(row.response)}
+        summary = (row.response or {}).get(EXTENSIONS)
+        return result | ({"openrelay": summary} if isinstance(summary, dict) else {})
     return {"custom_id": row.custom_id, "error": row.error or "failed"}
 
 
@@ -94,7 +98,32 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
         "last_error": row.error,
         "status_code": row.status_code,
         "messages": row.body.get("messages"),
-        "body": row.body,
+        "body": redacted(row.body),
+        "attempt_log": list(row.attempt_log),
+    }
+
+
+def row_detail(job: Job, row: RowRecord, rounds: list[Turn]) -> dict[str, Any]:
+    """`GET /v1/batches/{id}/rows/{custom_id}`: one row, its attempts and its transcript
+    (every tool round: the model's turn and the tool results), secrets redacted."""
+    return {
+        "object": "batch.row",
+        "batch_id": job.id,
+        "custom_id": row.custom_id,
+        "status": row.status,
+        "model": row.model,
+        "attempts": row.attempts,
+        "error": row.error,
+        "error_code": row.error_code,
+        "dead_letter": row.dead_letter,
+        "body": redacted(row.body),
+        "response": row.response,
+        "tool_rounds": len(rounds),
+        "transcript": [{"round": number, "model": turn.model,
+                        "usage": {"prompt_tokens": turn.usage.prompt_tokens,
+                                  "completion_tokens": turn.usage.completion_tokens},
+                        "messages": list(turn.messages)}
+                       for number, turn in enumerate(rounds, start=1)],
         "attempt_log": list(row.attempt_log),
     }
 

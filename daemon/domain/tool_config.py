@@ -104,11 +104,11 @@ def _context(value: Any) -> Any:
 
 def _clamped(value: dict[str, Any], key: str, default: int, most: int) -> int:
     number = value.get(key)
-    if number is None or number == 0:
+    if number is None:
         return default
     if isinstance(number, bool) or not isinstance(number, int) or number < 0:
         raise ToolConfigError(key, f"must be a non-negative integer; got {number!r}.")
-    return min(number, most)
+    return min(number, most) if number else default
 
 
 def redacted(body: dict[str, Any]) -> dict[str, Any]:

@@ -6,10 +6,12 @@ append the assistant message as returned and one tool message per call, store th
 round, and call the model again. The record ends with the model's last response,
 its `usage` summed over every model call and an `openrelay` summary added.
 
-Each finished round is stored before the next model call (`RoundLog`, one
-transaction for every round that finished meanwhile), so a restart resumes after
-the last stored round and repeats no stored call. Executor calls carry an id that
-is the same across retries and restarts (`call_id`).
+A round is stored twice: the model's turn before its tool calls go out, the whole
+round once the results are back (`RoundLog`, one transaction for every row's round
+that reached that point meanwhile). A restart resumes after the last stored turn
+and repeats no stored call: a round cut off after its model turn repeats only its
+executor call, with the same id (`call_id`, stable across retries and restarts),
+so an executor can drop the repeat.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def call_id(batch_id: str, custom_id: str, round_number: int) -> str:
 
 
 class RoundLog:
-    """Stores finished rounds with a group commit: every round that finishes while a
+    """Stores rounds with a group commit: every round that finishes while a
     write is under way goes into the next one, and each row waits for its own."""
 
     def __init__(self, store: Store) -> None:
@@ -134,18 +136,25 @@ class Transcript:
 
     messages: list[dict[str, Any]]
     turns: list[Turn] = field(default_factory=list)  # every model call that answered
-    rounds: int = 0
+    rounds: int = 0  # rounds with their tool results
     attempts: list[Attempt] = field(default_factory=list)
     tool_errors: list[str] = field(default_factory=list)
     model: str | None = None  # the alias the last call answered on
+    pending: dict[str, Any] | None = None  # a stored turn whose tool calls have no results
 
     @classmethod
     def resumed(cls, work: RowWork) -> Transcript:
-        messages = list(work.body.get("messages") or [])
-        for turn in work.rounds:
-            messages.extend(turn.messages)
-        return cls(messages, turns=list(work.rounds), rounds=len(work.rounds),
+        """Where an earlier run of the row left it: every stored round, and a last
+        round stored before its executor call answered (run that call again)."""
+        done = cls(list(work.body.get("messages") or []), turns=list(work.rounds),
                    model=work.rounds[-1].model if work.rounds else None)
+        for turn in work.rounds:
+            if len(turn.messages) == 1:
+                done.pending = turn.messages[0]
+            else:
+                done.messages.extend(turn.messages)
+                done.rounds += 1
+        return done
 
     @property
     def usage(self) -> Usage:
@@ -176,36 +185,45 @@ class ToolLoopExecutor:
         tools = work.body.get("tools") or await caller.tools(config, job_seq=work.job_seq)
         done = Transcript.resumed(work)
         while True:
-            if done.rounds and stopping():
-                return _stopped(done)
-            body = {**work.body, "messages": done.messages, **({"tools": tools} if tools else {})}
-            answer = await self.router.call(work.model, work.endpoint, body,
-                                            resume_at=done.model)
-            done.attempts.extend(answer.attempts)
-            if not answer.ok:
-                return _with_transcript(answer, done)
-            assert answer.response is not None and answer.model is not None
-            done.model = answer.model
-            turn = Turn(model=answer.model, usage=answer.usage)
-            assistant = _tool_turn(answer.response)
-            if assistant is None or done.rounds >= config.max_rounds:
-                done.turns.append(turn)
-                return _finished(answer, done, exhausted=assistant is not None)
-            failure = await self._round(work, config, caller, done, turn, assistant)
+            if done.pending is None:
+                if done.rounds and stopping():
+                    return _stopped(done)
+                answer = await self.router.call(
+                    work.model, work.endpoint, {**work.body, "messages": done.messages,
+                                                **({"tools": tools} if tools else {})},
+                    resume_at=done.model)
+                done.attempts.extend(answer.attempts)
+                if not answer.ok:
+                    return _with_transcript(answer, done)
+                assert answer.response is not None and answer.model is not None
+                done.model = answer.model
+                turn = Turn(model=answer.model, usage=answer.usage)
+                assistant = _tool_turn(answer.response)
+                if assistant is None or done.rounds >= config.max_rounds:
+                    done.turns.append(turn)
+                    return _finished(answer, done, exhausted=assistant is not None)
+                await self._model_turn(work, done, replace(turn, messages=(assistant,)))
+            failure = await self._tool_results(work, config, caller, done)
             if failure is not None:
                 return failure
 
-    async def _round(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
-                     done: Transcript, turn: Turn,
-                     assistant: dict[str, Any]) -> RowOutcome | None:
-        """Run the executor for one turn's calls and store the round; an outcome if the
-        record ends here."""
-        number = done.rounds + 1
+    async def _model_turn(self, work: RowWork, done: Transcript, turn: Turn) -> None:
+        """Store the model's turn before its tool calls go out: a restart then repeats
+        only the executor call (with the same call id), never the model call."""
+        await self.rounds.save(work.id, done.rounds + 1, turn)
+        done.turns.append(turn)
+        done.pending = turn.messages[0]
+
+    async def _tool_results(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
+                            done: Transcript) -> RowOutcome | None:
+        """Run the executor for the pending turn's calls and store the whole round; an
+        outcome if the record ends here."""
+        assert done.pending is not None
+        assistant, number = done.pending, done.rounds + 1
         request = ToolRequest(job_seq=work.job_seq, batch_id=work.job_id,
                               custom_id=work.custom_id, round=number,
                               call_id=call_id(work.job_id, work.custom_id, number),
                               tool_calls=tuple(assistant["tool_calls"]))
-        done.turns.append(turn)
         try:
             results = await self._call_with_retries(caller, config, request)
         except ToolCallFailed as exc:
@@ -213,11 +231,11 @@ class ToolLoopExecutor:
         added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
                                "content": r.content} for r in results))
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
-        stored = replace(turn, messages=added)
-        await self.rounds.save(work.id, number, stored)
-        done.turns[-1] = stored
+        whole = replace(done.turns[-1], messages=added)
+        await self.rounds.save(work.id, number, whole)
+        done.turns[-1] = whole
         done.messages.extend(added)
-        done.rounds = number
+        done.rounds, done.pending = number, None
         return None
 
     async def _call_with_retries(self, caller: ToolCaller, config: ToolConfig,

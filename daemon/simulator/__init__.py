@@ -16,8 +16,22 @@ it injects faults in two ways:
   behaviour (see `parse_directive`). A prompt carrying any directive is never
   hit by a random fault, so tests stay deterministic under any rates.
 
+Tool calling (OpenRelay's tool_config extension), simulated three ways:
+
+- **The model** (`tools.py`): a chat request with a non-empty `tools` array gets
+  `[sim:tool_rounds=N]` rounds (default 1) of `[sim:tool_calls=K]` calls (default 1)
+  of the first tool, with deterministic ids and schema-derived arguments
+  (`finish_reason: "tool_calls"`), then a final answer quoting every tool message.
+- **An HTTP tool executor** at `POST /_sim/tools` on the same port, with faults
+  pinned by `[sim:tool_fail=CODE times=K]`, `[sim:tool_sleep=MS]`,
+  `[sim:tool_garbage]`, `[sim:tool_mismatch]` in the calls' arguments.
+- **An MCP server** (`mcp_server.py`, `--mcp-port`): the `mcp` SDK over Streamable
+  HTTP at `/mcp` on a second port, same process and event loop. Imported only when
+  asked for, so the plain simulator does not load the SDK.
+
 Every response carries `X-Relay-Simulated: true`. The `/_sim/*` routes let
-tests see (and forget) what the server was asked.
+tests see (and forget) what the server was asked: `/_sim/stats`,
+`/_sim/requests`, `/_sim/tool_calls`, `/_sim/mcp_calls`, `POST /_sim/reset`.
 """
 
 from daemon.simulator.app import LOG_LIMIT, SimState, build_app
@@ -32,9 +46,10 @@ from daemon.simulator.faults import (
     plan,
     random_fault,
 )
+from daemon.simulator.tools import arguments_for, tool_call_id
 
 __all__ = [
-    "LOG_LIMIT", "Directive", "Draw", "SimOptions", "SimState", "build_app",
+    "LOG_LIMIT", "Directive", "Draw", "SimOptions", "SimState", "arguments_for", "build_app",
     "classify_sentiment", "compose_reply", "embed", "latency_s", "main", "parse_directive",
-    "plan", "random_fault",
+    "plan", "random_fault", "tool_call_id",
 ]

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
 async def _serve(app: web.Application, host: str, port: int, mcp_port: int | None) -> None:
     """Serve until signalled. The upstream's line comes first, then (with an MCP port)
     the MCP server's, each printed once both servers listen."""
+    # Before anything listens: a SIGTERM sent as soon as the lines appear must not kill
+    # the process with the default action.
+    stop = _stop_on_signals()
     # handler_cancellation: a simulated timeout stops hanging once its client leaves.
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
                            shutdown_timeout=1.0)
@@ -121,19 +124,20 @@ async def _serve(app: web.Application, host: str, port: int, mcp_port: int | Non
         if mcp is not None:
             print(f"relayd simulate: SIMULATED MCP tool server listening on {mcp.url}",
                   flush=True)
-        await _until_signalled()
+        await stop.wait()
     finally:
         if mcp is not None:
             await mcp.stop()
         await runner.cleanup()
 
 
-async def _until_signalled() -> None:
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGINT or SIGTERM sets."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
 
 
 if __name__ == "__main__":

@@ -119,8 +119,8 @@ class RowQueries(SqlBase):
         ])
 
     def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None:
-        """Finished tool rounds `(row id, number, turn)`, many rows' at once; a round
-        already stored is kept as it was."""
+        """Tool rounds `(row id, number, turn)`, many rows' at once; a round stored
+        already (its model turn alone) is replaced by the whole round."""
         if not rounds:
             return
         with self.write():
@@ -130,7 +130,10 @@ class RowQueries(SqlBase):
                  "completion_tokens": turn.usage.completion_tokens,
                  "messages": json.dumps(list(turn.messages))}
                 for row_id, number, turn in rounds])
-             .on_conflict_ignore().execute())
+             .on_conflict(conflict_target=[RoundModel.row, RoundModel.number],
+                          preserve=[RoundModel.model, RoundModel.prompt_tokens,
+                                    RoundModel.completion_tokens, RoundModel.messages])
+             .execute())
 
     def rounds(self, row_id: int) -> list[Turn]:
         """A row's stored tool rounds, in order."""

@@ -15,13 +15,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from relaytui.client import RelayError
-from relaytui.models import JobView, clock_text, parse_time
+from relaytui.models import JobView
 from relaytui.screens.base import RelayScreen
-
-
-def _plain(value: Any) -> Text:
-    text = " ".join(str(value if value is not None else "—").split())
-    return Text(text, no_wrap=True, overflow="ellipsis", end="")
+from relaytui.widgets.attempts import AttemptTable, plain
 
 
 class DeadLetterScreen(RelayScreen):
@@ -76,10 +72,10 @@ class DeadLetterScreen(RelayScreen):
         table = self.query_one(DataTable)
         table.display = True
         for entry in entries:
-            table.add_row(Text(" "), _plain(entry.get("custom_id")),
+            table.add_row(Text(" "), plain(entry.get("custom_id")),
                           Text(str(entry.get("attempts", "")), justify="right"),
-                          _plain(", ".join(entry.get("models") or [])),
-                          _plain(entry.get("last_error")), key=entry["custom_id"])
+                          plain(", ".join(entry.get("models") or [])),
+                          plain(entry.get("last_error")), key=entry["custom_id"])
         table.focus()
         self._summarise()
 
@@ -178,7 +174,7 @@ class AttemptsScreen(ModalScreen[None]):
                          f"{self.entry.get('attempts')} attempts", classes="question")
             with VerticalScroll(classes="messages"):
                 yield Static(self._messages())
-            yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+            yield AttemptTable(id="attempts")
             yield Static(f"[$text-error]{escape(str(self.entry.get('last_error') or ''))}[/]",
                          classes="problem")
             yield Static("[dim]escape closes[/dim]")
@@ -192,11 +188,4 @@ class AttemptsScreen(ModalScreen[None]):
         return "\n".join(lines) or "[dim](no messages: an OpenAI record, see its body)[/dim]"
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("#", "Model", "Status", "Duration", "Started", "Error")
-        for n, attempt in enumerate(self.entry.get("attempt_log") or [], start=1):
-            table.add_row(str(n), _plain(attempt.get("model")),
-                          _plain(attempt.get("status_code")),
-                          Text(f"{attempt.get('duration_ms', '—')} ms", justify="right"),
-                          clock_text(parse_time(attempt.get("started_at"))),
-                          _plain(attempt.get("error")))
+        self.query_one(AttemptTable).show(self.entry.get("attempt_log") or [])

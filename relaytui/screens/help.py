@@ -17,6 +17,7 @@ from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
 from relaytui.screens.jobs import JobsScreen
 from relaytui.screens.results import ResultsScreen
+from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 
 # Keys the widgets bring (tables, trees, inputs) that an operator should know about.
@@ -31,7 +32,9 @@ def sections() -> list[tuple[str, list[BindingType]]]:
                                  "job"), *JobsScreen.BINDINGS]),
         ("Dead letter (d)", DeadLetterScreen.BINDINGS),
         ("A dead-lettered row (enter in the dead letter)", AttemptsScreen.BINDINGS),
-        ("Results (v)", ResultsScreen.BINDINGS),
+        ("Results (v)", [Binding("enter", "", "", tooltip="Open the highlighted row (as o)"),
+                         *ResultsScreen.BINDINGS]),
+        ("A row in full (o or enter in the results)", RowDetailScreen.BINDINGS),
         ("Upload (u)", [*UploadScreen.BINDINGS, Binding("enter", "", "", tooltip=(
             "In the tree: pick the file; in the path field: read it now"))]),
     ]

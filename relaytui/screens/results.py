@@ -1,5 +1,8 @@
 """The results of a finished job: browse (the highlighted one in full below), search,
-and save them all to a `.jsonl` or `.csv` file (writing is `relaytui.export`)."""
+open a row in full (its request, tool rounds and attempts), and save them all to a
+`.jsonl` or `.csv` file (writing is `relaytui.export`). A job with tool-calling records
+gets a Rounds column: each row's tool rounds, marked when the round limit ended the
+loop or a tool answered with an error."""
 
 from __future__ import annotations
 
@@ -17,11 +20,14 @@ from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
 from relaytui.client import RelayError
 from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
 from relaytui.models import JobView
+from relaytui.rows import needs_a_look, rounds_cell, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
+from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.widgets.colours import theme_style
 from relaytui.widgets.confirm import PromptScreen
 
 SHOWN_AT_MOST = 5000  # more rows than this make the table slow; search narrows them
+RESULT_WIDTH, ROUNDS_WIDTH = 120, 9
 
 
 def check_export_path(value: str) -> str | None:
@@ -40,6 +46,9 @@ class ResultsScreen(RelayScreen):
         Binding("escape", "back", "Back", tooltip="Close the search, or go back to the jobs"),
         Binding("slash", "search", "Search", key_display="/",
                 tooltip="Show only results whose custom_id, content or error has these words"),
+        Binding("o", "open_row", "Open row", tooltip="Open the highlighted row: its "
+                "request, every tool round (calls, results, usage), its answer and attempts "
+                "(also enter)"),
         Binding("s", "save", "Save", tooltip="Save every result to a .jsonl or .csv file"),
     ]
 
@@ -48,6 +57,7 @@ class ResultsScreen(RelayScreen):
         self.client, self.job = client, job
         self.items: list[dict[str, Any]] = []
         self.shown: list[dict[str, Any]] = []
+        self.with_rounds = False  # some row ran a tool loop: the Rounds column is shown
 
     def compose(self) -> ComposeResult:
         yield Static(f"[b]Results[/b] — {escape(self.job.name or self.job.id)}  "
@@ -62,11 +72,16 @@ class ResultsScreen(RelayScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one(DataTable).display = False
+        self._load()
+
+    def _columns(self) -> None:
         table = self.query_one(DataTable)
         table.add_column("custom_id", key="custom_id", width=24)
-        table.add_column("Result", key="result", width=120)
-        table.display = False
-        self._load()
+        if self.with_rounds:
+            table.add_column("Rounds", key="rounds", width=ROUNDS_WIDTH)
+        width = RESULT_WIDTH - (ROUNDS_WIDTH + 2 * table.cell_padding) * self.with_rounds
+        table.add_column("Result", key="result", width=width)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False,
           name="loading results")
@@ -80,6 +95,8 @@ class ResultsScreen(RelayScreen):
 
     def _loaded(self, items: list[dict[str, Any]]) -> None:
         self.items = items
+        self.with_rounds = any(tool_summary(item) is not None for item in items)
+        self._columns()
         self.query_one(LoadingIndicator).display = False
         self.query_one(DataTable).display = True
         self._show()
@@ -96,11 +113,17 @@ class ResultsScreen(RelayScreen):
         table = self.query_one(DataTable)
         table.clear()
         error_style = theme_style(self.app, "text-error")
+        look_style = theme_style(self.app, "text-warning")
         for n, item in enumerate(self.shown[:SHOWN_AT_MOST]):
             text = " ".join(result_text(item).split())
-            table.add_row(Text(str(item.get("custom_id", "")), no_wrap=True, end=""),
-                          Text(text, style=error_style if is_error(item) else "",
-                               no_wrap=True, overflow="ellipsis", end=""), key=str(n))
+            cells = [Text(str(item.get("custom_id", "")), no_wrap=True, end="")]
+            if self.with_rounds:
+                summary = tool_summary(item)
+                cells.append(Text(rounds_cell(summary), no_wrap=True, end="",
+                                  style=look_style if needs_a_look(summary) else ""))
+            cells.append(Text(text, style=error_style if is_error(item) else "",
+                              no_wrap=True, overflow="ellipsis", end=""))
+            table.add_row(*cells, key=str(n))
         self._summarise(needle)
         self._preview()
 
@@ -125,7 +148,26 @@ class ResultsScreen(RelayScreen):
         item = self.shown[table.cursor_row]
         body = escape(result_text(item))
         label = "[$text-error]error[/]" if is_error(item) else "[dim]content[/dim]"
+        summary = tool_summary(item)
+        if summary is not None:
+            colour = "$text-warning" if needs_a_look(summary) else "$text-muted"
+            label += f" · [{colour}]⟳ {escape(summary_text(summary))}[/]"
         text.update(f"[b]{escape(str(item.get('custom_id')))}[/b] {label}\n{body}")
+
+    def _highlighted(self) -> dict[str, Any] | None:
+        table = self.query_one(DataTable)
+        if not table.row_count or not table.display:
+            return None
+        return self.shown[table.cursor_row]
+
+    @on(DataTable.RowSelected, "#results")
+    def action_open_row(self) -> None:
+        item = self._highlighted()
+        if item is None:
+            self.notify("There is no row to open.", severity="warning")
+            return
+        self.app.push_screen(RowDetailScreen(self.client, self.job,
+                                             str(item.get("custom_id", ""))))
 
     def action_search(self) -> None:
         search = self.query_one("#search", Input)

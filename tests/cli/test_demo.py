@@ -13,7 +13,7 @@ import pytest
 
 from relaytui import demo
 from relaytui.client import RelayClient
-from tests.e2e.harness import rows, wait_for_status, wait_until
+from tests.e2e.harness import Simulator, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -47,12 +47,22 @@ def test_the_long_job_cycles_the_csv_prompts_under_unique_ids():
 
 def test_the_samples_are_submitted_and_the_cron_template_is_reused(
         simulator_factory, relayd_factory, capsys):
-    relayd = relayd_factory(simulator_factory()).start()  # its own: 3,000 rows of load
+    sim = simulator_factory("--mcp-port", "0")
+    relayd = relayd_factory(sim).start()  # its own: 3,000 rows of load
     with RelayClient(relayd.url, relayd.key("demo")) as client:
-        jobs = demo.submit_samples(client)
+        jobs = demo.submit_samples(client, ports=demo_ports(sim))
         views = {label: client.job(i) for label, i in jobs.watched.items()}
         template = client.job(jobs.template)
         again = demo.cron_template(client, rows(2))
+        tools = wait_until(lambda: (job := client.job(jobs.watched["tools.jsonl"]))[
+            "status"] == "completed" and job)
+        results = {r["custom_id"]: r for r in client.results(tools["id"])["data"]}
+    assert (tools["total"], tools["completed"], tools["failed"], tools["dead_letter"]) == (
+        9, 8, 1, 1)
+    assert {r.get("openrelay", {}).get("tool_rounds") for r in results.values()} == {
+        1, 2, 3, None}
+    assert results["http-down"]["error"].startswith("tool_executor_unreachable")
+    assert len(sim.tool_calls()) > 0 and len(sim.mcp_calls()) > 0
     assert (views["reviews.jsonl"]["total"], views["reviews.jsonl"]["priority"]) == (300, 5)
     assert (views["long job"]["total"], views["long job"]["name"]) == (3000, "Demo: long job")
     assert (template["status"], template["cron"], template["total"]) == (
@@ -60,6 +70,19 @@ def test_the_samples_are_submitted_and_the_cron_template_is_reused(
     assert template["name"] == "Demo: every 5 minutes"
     assert again == jobs.template
     assert f"reusing cron template {jobs.template}" in capsys.readouterr().out
+
+
+def demo_ports(sim: Simulator) -> demo.Ports:
+    assert sim.mcp_url is not None
+    return demo.Ports(simulator=sim.port, mcp=int(sim.mcp_url.rsplit(":", 1)[1].split("/")[0]))
+
+
+def test_the_tool_sample_points_at_this_runs_simulator():
+    records = demo.tool_rows(demo.SAMPLES / "tools.jsonl", demo.Ports(19900, 19901))
+    urls = {r["body"]["openrelay"]["tool_config"]["url"] for r in records}
+    assert urls == {"http://127.0.0.1:19900/_sim/tools", "http://127.0.0.1:19901/mcp"}
+    assert {r["body"]["openrelay"]["tool_config"].get("type", "http") for r in records} == {
+        "http", "mcp"}
 
 
 def test_the_printing_mode_shows_progress_results_and_dead_letters(
@@ -113,8 +136,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     assert demo.main([]) == 0
     assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
     assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
-    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: every 5 minutes",  # type: ignore[arg-type]
-                                 "Demo: long job"}
+    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",  # type: ignore[arg-type]
+                                 "Demo: every 5 minutes", "Demo: long job"}
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{seen['url']}/healthz", timeout=2)
     out = capsys.readouterr().out

@@ -30,6 +30,13 @@ from daemon.simulator import (
     plan,
     random_fault,
 )
+from daemon.simulator.tools import (
+    ExecutorCall,
+    arguments_for,
+    executor_results,
+    tool_call_id,
+)
+from daemon.testing import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -420,3 +427,376 @@ async def test_main_serves_until_sigterm_and_exits_0() -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+# --- tool calling: directives and pure helpers --------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sim:tool_rounds=3 tool_calls=2]", Directive(tool_rounds=3, tool_calls=2)),
+    ("[sim:tool_rounds=0]", Directive(tool_rounds=0)),
+    ("[sim:tool_fail=503]", Directive(tool_fail=503)),
+    ("[sim:tool_fail=503 times=2]", Directive(tool_fail=503, tool_times=2)),
+    ("[sim:tool_fail=429,tool_times=1]", Directive(tool_fail=429, tool_times=1)),
+    ("[sim:fail=503 times=1] [sim:tool_fail=400 times=3]",
+     Directive(fail=503, times=1, tool_fail=400, tool_times=3)),
+    ("[sim:fail=503 tool_fail=400 times=1]", Directive(fail=503, tool_fail=400, times=1)),
+    ("[sim:tool_sleep=15]", Directive(tool_sleep_ms=15.0)),
+    ("[sim:tool_garbage] [sim:tool_mismatch]", Directive(tool_garbage=True, tool_mismatch=True)),
+])
+def test_parse_tool_directives(text: str, expected: Directive) -> None:
+    assert parse_directive(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "[sim:tool_rounds=101]", "[sim:tool_rounds=-1]", "[sim:tool_calls=0]", "[sim:tool_fail=200]",
+    "[sim:tool_sleep=x]", "[sim:tool_garbage=1]", "[sim:tool_explode]",
+])
+def test_parse_tool_directives_refuses_nonsense(text: str) -> None:
+    with pytest.raises(ValueError, match="sim"):
+        parse_directive(text)
+
+
+def test_tool_directives_are_not_upstream_faults() -> None:
+    assert Directive(tool_fail=503, tool_times=1, tool_garbage=True).fault is None
+
+
+def test_arguments_follow_the_schema() -> None:
+    schema = {"type": "object", "properties": {
+        "q": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},
+        "flag": {"type": "boolean"}, "maybe": {"type": ["integer", "null"]},
+        "unit": {"type": "string", "enum": ["c", "f"]}, "tags": {"type": "array"},
+        "untyped": {}}}
+    assert arguments_for(schema, "the prompt", 2) == {
+        "q": "the prompt", "n": 2, "x": 2, "flag": True, "maybe": 2, "unit": "c", "tags": [],
+        "untyped": "the prompt"}
+
+
+@pytest.mark.parametrize("parameters", [None, {}, {"type": "object", "properties": {}}])
+def test_arguments_without_properties_are_the_input(parameters: Any) -> None:
+    assert arguments_for(parameters, "p", 1) == {"input": "p"}
+
+
+def test_tool_call_ids_are_deterministic_and_distinct() -> None:
+    ids = {tool_call_id("p", r, i) for r in (1, 2) for i in (0, 1)}
+    assert len(ids) == 4 and tool_call_id("p", 1, 0) == tool_call_id("p", 1, 0)
+    assert all(i.startswith("call_") and len(i) == 21 for i in ids)
+
+
+def test_executor_results_keep_call_order() -> None:
+    calls = [ExecutorCall("b", "f", '{"x": 1}'), ExecutorCall("a", "g", "{}")]
+    assert executor_results(calls, "3") == [
+        {"tool_call_id": "b", "content": 'f({"x": 1}) = ok#3 (b)'},
+        {"tool_call_id": "a", "content": "g({}) = ok#3 (a)"}]
+    assert [r["tool_call_id"] for r in executor_results(calls, "3", mismatch=True)] == [
+        "mismatch_b", "mismatch_a"]
+
+
+# --- tool calling: the simulated model ----------------------------------------------
+
+LOOKUP = {"type": "function", "function": {
+    "name": "lookup", "description": "Look something up.",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"},
+                                                    "page": {"type": "integer"},
+                                                    "exact": {"type": "boolean"}},
+                   "required": ["query"]}}}
+OTHER = {"type": "function", "function": {"name": "other", "parameters": {}}}
+
+
+def tool_chat_body(prompt: str, tools: list[dict[str, Any]] | None = None,
+                   **extra: Any) -> dict[str, Any]:
+    return {**chat_body(prompt), "tools": [LOOKUP, OTHER] if tools is None else tools, **extra}
+
+
+async def model_turn(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
+    resp = await client.post("/v1/chat/completions", json=body)
+    assert resp.status == 200, await resp.text()
+    return await resp.json()
+
+
+def answer_calls(body: dict[str, Any], choice: dict[str, Any],
+                 content: Any = None) -> dict[str, Any]:
+    """The next request: the assistant turn and one tool message per call, in order."""
+    message = choice["message"]
+    replies = [{"role": "tool", "tool_call_id": call["id"],
+                "content": content(call) if content else f"result of {call['id']}"}
+               for call in message["tool_calls"]]
+    return {**body, "messages": [*body["messages"], message, *replies]}
+
+
+async def run_tool_loop(client: TestClient, body: dict[str, Any],
+                        content: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Play the tool executor until the model stops: (every tool-call turn, last answer)."""
+    turns = []
+    for _ in range(20):
+        answer = await model_turn(client, body)
+        choice = answer["choices"][0]
+        if choice["finish_reason"] != "tool_calls":
+            return turns, answer
+        turns.append(choice)
+        body = answer_calls(body, choice, content)
+    raise AssertionError("the model never stopped calling tools")
+
+
+async def test_tools_get_one_round_of_calls_by_default(make_sim: Any) -> None:
+    client = await make_sim()
+    body = tool_chat_body("Find the capital of France")
+    answer = await model_turn(client, body)
+    choice = answer["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["role"] == "assistant" and message["content"] is None
+    [call] = message["tool_calls"]
+    assert call["id"] == tool_call_id("Find the capital of France", 1, 0)
+    assert call["type"] == "function" and call["function"]["name"] == "lookup"
+    assert json.loads(call["function"]["arguments"]) == {
+        "query": "Find the capital of France", "page": 1, "exact": True}
+    assert answer["usage"]["completion_tokens"] > 0 and answer["usage"]["prompt_tokens"] == 7
+    assert answer == await model_turn(client, body) | {"id": answer["id"],
+                                                       "created": answer["created"]}
+
+    final = await model_turn(client, answer_calls(body, choice))
+    assert final["choices"][0]["finish_reason"] == "stop"
+    assert final["choices"][0]["message"] == {
+        "role": "assistant", "content": f"Tool results: result of {call['id']}"}
+
+
+async def test_tool_rounds_sets_how_many_rounds_come_before_the_answer(make_sim: Any) -> None:
+    client = await make_sim()
+    prompt = "Research this [sim:tool_rounds=3]"
+    turns, final = await run_tool_loop(client, tool_chat_body(prompt),
+                                       content=lambda call: str(json.loads(
+                                           call["function"]["arguments"])["page"]))
+    assert [json.loads(t["message"]["tool_calls"][0]["function"]["arguments"])["page"]
+            for t in turns] == [1, 2, 3]
+    assert [t["message"]["tool_calls"][0]["id"] for t in turns] == [
+        tool_call_id(prompt, r, 0) for r in (1, 2, 3)]
+    assert final["choices"][0]["message"]["content"] == "Tool results: 1 | 2 | 3"
+
+
+async def test_tool_rounds_0_answers_at_once(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await model_turn(client, tool_chat_body("Say hi [sim:tool_rounds=0]"))
+    assert answer["choices"][0]["finish_reason"] == "stop"
+    assert answer["choices"][0]["message"]["content"] == "Simulated reply (sim-small): Say hi"
+
+
+async def test_tool_calls_asks_for_parallel_calls_with_distinct_ids(make_sim: Any) -> None:
+    client = await make_sim()
+    prompt = "Fan out [sim:tool_calls=3]"
+    body = tool_chat_body(prompt)
+    choice = (await model_turn(client, body))["choices"][0]
+    calls = choice["message"]["tool_calls"]
+    assert [c["id"] for c in calls] == [tool_call_id(prompt, 1, i) for i in range(3)]
+    assert len({c["id"] for c in calls}) == 3
+    assert {c["function"]["name"] for c in calls} == {"lookup"}
+    assert len({c["function"]["arguments"] for c in calls}) == 1
+
+    # the answer quotes the tool messages in the order they were sent
+    reordered = answer_calls(body, choice)
+    reordered["messages"][-3:] = reversed(reordered["messages"][-3:])
+    final = await model_turn(client, reordered)
+    assert final["choices"][0]["message"]["content"] == "Tool results: " + " | ".join(
+        f"result of {c['id']}" for c in reversed(calls))
+
+
+async def test_parallel_tool_calls_false_makes_one_call_a_turn(make_sim: Any) -> None:
+    client = await make_sim()
+    body = tool_chat_body("x [sim:tool_calls=3]", parallel_tool_calls=False)
+    assert len((await model_turn(client, body))["choices"][0]["message"]["tool_calls"]) == 1
+
+
+async def test_tool_choice_picks_the_tool_or_none(make_sim: Any) -> None:
+    client = await make_sim()
+    forced = tool_chat_body("x", tool_choice={"type": "function",
+                                              "function": {"name": "other"}})
+    [call] = (await model_turn(client, forced))["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "other", "arguments": '{"input": "x"}'}
+    none = await model_turn(client, tool_chat_body("x", tool_choice="none"))
+    assert none["choices"][0]["finish_reason"] == "stop"
+
+
+async def test_no_tools_no_tool_calls(make_sim: Any) -> None:
+    client = await make_sim()
+    for tools in ([], None):
+        body = chat_body("plain [sim:tool_rounds=2]") | ({"tools": tools} if tools == [] else {})
+        assert (await model_turn(client, body))["choices"][0]["finish_reason"] == "stop"
+
+
+async def test_the_prompt_with_its_directives_flows_into_the_arguments(make_sim: Any) -> None:
+    client = await make_sim()
+    body = {"model": "sim-small", "tools": [LOOKUP], "messages": [
+        {"role": "user", "content": "first [sim:tool_fail=503 times=1]"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "second"}]}
+    [call] = (await model_turn(client, body))["choices"][0]["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"])["query"] == (
+        "first [sim:tool_fail=503 times=1]")
+
+
+@pytest.mark.parametrize(("patch", "param"), [
+    ({"tools": {"type": "function"}}, "tools"),
+    ({"tools": [{"type": "retrieval"}]}, "tools"),
+    ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, "tools"),
+    ({"tool_choice": {"type": "function", "function": {"name": "missing"}}}, "tool_choice"),
+])
+async def test_bad_tools_are_refused(make_sim: Any, patch: dict[str, Any], param: str) -> None:
+    client = await make_sim()
+    resp = await client.post("/v1/chat/completions", json=tool_chat_body("x") | patch)
+    assert resp.status == 400 and (await resp.json())["error"]["param"] == param
+
+
+async def test_tool_messages_must_answer_the_calls_before_them(make_sim: Any) -> None:
+    client = await make_sim()
+    body = tool_chat_body("x [sim:tool_calls=2]")
+    choice = (await model_turn(client, body))["choices"][0]
+    complete = answer_calls(body, choice)
+    unanswered = {**complete, "messages": complete["messages"][:-1]}
+    stray = {**body, "messages": [*body["messages"],
+                                  {"role": "tool", "tool_call_id": "call_x", "content": "?"}]}
+    for bad, words in ((unanswered, "did not have response"), (stray, "must answer")):
+        resp = await client.post("/v1/chat/completions", json=bad)
+        error = (await resp.json())["error"]
+        assert resp.status == 400 and error["param"] == "messages" and words in error["message"]
+
+
+async def test_faults_still_apply_to_tool_requests(make_sim: Any) -> None:
+    client = await make_sim()
+    body = tool_chat_body("x [sim:fail=503 times=1]")
+    assert (await client.post("/v1/chat/completions", json=body)).status == 503
+    assert (await model_turn(client, body))["choices"][0]["finish_reason"] == "tool_calls"
+    randomly = await make_sim(rate_5xx=1.0)
+    assert (await randomly.post("/v1/chat/completions",
+                                json=tool_chat_body("plain"))).status == 503
+
+
+# --- the HTTP tool executor -------------------------------------------------------
+
+TOOL_HEADERS = {"Authorization": "Bearer tool-secret", "Relay-Batch-Id": "batch_1",
+                "Relay-Round": "2", "Relay-Call-Id": "rc_1"}
+
+
+def executor_body(*arguments: str, custom_id: str = "row-1") -> dict[str, Any]:
+    return {"custom_id": custom_id, "context": {"tenant": "t1"}, "tool_calls": [
+        {"id": f"call_{i}", "type": "function",
+         "function": {"name": "lookup", "arguments": json.dumps({"query": a})}}
+        for i, a in enumerate(arguments)]}
+
+
+async def execute(client: TestClient, body: Any, **headers: str) -> aiohttp.ClientResponse:
+    resp = await client.post("/_sim/tools", json=body, headers={**TOOL_HEADERS, **headers})
+    await resp.read()
+    return resp
+
+
+async def test_the_executor_answers_one_result_per_call_in_order(make_sim: Any) -> None:
+    client = await make_sim()
+    resp = await execute(client, executor_body("a", "b"))
+    assert resp.status == 200 and resp.headers["X-Relay-Simulated"] == "true"
+    assert await resp.json() == {"results": [
+        {"tool_call_id": "call_0", "content": 'lookup({"query": "a"}) = ok#2 (call_0)'},
+        {"tool_call_id": "call_1", "content": 'lookup({"query": "b"}) = ok#2 (call_1)'}]}
+
+
+async def test_the_executor_records_every_call(make_sim: Any) -> None:
+    client = await make_sim()
+    body = executor_body("a")
+    await execute(client, body, **{"Relay-Extra": "x"})
+    await client.post("/_sim/tools", data=b"{oops")
+    data = (await (await client.get("/_sim/tool_calls")).json())["data"]
+    assert [(r["method"], r["path"], r["status"]) for r in data] == [
+        ("POST", "/_sim/tools", 200), ("POST", "/_sim/tools", 400)]
+    assert data[0]["headers"] == {**TOOL_HEADERS, "Relay-Extra": "x"}
+    assert data[0]["body"] == body and isinstance(data[0]["at"], float)
+    assert data[1]["headers"]["Authorization"] is None
+    assert data[1]["body"] is None and data[1]["raw"] == "{oops"
+    assert (await (await client.get("/_sim/stats")).json())["requests"] == 0
+    await client.post("/_sim/reset")
+    assert (await (await client.get("/_sim/tool_calls")).json()) == {"data": []}
+
+
+@pytest.mark.parametrize("body", [[1], {"tool_calls": []}, {"tool_calls": [{"id": "x"}]},
+                                  {"tool_calls": [{"function": {"name": "f"}}]}])
+async def test_the_executor_refuses_a_broken_contract(make_sim: Any, body: Any) -> None:
+    resp = await execute(await make_sim(), body)
+    assert resp.status == 400 and (await resp.json())["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("status", [503, 429, 400])
+async def test_tool_fail_always_fails(make_sim: Any, status: int) -> None:
+    client = await make_sim()
+    for _ in range(2):
+        resp = await execute(client, executor_body(f"x [sim:tool_fail={status}]"))
+        assert resp.status == status and "error" in await resp.json()
+        assert resp.headers.get("Retry-After") == ("0" if status == 429 else None)
+
+
+async def test_tool_fail_times_counts_per_relay_call_id(make_sim: Any) -> None:
+    client = await make_sim()
+    body = executor_body("x [sim:tool_fail=503 times=2]")
+    statuses = [(await execute(client, body, **{"Relay-Call-Id": rc})).status
+                for rc in ("a", "b", "a", "a", "b", "b")]
+    assert statuses == [503, 503, 503, 200, 503, 200]
+    await client.post("/_sim/reset")
+    assert (await execute(client, body, **{"Relay-Call-Id": "a"})).status == 503
+
+
+async def test_tool_sleep_delays_the_answer(make_sim: Any) -> None:
+    client = await make_sim()
+    started = time.perf_counter()
+    resp = await execute(client, executor_body("x [sim:tool_sleep=50]"))
+    assert resp.status == 200 and time.perf_counter() - started >= 0.05
+
+
+async def test_tool_garbage_is_a_200_that_is_not_json(make_sim: Any) -> None:
+    resp = await execute(await make_sim(), executor_body("x [sim:tool_garbage]"))
+    assert resp.status == 200
+    with pytest.raises(ValueError):
+        json.loads(await resp.text())
+
+
+async def test_tool_mismatch_answers_other_ids(make_sim: Any) -> None:
+    resp = await execute(await make_sim(), executor_body("a", "b [sim:tool_mismatch]"))
+    ids = [r["tool_call_id"] for r in (await resp.json())["results"]]
+    assert resp.status == 200 and ids == ["mismatch_call_0", "mismatch_call_1"]
+
+
+async def test_a_malformed_tool_directive_is_a_400(make_sim: Any) -> None:
+    resp = await execute(await make_sim(), executor_body("x [sim:tool_fail=abc]"))
+    assert resp.status == 400 and "tool_fail" in (await resp.json())["error"]["message"]
+
+
+async def test_model_and_executor_together(make_sim: Any) -> None:
+    """The loop Relay runs: model → executor → model, the prompt's directives riding along."""
+    client = await make_sim()
+    body = tool_chat_body("Plan a trip [sim:tool_rounds=2 tool_calls=2] "
+                          "[sim:tool_fail=503 times=1]")
+    for round_ in (1, 2):
+        choice = (await model_turn(client, body))["choices"][0]
+        calls = choice["message"]["tool_calls"]
+        request = {"custom_id": "row-1", "context": None, "tool_calls": calls}
+        headers = {"Relay-Round": str(round_), "Relay-Call-Id": f"row-1/{round_}"}
+        assert (await execute(client, request, **headers)).status == 503
+        resp = await execute(client, request, **headers)
+        results = (await resp.json())["results"]
+        assert [r["tool_call_id"] for r in results] == [c["id"] for c in calls]
+        body = {**body, "messages": [*body["messages"], choice["message"],
+                                     *({"role": "tool", **r} for r in results)]}
+    final = await model_turn(client, body)
+    content = final["choices"][0]["message"]["content"]
+    assert content.startswith("Tool results: lookup(") and content.count(" = ok#") == 4
+    assert content.index("ok#1") < content.index("ok#2")
+
+
+def test_main_refuses_a_bad_mcp_port(capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        main(["--port", "0", "--mcp-port", "70000"])
+    assert "mcp-port" in capsys.readouterr().err
+
+
+def test_a_sigterm_as_soon_as_it_listens_is_a_clean_stop() -> None:
+    """The signal handlers are in place before the startup lines are printed."""
+    for _ in range(3):
+        sim = Simulator.start()
+        sim.stop()
+        assert sim.proc.returncode == 0

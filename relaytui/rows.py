@@ -1,0 +1,162 @@
+"""One row's tool rounds, told as text: the summary a tool-calling record's result
+carries (`openrelay: {tool_rounds, model_calls, ...}`) and the pieces of a row's detail
+(`GET /v1/batches/{id}/rows/{custom_id}`): tool calls, message contents, usage and the
+final answer.
+
+Pure: no Textual, no HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+EXTENSIONS = "openrelay"  # the result / response key the summary lives under
+CLIP = 4000  # characters of one message shown before "… N more characters"
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def tool_summary(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool-rounds summary of one result: beside the content in a Relay results row,
+    in `response.body` of an OpenAI output line. None when the row ran no tool loop
+    (or failed: a failed row's summary is in its detail, not its result)."""
+    found = item.get(EXTENSIONS)
+    if not isinstance(found, dict):
+        response = item.get("response")
+        body = response.get("body") if isinstance(response, dict) else None
+        found = body.get(EXTENSIONS) if isinstance(body, dict) else None
+    return found if isinstance(found, dict) and "tool_rounds" in found else None
+
+
+def tool_errors(summary: dict[str, Any] | None) -> list[str]:
+    """The tool_call_ids whose tool result was an error (MCP `isError`)."""
+    errors = (summary or {}).get("tool_errors")
+    return [str(e) for e in errors] if isinstance(errors, list) else []
+
+
+def exhausted(summary: dict[str, Any] | None) -> bool:
+    """The round limit ended the loop: the model still wanted tools."""
+    return bool((summary or {}).get("tool_rounds_exhausted"))
+
+
+def needs_a_look(summary: dict[str, Any] | None) -> bool:
+    return exhausted(summary) or bool(tool_errors(summary))
+
+
+def rounds_cell(summary: dict[str, Any] | None) -> str:
+    """The results table's cell: `⟳2`; `⟳8 max` when the round limit ended the loop;
+    ` ✗1` added for tool results that were errors; "" for a row without a loop."""
+    if summary is None:
+        return ""
+    text = f"⟳{_int(summary.get('tool_rounds'))}"
+    if exhausted(summary):
+        text += " max"
+    if errors := tool_errors(summary):
+        text += f" ✗{len(errors)}"
+    return text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary_text(summary: dict[str, Any] | None) -> str:
+    """`2 tool rounds · 3 model calls · stopped at the round limit · 1 tool error (c1)`."""
+    if summary is None:
+        return ""
+    parts = [_plural(_int(summary.get("tool_rounds")), "tool round")]
+    if "model_calls" in summary:
+        parts.append(_plural(_int(summary.get("model_calls")), "model call"))
+    if exhausted(summary):
+        parts.append("stopped at the round limit")
+    if errors := tool_errors(summary):
+        parts.append(f"{_plural(len(errors), 'tool error')} ({', '.join(errors)})")
+    return " · ".join(parts)
+
+
+def call_text(call: dict[str, Any]) -> str:
+    """`lookup({"q": 1})`: one tool call as the model made it (its arguments are a JSON
+    string; shown compact, or as sent when they are not JSON)."""
+    function = call.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    name = str(function.get("name") or "?")
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):  # not JSON: shown as sent
+            arguments = json.dumps(json.loads(arguments), ensure_ascii=False)
+    elif arguments is not None:
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return f"{name}({arguments or ''})"
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as is; content parts joined (a text part's
+    text, any other part by its type); anything else as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return " ".join(str(p.get("text", "")) if p.get("type") == "text"
+                        else f"[{p.get('type', 'part')}]" for p in content)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def clipped(text: str, most: int = CLIP) -> str:
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text) - most} more characters)"
+
+
+def final_message(response: Any) -> dict[str, Any] | None:
+    """The assistant message of a chat completion, or None for any other body."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        return message if isinstance(message, dict) else None
+    return None
+
+
+def usage_text(usage: Any) -> str:
+    """`10 prompt + 5 completion tokens`, or "" when the round has no usage."""
+    if not isinstance(usage, dict) or not usage:
+        return ""
+    return (f"{_int(usage.get('prompt_tokens'))} prompt + "
+            f"{_int(usage.get('completion_tokens'))} completion tokens")
+
+
+def tool_config(body: Any) -> dict[str, Any] | None:
+    """The request's `openrelay.tool_config` (as the daemon shows it: redacted)."""
+    extensions = body.get(EXTENSIONS) if isinstance(body, dict) else None
+    config = extensions.get("tool_config") if isinstance(extensions, dict) else None
+    return config if isinstance(config, dict) else None
+
+
+def tool_names(body: Any) -> list[str]:
+    """The functions the request offers the model (`tools`)."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if not isinstance(tools, list):
+        return []
+    names = []
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            names.append(str(function["name"]))
+    return names
+
+
+def executor_text(config: dict[str, Any]) -> str:
+    """`https://tools.example.com/run (http, authorization ***, at most 4 rounds)`."""
+    notes = [str(config.get("type") or "http")]
+    if config.get("authorization") is not None:
+        notes.append(f"authorization {config['authorization']}")
+    if config.get("max_rounds"):
+        notes.append(f"at most {_int(config['max_rounds'])} rounds")
+    return f"{config.get('url', '?')} ({', '.join(notes)})"

@@ -1,0 +1,110 @@
+"""One row of a job in full (`GET /v1/batches/{id}/rows/{custom_id}`): its status,
+model, attempts and error; its request (secrets shown as `***`); for a tool-calling
+record the transcript round by round; the final answer; and every attempt."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widgets import Footer, LoadingIndicator, Static
+
+from relaytui.client import RelayError
+from relaytui.models import JobView
+from relaytui.rows import summary_text, tool_summary
+from relaytui.screens.base import RelayScreen
+from relaytui.widgets.attempts import AttemptTable
+from relaytui.widgets.transcript import RowTranscript
+
+# A row's own statuses (not a job's): how each is shown.
+STATUSES = {"completed": ("$text-success", "✓ completed"), "failed": ("$text-error", "✗ failed"),
+            "pending": ("$text-warning", "◌ pending")}
+
+
+def facts_text(detail: dict[str, Any]) -> str:
+    """The row's line of facts: status, model, attempts, tool rounds, dead letter."""
+    status = str(detail.get("status") or "?")
+    colour, label = STATUSES.get(status, ("$foreground", status))
+    attempts = detail.get("attempts") or 0
+    parts = [f"[b {colour}]{escape(label)}[/]",
+             f"model [b]{escape(str(detail.get('model') or '—'))}[/b]",
+             f"{attempts} attempt{'s' if attempts != 1 else ''}"]
+    summary = tool_summary({"response": {"body": detail.get("response")}})
+    if summary is not None:
+        parts.append(escape(summary_text(summary)))
+    elif detail.get("tool_rounds"):
+        parts.append(f"{detail['tool_rounds']} tool round"
+                     f"{'s' if detail['tool_rounds'] != 1 else ''}")
+    if detail.get("dead_letter"):
+        parts.append("[$text-warning]dead-lettered[/]")
+    line = " · ".join(parts)
+    if detail.get("error"):
+        code = f"{detail['error_code']}: " if detail.get("error_code") else ""
+        line += f"\n[$text-error]{escape(code + str(detail['error']))}[/]"
+    return line
+
+
+class RowDetailScreen(RelayScreen):
+    AUTO_FOCUS = "#row-scroll"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the results"),
+        Binding("r", "reload", "Reload", tooltip="Fetch the row again (a pending row moves on)"),
+    ]
+
+    def __init__(self, client: Any, job: JobView, custom_id: str) -> None:
+        super().__init__()
+        self.client, self.job, self.custom_id = client, job, custom_id
+        self.detail: dict[str, Any] | None = None
+        self.problem: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]Row[/b] {escape(self.custom_id)} — "
+                     f"{escape(self.job.name or self.job.id)}  [dim]{self.job.id}[/dim]",
+                     classes="screen-title")
+        yield LoadingIndicator()
+        yield Static("", id="row-facts")
+        with VerticalScroll(id="row-scroll"):
+            yield RowTranscript(id="transcript")
+        yield AttemptTable(id="row-attempts")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#row-scroll").border_title = "Conversation"
+        self.query_one(AttemptTable).border_title = "Attempts"
+        self._shown(False)
+        self._load()
+
+    def _shown(self, loaded: bool) -> None:
+        self.query_one(LoadingIndicator).display = not loaded
+        for part in ("#row-scroll", "#row-attempts"):
+            self.query_one(part).display = loaded
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False,
+          name="loading the row")
+    def _load(self) -> None:
+        try:
+            detail = self.client.row(self.job.id, self.custom_id)
+        except RelayError as exc:
+            self.app.call_from_thread(self._failed, exc.message)
+            return
+        self.app.call_from_thread(self._loaded, detail)
+
+    def _loaded(self, detail: dict[str, Any]) -> None:
+        self.detail, self.problem = detail, None
+        self.query_one("#row-facts", Static).update(facts_text(detail))
+        self.query_one(RowTranscript).show(detail)
+        self.query_one(AttemptTable).show(detail.get("attempt_log") or [])
+        self._shown(True)
+        self.query_one("#row-scroll").focus()
+
+    def _failed(self, message: str) -> None:
+        self.problem = message
+        self.query_one(LoadingIndicator).display = False
+        self.query_one("#row-facts", Static).update(f"[$text-error]{escape(message)}[/]")
+
+    def action_reload(self) -> None:
+        self._load()

@@ -1,0 +1,141 @@
+"""A row's conversation, top to bottom: the request's messages (and, for a tool-calling
+record, its tools and executor), each tool round (the model's tool calls with their
+arguments, the tool results, the round's usage), then the final answer, or the error
+that ended the row."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from relaytui.rows import (
+    call_text,
+    clipped,
+    content_text,
+    executor_text,
+    exhausted,
+    final_message,
+    tool_config,
+    tool_errors,
+    tool_names,
+    tool_summary,
+    usage_text,
+)
+
+INDENT = "  "
+
+
+def _title(text: str, note: str = "") -> str:
+    line = f"[b $text-primary]{escape(text)}[/]"
+    return line + (f"  [dim]{escape(note)}[/dim]" if note else "")
+
+
+def _block(label: str, text: str, *, style: str = "b") -> list[str]:
+    """`label: text`, the text's own lines indented under it."""
+    first, *rest = (clipped(text) or "(empty)").split("\n")
+    return [f"{INDENT}[{style}]{escape(label)}[/]: {escape(first)}",
+            *(f"{INDENT}  {escape(line)}" for line in rest)]
+
+
+def _message(message: dict[str, Any], failed_calls: set[str]) -> list[str]:
+    role = str(message.get("role") or "?")
+    lines: list[str] = []
+    content = content_text(message.get("content"))
+    calls = message.get("tool_calls")
+    if role == "tool":
+        call_id = str(message.get("tool_call_id") or "?")
+        if call_id in failed_calls:
+            return _block(f"tool {call_id} ✗ error", content, style="b $text-error")
+        return _block(f"tool {call_id}", content)
+    if content or not calls:
+        lines += _block(role, content)
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            lines.append(f"{INDENT}[b]{escape(role)}[/] → [b $text-accent]"
+                         f"{escape(call_text(call))}[/]  [dim]{escape(str(call.get('id')))}"
+                         "[/dim]")
+    return lines
+
+
+def _request(body: dict[str, Any]) -> list[str]:
+    notes = []
+    if model := body.get("model"):
+        notes.append(str(model))
+    if names := tool_names(body):
+        notes.append("tools: " + ", ".join(names))
+    lines = [_title("Request", " · ".join(notes))]
+    config = tool_config(body)
+    if config is not None:
+        lines.append(f"{INDENT}[dim]executor {escape(executor_text(config))}[/dim]")
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        for message in messages:
+            if isinstance(message, dict):
+                lines += _message(message, set())
+    elif body.get("input") is not None:  # an embedding or a completion
+        lines += _block("input", content_text(body.get("input")))
+    else:
+        lines += _block("body", json.dumps(body, ensure_ascii=False))
+    return lines
+
+
+def _rounds(detail: dict[str, Any], failed_calls: set[str]) -> list[str]:
+    lines: list[str] = []
+    for turn in detail.get("transcript") or []:
+        if not isinstance(turn, dict):
+            continue
+        notes = [str(turn["model"])] if turn.get("model") else []
+        if usage := usage_text(turn.get("usage")):
+            notes.append(usage)
+        lines += ["", _title(f"Round {turn.get('round', '?')}", " · ".join(notes))]
+        messages = [m for m in turn.get("messages") or [] if isinstance(m, dict)]
+        for message in messages:
+            lines += _message(message, failed_calls)
+        if len(messages) == 1 and messages[0].get("tool_calls"):
+            lines.append(f"{INDENT}[dim](the tool results of this round are not in yet)"
+                         "[/dim]")
+    return lines
+
+
+def _ending(detail: dict[str, Any], summary: dict[str, Any] | None) -> list[str]:
+    status = detail.get("status")
+    response = detail.get("response")
+    if status == "pending":
+        return ["", _title("Answer", "not yet: the row has not finished")]
+    if status != "completed":
+        lines = ["", _title("Error", str(detail.get("error_code") or ""))]
+        lines += _block("error", str(detail.get("error") or "failed"), style="b $text-error")
+        if response is not None:
+            lines += _block("last response", json.dumps(response, ensure_ascii=False))
+        return lines
+    message = final_message(response)
+    model = response.get("model") if isinstance(response, dict) else None
+    lines = ["", _title("Answer", str(model or ""))]
+    if message is None:
+        return lines + _block("response", json.dumps(response, ensure_ascii=False))
+    if exhausted(summary):
+        lines.append(f"{INDENT}[$text-warning]The round limit ended the loop: the model "
+                     "still asked for tools, which were not run.[/]")
+    return lines + _message(message, set())
+
+
+class RowTranscript(Static):
+    """Shows one `batch.row` (see `relaytui.client.RelayClient.row`)."""
+
+    def show(self, detail: dict[str, Any]) -> None:
+        body = detail.get("body") if isinstance(detail.get("body"), dict) else {}
+        response = detail.get("response")
+        summary = tool_summary({"response": {"body": response}})
+        failed_calls = set(tool_errors(summary))
+        lines = _request(body or {})
+        rounds = _rounds(detail, failed_calls)
+        if rounds:
+            lines += rounds
+        elif tool_config(body) is not None and detail.get("status") != "pending":
+            lines += ["", f"{INDENT}[dim](no tool rounds: the model answered without "
+                      "tools)[/dim]"]
+        lines += _ending(detail, summary)
+        self.update("\n".join(lines))

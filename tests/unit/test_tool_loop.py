@@ -1,0 +1,287 @@
+"""The tool loop of one record, with a scripted model upstream, a fake executor and a
+fake round store: transcript, summed usage, limits, retries, failures, resuming,
+fallback and stopping between rounds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.jobs import RowWork
+from daemon.domain.outcome import Turn, Usage
+from daemon.domain.tool_config import ToolConfig
+from daemon.executors.tool_loop import (
+    STOPPED,
+    RoundLog,
+    ToolCallFailed,
+    ToolLoopExecutor,
+    ToolRequest,
+    ToolResult,
+    call_id,
+)
+from daemon.upstream.router import Router
+from daemon.upstream.transport import FunctionTransport, Reply
+
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+RETRY = RetryConfig(attempts=3, backoff_base_s=0, backoff_cap_s=0)
+
+
+def model_reply(*, calls: int = 0, content: str = "done", status: int = 200) -> Reply:
+    """A turn that asks for `calls` tool calls, or a final answer."""
+    if status != 200:
+        return Reply(status, {}, b'{"error": {"message": "busy"}}')
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    finish = "stop"
+    if calls:
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": "lookup", "arguments": json.dumps({"q": i})}}
+            for i in range(calls)]}
+        finish = "tool_calls"
+    body = {"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return Reply(200, {}, json.dumps(body).encode())
+
+
+class Model:
+    """The upstream: answers from a script per alias and keeps every payload."""
+
+    def __init__(self, script: dict[str, list[Reply]]) -> None:
+        self.script = script
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, model: ModelConfig, endpoint: str, payload: bytes) -> Reply:
+        self.sent.append((model.alias, json.loads(payload)))
+        return self.script[model.alias].pop(0)
+
+
+class Executor:
+    """A tool executor answering `name:q` per call, or failing from a script."""
+
+    def __init__(self, failures: Sequence[ToolCallFailed | None] = ()) -> None:
+        self.failures = list(failures)
+        self.requests: list[ToolRequest] = []
+
+    async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+        self.requests.append(request)
+        if self.failures and (failure := self.failures.pop(0)) is not None:
+            raise failure
+        return [ToolResult(c["id"], f"result-{request.round}-{c['id']}")
+                for c in reversed(request.tool_calls)]  # any order: the loop orders them
+
+    async def tools(self, config: ToolConfig, *, job_seq: int) -> list[dict[str, Any]] | None:
+        return None
+
+    async def release(self, job_seq: int) -> None:
+        return None
+
+
+class Rounds:
+    """The store's side of `RoundLog`: every write, and the rounds as stored."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[int, int, Turn]] = []
+        self.stored: dict[tuple[int, int], Turn] = {}
+
+    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None:
+        self.saved.extend(rounds)
+        self.stored.update({(row, number): turn for row, number, turn in rounds})
+
+
+def work(*, max_rounds: int = 8, rounds: tuple[Turn, ...] = (), **config: Any) -> RowWork:
+    body = {"model": "main", "messages": [{"role": "user", "content": "find it"}],
+            "tools": TOOLS, "openrelay": {"tool_config": {
+                "url": "https://tools.example.com", "authorization": "Bearer s3cret",
+                "max_rounds": max_rounds, **config}}}
+    return RowWork(id=7, job_seq=1, custom_id="r-1", model="main",
+                   endpoint="/v1/chat/completions", body=body, job_id="batch_1", rounds=rounds)
+
+
+def loop(model: Model, executor: Executor, rounds: Rounds,
+         models: Sequence[ModelConfig] | None = None) -> ToolLoopExecutor:
+    async def no_sleep(_: float) -> None:
+        return None
+
+    models = models or [ModelConfig(alias="main", base_url="http://m", model="up-main")]
+    router = Router(models, RETRY, transport=FunctionTransport(model), sleep=no_sleep)
+    return ToolLoopExecutor(router, {"http": executor, "mcp": executor},
+                            RoundLog(rounds), RETRY, sleep=no_sleep)  # type: ignore[arg-type]
+
+
+async def test_two_rounds_then_an_answer() -> None:
+    model = Model({"main": [model_reply(calls=2), model_reply(calls=1), model_reply()]})
+    executor, rounds = Executor(), Rounds()
+
+    outcome = await loop(model, executor, rounds).run(work())
+
+    assert outcome.ok and outcome.model == "main"
+    assert len(model.sent) == 3
+    for _, sent in model.sent:  # the extension never goes upstream
+        assert "openrelay" not in sent and sent["model"] == "up-main"
+    third = model.sent[2][1]["messages"]
+    assert [m["role"] for m in third] == ["user", "assistant", "tool", "tool", "assistant",
+                                          "tool"]
+    assert third[1] == json.loads(model_reply(calls=2).body)["choices"][0]["message"]
+    assert [(m["tool_call_id"], m["content"]) for m in third[2:4]] == [
+        ("c0", "result-1-c0"), ("c1", "result-1-c1")]  # in call order
+    assert outcome.response is not None
+    assert outcome.response["usage"] == {"prompt_tokens": 30, "completion_tokens": 15,
+                                         "total_tokens": 45}
+    assert outcome.response["openrelay"] == {"tool_rounds": 2, "model_calls": 3}
+    assert outcome.response["choices"][0]["message"]["content"] == "done"
+    assert outcome.usage == Usage(30, 15)
+    assert [t.model for t in outcome.turns] == ["main"] * 3
+    # each round twice: the model's turn before the executor call, then the whole round
+    assert [(row, number, len(t.messages)) for row, number, t in rounds.saved] == [
+        (7, 1, 1), (7, 1, 3), (7, 2, 1), (7, 2, 2)]
+    assert [len(rounds.stored[(7, n)].messages) for n in (1, 2)] == [3, 2]
+    assert [r.call_id for r in executor.requests] == [
+        call_id("batch_1", "r-1", 1), call_id("batch_1", "r-1", 2)]
+
+
+async def test_the_round_limit_ends_the_record_with_the_last_answer() -> None:
+    model = Model({"main": [model_reply(calls=1) for _ in range(3)]})
+
+    outcome = await loop(model, Executor(), Rounds()).run(work(max_rounds=2))
+
+    assert outcome.ok and outcome.response is not None
+    assert outcome.response["openrelay"] == {"tool_rounds": 2, "model_calls": 3,
+                                             "tool_rounds_exhausted": True}
+    assert outcome.response["choices"][0]["finish_reason"] == "tool_calls"
+
+
+async def test_a_restart_resumes_after_the_last_stored_round() -> None:
+    stored = Turn(model="main", usage=Usage(10, 5), messages=(
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c0", "type": "function", "function": {"name": "lookup",
+                                                         "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "result-1-c0"}))
+    model = Model({"main": [model_reply(calls=1), model_reply()]})
+    executor, rounds = Executor(), Rounds()
+
+    outcome = await loop(model, executor, rounds).run(work(rounds=(stored,)))
+
+    assert [len(sent["messages"]) for _, sent in model.sent] == [3, 5]
+    assert [r.round for r in executor.requests] == [2]  # round 1's call is not repeated
+    assert [number for _, number, _ in rounds.saved] == [2, 2]
+    assert outcome.response is not None
+    assert outcome.response["openrelay"] == {"tool_rounds": 2, "model_calls": 3}
+    assert outcome.usage == Usage(30, 15)
+
+
+async def test_a_round_cut_off_after_its_model_turn_repeats_only_the_executor_call() -> None:
+    turn = json.loads(model_reply(calls=1).body)["choices"][0]["message"]
+    half = Turn(model="main", usage=Usage(10, 5), messages=(turn,))
+    model = Model({"main": [model_reply()]})
+    executor, rounds = Executor(), Rounds()
+
+    outcome = await loop(model, executor, rounds).run(work(rounds=(half,)))
+
+    assert [r.call_id for r in executor.requests] == [call_id("batch_1", "r-1", 1)]
+    assert len(model.sent) == 1 and len(model.sent[0][1]["messages"]) == 3
+    assert outcome.response is not None
+    assert outcome.response["openrelay"] == {"tool_rounds": 1, "model_calls": 2}
+    assert outcome.usage == Usage(20, 10)
+
+
+async def test_transient_executor_failures_are_retried() -> None:
+    model = Model({"main": [model_reply(calls=1), model_reply()]})
+    executor = Executor([ToolCallFailed("503", transient=True), None])
+
+    outcome = await loop(model, executor, Rounds()).run(work())
+
+    assert outcome.ok
+    assert [r.call_id for r in executor.requests] == [call_id("batch_1", "r-1", 1)] * 2
+
+
+async def test_an_unreachable_executor_dead_letters_the_record() -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    executor = Executor([ToolCallFailed("timeout", transient=True)] * 3)
+
+    outcome = await loop(model, executor, Rounds()).run(work())
+
+    assert not outcome.ok and outcome.dead_letter
+    assert outcome.error_code == "tool_executor_unreachable"
+    assert "after 3 attempts" in str(outcome.error)
+    assert outcome.usage == Usage(10, 5)  # the model call that answered is billed
+    assert len(executor.requests) == 3
+
+
+@pytest.mark.parametrize("failure", [
+    ToolCallFailed("the executor answered 404", transient=False),
+    ToolCallFailed("a body that is not JSON", transient=False),
+])
+async def test_an_executor_error_fails_the_record_without_retrying(
+        failure: ToolCallFailed) -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    executor = Executor([failure])
+
+    outcome = await loop(model, executor, Rounds()).run(work())
+
+    assert (outcome.ok, outcome.dead_letter, outcome.error_code) == (
+        False, False, "tool_executor_error")
+    assert failure.message in str(outcome.error) and len(executor.requests) == 1
+
+
+async def test_results_that_do_not_match_the_calls_are_an_executor_error() -> None:
+    class Wrong(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            return [ToolResult("other", "x")]
+
+    model = Model({"main": [model_reply(calls=1)]})
+    outcome = await loop(model, Wrong(), Rounds()).run(work())
+    assert outcome.error_code == "tool_executor_error" and "not ['c0']" in str(outcome.error)
+
+
+async def test_a_model_call_that_fails_for_good_fails_the_record_billed_so_far() -> None:
+    model = Model({"main": [model_reply(calls=1), *[model_reply(status=400)]]})
+
+    outcome = await loop(model, Executor(), Rounds()).run(work())
+
+    assert not outcome.ok and outcome.error_code == "upstream_error"
+    assert "(tool round 2)" in str(outcome.error)
+    assert outcome.usage == Usage(10, 5) and len(outcome.turns) == 1
+
+
+async def test_after_a_fallback_the_loop_goes_on_with_the_same_transcript_and_model() -> None:
+    models = [ModelConfig(alias="main", base_url="http://m", model="up-main",
+                          fallbacks=("backup",)),
+              ModelConfig(alias="backup", base_url="http://b", model="up-backup")]
+    model = Model({"main": [model_reply(calls=1), *[model_reply(status=503)] * 3],
+                   "backup": [model_reply(calls=1), model_reply()]})
+
+    outcome = await loop(model, Executor(), Rounds(), models).run(work())
+
+    assert outcome.ok and outcome.model == "backup"
+    assert [alias for alias, _ in model.sent] == ["main", "main", "main", "main", "backup",
+                                                  "backup"]
+    assert [len(sent["messages"]) for alias, sent in model.sent if alias == "backup"] == [3, 5]
+    assert [t.model for t in outcome.turns] == ["main", "backup", "backup"]
+
+
+async def test_a_cancel_stops_the_loop_between_rounds() -> None:
+    model = Model({"main": [model_reply(calls=1), model_reply(calls=1)]})
+    stop = asyncio.Event()
+
+    class StopAfterFirst(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            stop.set()
+            return await super().call(config, request)
+
+    outcome = await loop(model, StopAfterFirst(), Rounds()).run(work(), stopping=stop.is_set)
+
+    assert (outcome.ok, outcome.error_code) == (False, STOPPED)
+    assert len(model.sent) == 1 and outcome.usage == Usage(10, 5)
+
+
+async def test_a_malformed_tool_config_at_run_time_fails_the_record() -> None:
+    bad = work()
+    bad.body["openrelay"]["tool_config"]["type"] = "smoke-signals"
+    outcome = await loop(Model({}), Executor(), Rounds()).run(bad)
+    assert outcome.error_code == "invalid_tool_config"
