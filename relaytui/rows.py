@@ -160,3 +160,11 @@ def executor_text(config: dict[str, Any]) -> str:
     if config.get("max_rounds"):
         notes.append(f"at most {_int(config['max_rounds'])} rounds")
     return f"{config.get('url', '?')} ({', '.join(notes)})"
+
+
+def error_text(detail: dict[str, Any]) -> str:
+    """A row's error, led by its code unless the message already starts with it."""
+    error, code = str(detail.get("error") or ""), str(detail.get("error_code") or "")
+    if not error:
+        return ""
+    return error if not code or error.startswith(code) else f"{code}: {error}"

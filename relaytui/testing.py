@@ -5,6 +5,7 @@ they show never changes. Its event stream replays progress over the 30 s before 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -109,6 +110,179 @@ def _dead_letter() -> list[dict[str, Any]]:
             entry(77, 429, "Classify: fine I guess [sim:fail=429]")]
 
 
+_DIGEST = job_id(4)  # the nightly digest's rows are tool-calling records
+_TEAMS = ("billing", "delivery", "accounts", "returns", "mobile", "web", "partners",
+          "payments", "catalogue", "support-fr", "support-de", "vip")
+# Each digest row's summary: (tool rounds, exhausted, tool errors); None: the row failed.
+_DIGEST_ROUNDS: tuple[tuple[int, bool, int] | None, ...] = (
+    (2, False, 0), (1, False, 0), (0, False, 0), (2, False, 0), (3, False, 0),
+    (1, False, 0), None, (4, True, 0), (2, False, 1), (1, False, 0), (2, False, 0),
+    (1, False, 0))
+_DIGEST_TOOLS = (
+    ("search_tickets", "Tickets of a team since a date, with their top tags"),
+    ("get_metric", "One metric over a window: refunds, csat, first_reply_minutes"),
+    ("lookup_order", "An order's status"))
+_DIGEST_CONFIG = {"url": "https://tools.example.com/relay/run", "type": "http",
+                  "authorization": "***", "max_rounds": 4}
+_EXECUTOR_FAILED = ("tool_executor_error: round 2: https://tools.example.com/relay/run "
+                    "answered 500 (after 1 attempt)")
+
+
+def _digest_answer(team: str) -> str:
+    return (f"{team}: 14 new tickets (3 about late delivery); refunds +4% on the day; "
+            "order A-1043 still held at the depot.")
+
+
+def _digest_results() -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for n, (team, rounds) in enumerate(zip(_TEAMS, _DIGEST_ROUNDS, strict=True), start=1):
+        custom_id = f"digest-{n:02d}"
+        if rounds is None:
+            items.append({"custom_id": custom_id, "error": _EXECUTOR_FAILED})
+            continue
+        content = None if rounds[1] else _digest_answer(team)
+        items.append({"custom_id": custom_id, "content": content,
+                      "openrelay": _summary(*rounds)})
+    return items
+
+
+def _summary(rounds: int, exhausted: bool, errors: int) -> dict[str, Any]:
+    summary: dict[str, Any] = {"tool_rounds": rounds, "model_calls": rounds + 1}
+    if exhausted:
+        summary["tool_rounds_exhausted"] = True
+    if errors:
+        summary["tool_errors"] = [_call_id(1, "b")]
+    return summary
+
+
+def _call_id(round_: int, which: str) -> str:
+    return f"call_r{round_}{which}"
+
+
+def _tool_round(round_: int, team: str) -> list[tuple[str, str, dict[str, Any], str]]:
+    """(call id, tool, arguments, tool result) of each call of one digest round."""
+    rounds = [
+        [(_call_id(1, "a"), "search_tickets", {"team": team, "since": "2026-10-03"},
+          '{"count": 14, "top_tags": ["delivery", "refund", "login"]}'),
+         (_call_id(1, "b"), "get_metric", {"name": "refunds", "window": "1d"},
+          '{"value": 0.041, "change": "+4%"}')],
+        [(_call_id(2, "a"), "lookup_order", {"order_id": "A-1043"},
+          '{"status": "held at depot", "since": "2026-10-01"}')],
+        [(_call_id(3, "a"), "search_tickets", {"team": team, "tag": "login"},
+          '{"count": 2, "top_tags": ["login"]}')],
+        [(_call_id(4, "a"), "get_metric", {"name": "csat", "window": "7d"},
+          '{"value": 4.6, "change": "-0.1"}')],
+        [(_call_id(5, "a"), "get_metric", {"name": "first_reply_minutes", "window": "1d"},
+          '{"value": 38}')],
+    ]
+    return rounds[round_ - 1]
+
+
+def _assistant(calls: list[tuple[str, str, dict[str, Any], str]]) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function",
+         "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for call_id, name, arguments, _ in calls]}
+
+
+def _transcript(team: str, rounds: int, *, errors: int = 0,
+                cut_at: int | None = None) -> list[dict[str, Any]]:
+    """Every stored round; the one at `cut_at` has the model's turn but no results."""
+    transcript = []
+    for number in range(1, rounds + 1):
+        calls = _tool_round(number, team)
+        messages = [_assistant(calls)]
+        if number != cut_at:
+            messages += [{"role": "tool", "tool_call_id": call_id,
+                          "content": ("tool error: metrics backend timed out"
+                                      if errors and call_id == _call_id(1, "b") else result)}
+                         for call_id, _, _, result in calls]
+        transcript.append({"round": number, "model": "gpt-4o-mini",
+                           "usage": _usage(number),
+                           "messages": messages})
+    return transcript
+
+
+def _usage(*calls: int) -> dict[str, int]:
+    """The tokens of these model calls (1-based) of a digest row, summed."""
+    return {"prompt_tokens": sum(180 + 120 * n for n in calls),
+            "completion_tokens": sum(20 + 4 * n for n in calls)}
+
+
+def _attempts(count: int, started: float, *, code: int = 200,
+              model: str = "gpt-4o-mini") -> list[dict[str, Any]]:
+    return [{"model": model, "status_code": code,
+             "error": None if code == 200 else f"{code} from upstream",
+             "duration_ms": 410 + 37 * i, "started_at": started + i} for i in range(count)]
+
+
+def _completion(message: dict[str, Any], *, finish: str = "stop", calls: int = 1,
+                summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    usage = _usage(*range(1, calls + 1))
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    body: dict[str, Any] = {"id": "chatcmpl-sim", "object": "chat.completion",
+                            "model": "gpt-4o-mini",
+                            "choices": [{"index": 0, "message": message,
+                                         "finish_reason": finish}], "usage": usage}
+    return body | ({"openrelay": summary} if summary is not None else {})
+
+
+def _row_detail(job: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """`GET /v1/batches/{id}/rows/{custom_id}` of one canned result."""
+    custom_id = item["custom_id"]
+    started = (job.get("started_at") or NOW) + 1
+    detail: dict[str, Any] = {"object": "batch.row", "batch_id": job["id"],
+                              "custom_id": custom_id, "status": "completed",
+                              "model": "gpt-4o-mini", "attempts": 1, "error": None,
+                              "error_code": None, "dead_letter": False,
+                              "transcript": [], "attempt_log": _attempts(1, started)}
+    if job["id"] == _DIGEST:
+        n = int(custom_id.split("-")[1])
+        team, rounds = _TEAMS[n - 1], _DIGEST_ROUNDS[n - 1]
+        detail["body"] = {
+            "model": "gpt-4o-mini",
+            "messages": [{"role": "system", "content": "You write the morning digest of a "
+                          "support team. Use the tools for facts; never guess numbers."},
+                         {"role": "user", "content": f"Digest for team {team}, 2026-10-03."}],
+            "tools": [{"type": "function", "function": {"name": name, "description": about,
+                                                        "parameters": {"type": "object"}}}
+                      for name, about in _DIGEST_TOOLS],
+            "openrelay": {"tool_config": dict(_DIGEST_CONFIG)}}
+        if rounds is None:
+            detail.update(status="failed", error=_EXECUTOR_FAILED,
+                          error_code="tool_executor_error", response=None,
+                          transcript=_transcript(team, 2, cut_at=2),
+                          attempt_log=_attempts(2, started), attempts=2)
+        else:
+            count, exhausted, errors = rounds
+            if exhausted:
+                final = _completion(_assistant(_tool_round(count + 1, team)),
+                                    finish="tool_calls", calls=count + 1,
+                                    summary=_summary(*rounds))
+            else:
+                final = _completion({"role": "assistant", "content": _digest_answer(team)},
+                                    calls=count + 1, summary=_summary(*rounds))
+            detail.update(response=final, transcript=_transcript(team, count, errors=errors),
+                          attempt_log=_attempts(count + 1, started), attempts=count + 1)
+        detail["tool_rounds"] = len(detail["transcript"])
+        return detail
+    prompt = f"Classify: {custom_id.replace('-', ' ')}"
+    detail["body"] = {"model": job["model"], "messages": [
+        {"role": "system", "content": "Answer positive, negative or neutral."},
+        {"role": "user", "content": prompt}]}
+    detail["model"] = job["model"]
+    if "error" in item:
+        detail.update(status="failed", error=item["error"], error_code="upstream_error",
+                      dead_letter=True, attempts=6,
+                      response={"error": {"message": "Service unavailable", "code": 503}},
+                      attempt_log=_attempts(3, started, code=503)
+                      + _attempts(3, started + 3, code=503, model="backup"))
+    else:
+        detail["response"] = _completion({"role": "assistant", "content": item["content"]})
+    detail["tool_rounds"] = 0
+    return detail
+
+
 class FakeStream:
     def __init__(self, relay: FakeRelay) -> None:
         self.relay = relay
@@ -135,6 +309,7 @@ class FakeRelay:
         self.submitted: list[dict[str, Any]] = []
         self.cancelled: list[str] = []
         self.retried: list[tuple[str, list[str] | None]] = []
+        self.rows_read: list[tuple[str, str]] = []
 
     # -- reads ---------------------------------------------------------------------
 
@@ -161,7 +336,16 @@ class FakeRelay:
         return self._render(self.jobs_by_id[job_id])
 
     def results(self, job_id: str) -> dict[str, Any]:
-        return {"id": job_id, "object": "list", "data": _results(job_id)}
+        data = _digest_results() if job_id == _DIGEST else _results(job_id)
+        return {"id": job_id, "object": "list", "data": data}
+
+    def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
+        self.rows_read.append((job_id, custom_id))
+        item = next((i for i in self.results(job_id)["data"]
+                     if i["custom_id"] == custom_id), None)
+        if job_id not in self.jobs_by_id or item is None:
+            raise RelayError(404, f"No row found with id '{custom_id}'.")
+        return _row_detail(self.jobs_by_id[job_id], item)
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         dead = _dead_letter() if self.jobs_by_id.get(job_id, {}).get("dead_letter") else []

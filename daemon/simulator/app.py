@@ -257,7 +257,7 @@ async def _execute_tools(request: web.Request, state: SimState,
     except ValueError as exc:
         return error_response(400, str(exc), param="tool_calls")
     round_ = request.headers.get("Relay-Round", "?")
-    if directive is None:
+    if directive is None or directive.tool_round not in (None, _int_or_none(round_)):
         return web.json_response({"results": executor_results(calls, round_)})
     if directive.tool_sleep_ms:
         await asyncio.sleep(directive.tool_sleep_ms / 1000)
@@ -271,6 +271,10 @@ async def _execute_tools(request: web.Request, state: SimState,
         return web.Response(text=_GARBAGE, content_type="application/json")
     return web.json_response(
         {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch)})
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
 
 
 def _calls_key(body: dict[str, Any], calls: list[ExecutorCall]) -> str:

@@ -51,6 +51,9 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+_NOT_UPSTREAM = ("openrelay", "tool_config")  # Relay's own keys, never for a model
+
+
 def _common(body: dict[str, Any]) -> str:
     """Check what every endpoint requires; return the requested model."""
     model = body.get("model")
@@ -58,6 +61,9 @@ def _common(body: dict[str, Any]) -> str:
         raise BadRequest("you must provide a model parameter", param="model")
     if body.get("stream") is True:
         raise BadRequest("stream=true is not supported by the Relay simulator.", param="stream")
+    for key in _NOT_UPSTREAM:  # as a real provider would: Relay must strip these
+        if key in body:
+            raise BadRequest(f"Unrecognized request argument supplied: {key}", param=key)
     return model
 
 

@@ -67,6 +67,7 @@ class Directive:
     tool_sleep_ms: float = 0.0
     tool_garbage: bool = False
     tool_mismatch: bool = False
+    tool_round: int | None = None  # the executor faults hit only this Relay-Round
 
     @property
     def fault(self) -> int | str | None:
@@ -89,7 +90,8 @@ def parse_directive(text: str) -> Directive | None:
     `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `reset`,
     `timeout`, `sleep=MS`; for tool calling `tool_rounds=N` (0–100),
     `tool_calls=K` (1–100); for the tool executors `tool_fail=CODE` (400–599),
-    `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`. In a token
+    `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, and
+    `tool_round=N` (those faults hit only round N). In a token
     that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
     `[sim:tool_fail=503 times=2]` reads as it looks. Several tokens merge, later
     words winning. An unknown word or a bad value raises ValueError.
@@ -148,6 +150,7 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "tool_fail": ("tool_fail", lambda k, v: _int_value(k, v, 400, 599)),
     "tool_times": ("tool_times", lambda k, v: _int_value(k, v, 0, 10**9)),
     "tool_sleep": ("tool_sleep_ms", _sleep_value),
+    "tool_round": ("tool_round", lambda k, v: _int_value(k, v, 1, 100)),
 }
 
 

@@ -25,16 +25,25 @@ MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also page up/do
           Binding("tab", "", "", tooltip="Move to the next field or pane (shift+tab back)")]
 
 
+def _by_key(*screens: Iterable[BindingType]) -> list[BindingType]:
+    """The bindings of screens that share their keys, each key once (the first one's)."""
+    seen: dict[str, BindingType] = {}
+    for bindings in screens:
+        for binding in bindings:
+            if isinstance(binding, Binding):
+                seen.setdefault(binding.key, binding)
+    return list(seen.values())
+
+
 def sections() -> list[tuple[str, list[BindingType]]]:
     return [
         ("Everywhere", [*APP_BINDINGS, *MOVING]),
         ("Jobs (home)", [Binding("enter", "", "", tooltip="Open the results of a finished "
                                  "job"), *JobsScreen.BINDINGS]),
         ("Dead letter (d)", DeadLetterScreen.BINDINGS),
-        ("A dead-lettered row (enter in the dead letter)", AttemptsScreen.BINDINGS),
-        ("Results (v)", [Binding("enter", "", "", tooltip="Open the highlighted row (as o)"),
-                         *ResultsScreen.BINDINGS]),
-        ("A row in full (o or enter in the results)", RowDetailScreen.BINDINGS),
+        ("Results (v)", ResultsScreen.BINDINGS),
+        ("A row (enter in the dead letter; o or enter in the results)",
+         _by_key(AttemptsScreen.BINDINGS, RowDetailScreen.BINDINGS)),
         ("Upload (u)", [*UploadScreen.BINDINGS, Binding("enter", "", "", tooltip=(
             "In the tree: pick the file; in the path field: read it now"))]),
     ]

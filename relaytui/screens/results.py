@@ -146,7 +146,7 @@ class ResultsScreen(RelayScreen):
             text.update("")
             return
         item = self.shown[table.cursor_row]
-        body = escape(result_text(item))
+        body = escape(result_text(item)) or "[dim](no text: o opens the whole row)[/dim]"
         label = "[$text-error]error[/]" if is_error(item) else "[dim]content[/dim]"
         summary = tool_summary(item)
         if summary is not None:

@@ -15,7 +15,7 @@ from textual.widgets import Footer, LoadingIndicator, Static
 
 from relaytui.client import RelayError
 from relaytui.models import JobView
-from relaytui.rows import summary_text, tool_summary
+from relaytui.rows import error_text, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.transcript import RowTranscript
@@ -42,17 +42,15 @@ def facts_text(detail: dict[str, Any]) -> str:
     if detail.get("dead_letter"):
         parts.append("[$text-warning]dead-lettered[/]")
     line = " · ".join(parts)
-    if detail.get("error"):
-        code = f"{detail['error_code']}: " if detail.get("error_code") else ""
-        line += f"\n[$text-error]{escape(code + str(detail['error']))}[/]"
+    if error := error_text(detail):
+        line += f"\n[$text-error]{escape(error)}[/]"
     return line
 
 
 class RowDetailScreen(RelayScreen):
     AUTO_FOCUS = "#row-scroll"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the results"),
-        Binding("r", "reload", "Reload", tooltip="Fetch the row again (a pending row moves on)"),
+        Binding("escape", "app.pop_screen", "Back", tooltip="Close the row, back to the list"),
     ]
 
     def __init__(self, client: Any, job: JobView, custom_id: str) -> None:
@@ -105,6 +103,3 @@ class RowDetailScreen(RelayScreen):
         self.problem = message
         self.query_one(LoadingIndicator).display = False
         self.query_one("#row-facts", Static).update(f"[$text-error]{escape(message)}[/]")
-
-    def action_reload(self) -> None:
-        self._load()

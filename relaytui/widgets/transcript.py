@@ -15,6 +15,7 @@ from relaytui.rows import (
     call_text,
     clipped,
     content_text,
+    error_text,
     executor_text,
     exhausted,
     final_message,
@@ -82,7 +83,12 @@ def _request(body: dict[str, Any]) -> list[str]:
     return lines
 
 
+_NO_RESULTS = {"pending": "(waiting for the tool results of this round)",
+               "": "(no tool results: the row ended before the executor answered)"}
+
+
 def _rounds(detail: dict[str, Any], failed_calls: set[str]) -> list[str]:
+    status = str(detail.get("status") or "")
     lines: list[str] = []
     for turn in detail.get("transcript") or []:
         if not isinstance(turn, dict):
@@ -95,7 +101,7 @@ def _rounds(detail: dict[str, Any], failed_calls: set[str]) -> list[str]:
         for message in messages:
             lines += _message(message, failed_calls)
         if len(messages) == 1 and messages[0].get("tool_calls"):
-            lines.append(f"{INDENT}[dim](the tool results of this round are not in yet)"
+            lines.append(f"{INDENT}[dim]{escape(_NO_RESULTS.get(status, _NO_RESULTS['']))}"
                          "[/dim]")
     return lines
 
@@ -106,14 +112,14 @@ def _ending(detail: dict[str, Any], summary: dict[str, Any] | None) -> list[str]
     if status == "pending":
         return ["", _title("Answer", "not yet: the row has not finished")]
     if status != "completed":
-        lines = ["", _title("Error", str(detail.get("error_code") or ""))]
-        lines += _block("error", str(detail.get("error") or "failed"), style="b $text-error")
+        lines = ["", _title("Error")]
+        lines += _block("error", error_text(detail) or "failed", style="b $text-error")
         if response is not None:
             lines += _block("last response", json.dumps(response, ensure_ascii=False))
         return lines
     message = final_message(response)
-    model = response.get("model") if isinstance(response, dict) else None
-    lines = ["", _title("Answer", str(model or ""))]
+    usage = usage_text(response.get("usage")) if isinstance(response, dict) else ""
+    lines = ["", _title("Answer", f"in all {usage}" if usage and summary else usage)]
     if message is None:
         return lines + _block("response", json.dumps(response, ensure_ascii=False))
     if exhausted(summary):

@@ -175,7 +175,7 @@ def test_a_kill_mid_record_resumes_without_repeating_stored_calls(simulator_fact
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1).start()
     client = relayd.client()
-    prompt = "three rounds [sim:tool_rounds=3] [sim:tool_sleep=60000 round=2]"
+    prompt = "three rounds [sim:tool_rounds=3] [sim:tool_sleep=2500 tool_round=2]"
     job = submit(client, [tool_record("slow", prompt, http_tools(sim), tools=[LOOKUP])])
     wait_until(lambda: len(sim.tool_calls()) == 2)  # round 2's executor call is in flight
     relayd.proc.send_signal(signal.SIGKILL)

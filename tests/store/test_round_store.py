@@ -37,7 +37,7 @@ def test_the_whole_round_replaces_its_model_turn(repo: Store, make_job: MakeJob)
 def test_pending_rows_carry_their_stored_rounds(repo: Store, make_job: MakeJob,
                                                 make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
-    a, b, c = repo.pending_rows(job, after_id=0, limit=3)
+    a, b, _ = repo.pending_rows(job, after_id=0, limit=3)
     repo.save_rounds([(b.id, 1, turn(CALL, RESULT)), (b.id, 2, turn(CALL))])
     repo.save_outcomes(job.seq, [(a.id, make_outcome())], now=0)
     again = repo.pending_rows(job, after_id=0, limit=10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,14 @@ def shared_relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
     test's time); each test takes its own workspace with `workspace`."""
     with running_pair(tmp_path_factory.mktemp("relayd"), attempts=1) as daemon:
         yield daemon
+
+
+@pytest.fixture(scope="module")
+def tools_url(shared_relayd: Relayd) -> str:
+    """The shared simulator's HTTP tool executor (`POST /_sim/tools`), for the
+    `openrelay.tool_config` of tool-calling records; found from the daemon's config."""
+    models = tomllib.loads(shared_relayd.config.read_text())["models"]
+    return models[0]["base_url"].removesuffix("/v1") + "/_sim/tools"
 
 
 _workspaces = itertools.count()

@@ -9,6 +9,7 @@ import pytest
 
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
+from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
@@ -271,3 +272,56 @@ async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, 
         await pilot.press("enter")
         await wait_for(pilot, target.exists, what="the saved file")
         assert len(target.read_text().splitlines()) == 14  # header and every result
+
+
+LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string"}}}}}
+
+
+async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
+        shared_relayd, workspace, make_app, tools_url):
+    """A Relay-dialect batch with one OpenAI chat record running a 2-round tool loop on
+    the simulator's executor (its custom_id needs quoting in the row's URL) and one
+    plain row."""
+    relayd = shared_relayd
+    record = {"custom_id": "weather/1 ?#", "method": "POST", "url": "/v1/chat/completions",
+              "body": {"model": "gpt-4o-mini", "messages": [
+                  {"role": "user", "content": "weather [sim:tool_rounds=2]"}], "tools": [LOOKUP],
+                  "openrelay": {"tool_config": {"url": tools_url,
+                                                "authorization": "Bearer s3cret-token"}}}}
+    with relayd.client(workspace) as http:
+        job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "With tools",
+                                             "requests": [record, *rows(1)]}).json()
+        wait_for_status(http, job["id"], "completed")
+    app = make_app(relayd.url, relayd.key(workspace))
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        await wait_for(pilot, lambda: job["id"] in jobs.board)
+        jobs.query_one(JobTable).select(job["id"])
+        await pilot.press("enter")
+        results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
+                                 and app.screen.items and app.screen)
+        assert [i["custom_id"] for i in results.shown] == ["weather/1 ?#", "r-0"]
+        table = results.query_one("#results")
+        assert [str(table.get_cell(str(n), "rounds")) for n in (0, 1)] == ["⟳2", ""]
+        assert "2 tool rounds · 3 model calls" in str(results.query_one("#result-text")
+                                                      .render())
+        await pilot.press("o")
+        row = await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
+                             and (app.screen.detail or app.screen.problem) and app.screen,
+                             what="the row")
+        assert row.problem is None
+        facts = str(row.query_one("#row-facts").render())
+        assert "✓ completed" in facts and "3 attempts · 2 tool rounds · 3 model calls" in facts
+        shown = str(row.query_one("#transcript").render())
+        call = 'lookup({"q": "weather [sim:tool_rounds=2]"})'
+        assert "authorization ***" in shown and "s3cret" not in shown
+        assert shown.count(call) >= 2 and "Round 1" in shown and "Round 2" in shown
+        assert shown.index("Round 2") < shown.index("Answer") < shown.index("Tool results: ")
+        assert row.query_one("#row-attempts").row_count == 3
+        await pilot.press("escape", "down", "enter")  # the plain row
+        row = await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
+                             and app.screen.detail and app.screen, what="the plain row")
+        assert row.custom_id == "r-0"
+        shown = str(row.query_one("#transcript").render())
+        assert "Round" not in shown and "assistant: neutral" in shown

@@ -11,6 +11,7 @@ import pytest
 from relaytui.app import RelayApp, build_app
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
+from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, job_id
@@ -105,6 +106,39 @@ def test_results(snap_compare, fake_app):
                        and app.screen.items)
         for _ in range(9):
             await pilot.press("down")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def digest_results(pilot, fake: FakeRelay, *, down: int) -> None:
+    """The results of the nightly digest (tool-calling records), `down` rows down."""
+    app = pilot.app
+    await settled(pilot, fake, select=4)
+    await pilot.press("v")
+    await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.items)
+    for _ in range(down):
+        await pilot.press("down")
+
+
+def test_results_with_tool_rounds(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await digest_results(pilot, fake, down=7)  # digest-08: the round limit ended it
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_row_and_its_transcript(snap_compare, fake_app):
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await digest_results(pilot, fake, down=8)  # digest-09: a tool answered an error
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
+                       and app.screen.detail)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -30,6 +30,7 @@ from daemon.simulator import (
     plan,
     random_fault,
 )
+from daemon.simulator.content import BadRequest, parse_chat
 from daemon.simulator.tools import (
     ExecutorCall,
     arguments_for,
@@ -800,3 +801,15 @@ def test_a_sigterm_as_soon_as_it_listens_is_a_clean_stop() -> None:
         sim = Simulator.start()
         sim.stop()
         assert sim.proc.returncode == 0
+
+
+def test_tool_round_limits_the_executor_faults_to_one_round() -> None:
+    directive = parse_directive("x [sim:tool_sleep=500 tool_round=2]")
+    assert directive is not None and (directive.tool_round, directive.tool_sleep_ms) == (2, 500)
+
+
+@pytest.mark.parametrize("key", ["openrelay", "tool_config"])
+def test_relays_own_keys_are_refused_as_a_provider_would(key: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        parse_chat({"model": "m", "messages": [{"role": "user", "content": "x"}], key: {}})
+    assert refused.value.param == key

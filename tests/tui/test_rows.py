@@ -1,0 +1,91 @@
+"""`relaytui.rows`: a row's tool rounds told as text, from both dialects' shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from relaytui.rows import (
+    call_text,
+    clipped,
+    content_text,
+    error_text,
+    executor_text,
+    final_message,
+    needs_a_look,
+    rounds_cell,
+    summary_text,
+    tool_config,
+    tool_names,
+    tool_summary,
+    usage_text,
+)
+
+SUMMARY = {"tool_rounds": 2, "model_calls": 3}
+
+
+def test_the_summary_is_found_in_both_dialects_result_shapes():
+    relay = {"custom_id": "r-1", "content": "hi", "openrelay": SUMMARY}
+    openai = {"id": "batch_req_1", "custom_id": "r-1", "error": None,
+              "response": {"status_code": 200, "body": {"choices": [], "openrelay": SUMMARY}}}
+    assert tool_summary(relay) == tool_summary(openai) == SUMMARY
+    assert tool_summary({"custom_id": "r-2", "content": "plain"}) is None
+    assert tool_summary({"custom_id": "r-3", "error": "upstream_error: 503"}) is None
+    assert tool_summary({"custom_id": "r-4", "response": None, "error": {"code": "x"}}) is None
+    assert tool_summary({"custom_id": "r-5", "openrelay": {"other": 1}}) is None
+
+
+@pytest.mark.parametrize(("summary", "cell", "text", "look"), [
+    (None, "", "", False),
+    ({"tool_rounds": 0, "model_calls": 1}, "⟳0", "0 tool rounds · 1 model call", False),
+    (SUMMARY, "⟳2", "2 tool rounds · 3 model calls", False),
+    ({"tool_rounds": 8, "model_calls": 9, "tool_rounds_exhausted": True}, "⟳8 max",
+     "8 tool rounds · 9 model calls · stopped at the round limit", True),
+    ({"tool_rounds": 1, "model_calls": 2, "tool_errors": ["c1", "c2"]}, "⟳1 ✗2",
+     "1 tool round · 2 model calls · 2 tool errors (c1, c2)", True),
+])
+def test_rounds_cell_and_summary_text(summary, cell, text, look):
+    assert rounds_cell(summary) == cell
+    assert summary_text(summary) == text
+    assert needs_a_look(summary) is look
+
+
+def test_tool_calls_are_name_and_compact_arguments():
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "lookup", "arguments": '{\n  "q": 1,  "city": "Zürich"}'}}
+    assert call_text(call) == 'lookup({"q": 1, "city": "Zürich"})'
+    assert call_text({"function": {"name": "f", "arguments": "not json"}}) == "f(not json)"
+    assert call_text({"function": {"name": "f", "arguments": {"a": 1}}}) == 'f({"a": 1})'
+    assert call_text({"id": "c2"}) == "?()"
+
+
+def test_contents_finals_usage_and_errors():
+    assert content_text(None) == "" and content_text("hi") == "hi"
+    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]
+    assert content_text(parts) == "look [image_url]"
+    assert content_text({"a": 1}) == '{"a": 1}'
+    assert clipped("x" * 10, most=4) == "xxxx… (6 more characters)"
+    message = {"role": "assistant", "content": "done"}
+    assert final_message({"choices": [{"message": message}]}) == message
+    assert final_message({"data": [{"embedding": [0.1]}]}) is None
+    assert final_message(None) is None
+    assert usage_text({"prompt_tokens": 10, "completion_tokens": 5}) == \
+        "10 prompt + 5 completion tokens"
+    assert usage_text(None) == ""
+    assert error_text({"error": "tool_executor_error: round 2: boom",
+                       "error_code": "tool_executor_error"}) == \
+        "tool_executor_error: round 2: boom"
+    assert error_text({"error": "boom", "error_code": "upstream_error"}) == \
+        "upstream_error: boom"
+    assert error_text({"error": None}) == ""
+
+
+def test_the_request_names_its_tools_and_executor_never_the_secret():
+    body = {"tools": [{"type": "function", "function": {"name": "lookup"}}, {"bad": 1}],
+            "openrelay": {"tool_config": {"url": "https://t.example/run", "type": "mcp",
+                                          "authorization": "***", "max_rounds": 3}}}
+    assert tool_names(body) == ["lookup"] and tool_names({}) == []
+    config = tool_config(body)
+    assert config is not None and tool_config({"openrelay": {}}) is None
+    assert executor_text(config) == ("https://t.example/run (mcp, authorization ***, "
+                                     "at most 3 rounds)")
+    assert executor_text({"url": "https://t.example/run"}) == "https://t.example/run (http)"
