@@ -30,6 +30,24 @@ def job_body(model: str, texts: Sequence[str], *, tag: str) -> bytes:
                       separators=(",", ":")).encode()
 
 
+TOOL_ROUNDS = 2  # each tool-calling record: 2 rounds, 3 model calls, 2 executor calls
+LOOKUP = {"type": "function", "function": {
+    "name": "lookup", "parameters": {"type": "object",
+                                     "properties": {"query": {"type": "string"}}}}}
+
+
+def tool_job_body(model: str, texts: Sequence[str], *, tag: str, executor: str) -> bytes:
+    """A Relay-dialect submit of tool-calling records (OpenAI chat records with
+    `openrelay.tool_config`) on the simulator's HTTP executor, `TOOL_ROUNDS` rounds each."""
+    rows = [{"custom_id": f"{tag}-{i}", "method": "POST", "url": "/v1/chat/completions",
+             "body": {"model": model, "tools": [LOOKUP], "messages": [
+                 {"role": "user", "content": f"{text} [sim:tool_rounds={TOOL_ROUNDS}]"}],
+                 "openrelay": {"tool_config": {"url": executor}}}}
+            for i, text in enumerate(texts)]
+    return json.dumps({"name": f"bench {tag}", "model": model, "requests": rows},
+                      separators=(",", ":")).encode()
+
+
 def submit(client: httpx.Client, body: bytes) -> dict[str, Any]:
     resp = client.post("/v1/batches", content=body, headers=JSON)
     if resp.status_code != 200:

@@ -54,6 +54,7 @@ def config_tables(models: dict[str, Simulator]) -> dict[str, Any]:
     `[retry]` defaults, and one alias per simulator with `max_concurrency` 64 so the
     model limit is never the bottleneck."""
     return {"gateway": {"batch_concurrency": 32, "max_running_jobs": 2},
+            "security": {"allow_private_targets": True},  # the tool executor on loopback
             "models": [simulated_model(alias, sim, max_concurrency=64)
                        for alias, sim in models.items()]}
 

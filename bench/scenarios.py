@@ -23,7 +23,7 @@ from typing import TextIO
 import httpx
 
 from bench import jobs, profile, reference
-from bench.jobs import job_body, prompts
+from bench.jobs import TOOL_ROUNDS, job_body, prompts, tool_job_body
 from bench.procs import BenchError, Relayd, Seed, Simulator, simulator
 from bench.report import Figure, at_least, at_most
 from daemon.testing import wait_until
@@ -44,6 +44,7 @@ class Sizes:
     submit_rows: int = 50_000
     rss_rows: int = 50_000
     restart_rows: int = 50_000
+    tool_records: int = 4_000
 
     def scaled(self, factor: float) -> Sizes:
         """Every size times `factor`, at least 4 (for tests: `--scale 0.05`)."""
@@ -53,7 +54,7 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jobs=200,
-              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000)
+              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800)
 
 
 def figures() -> dict[str, Figure]:
@@ -77,6 +78,12 @@ def figures() -> dict[str, Figure]:
         Figure("small_jobs_per_s", "small-jobs", "one-row jobs completed per second",
                "jobs/s"),
         Figure("restart_first_request_s", "restart", "start → first upstream request", "s",
+               at_most(2.0)),
+        Figure("tools_records_per_s", "tools", f"tool records/s ({TOOL_ROUNDS} rounds each)",
+               "records/s"),
+        Figure("tools_cpu_ms_per_round", "tools", "relayd CPU per round", "ms"),
+        Figure("tools_cpu_ms_per_row", "tools", "relayd CPU per plain row", "ms"),
+        Figure("tools_round_vs_row", "tools", "CPU per round ÷ CPU per plain row", "",
                at_most(2.0)),
     ]
     return {f.name: f for f in listed}
@@ -348,6 +355,37 @@ def kill_half_way(daemon: Relayd, n: int, *, tag: str) -> int:
     return int(seen["completed"])
 
 
+def tools(b: Bench) -> None:
+    """Tool-calling records, 2 rounds each, the HTTP executor on loopback: what a round
+    (one model call, one executor call, its stored turns) costs next to a plain row."""
+    n, sim, daemon = b.sizes.tool_records, b.sim(0), b.shared()
+    client = daemon.client()
+    for i in range(b.runs["tools"]):
+        plain = job_body("fast", prompts(n, f"row{i}"), tag=f"row{i}")
+        tooled = tool_job_body("fast", prompts(n, f"tool{i}"), tag=f"tool{i}",
+                               executor=sim.tools_url)
+        row_cpu, _ = cpu_of(daemon, lambda body=plain: jobs.timed_job(
+            client, body, timeout=job_timeout(n)))
+        tool_cpu, tool_s = cpu_of(daemon, lambda body=tooled: jobs.timed_job(
+            client, body, timeout=job_timeout(n * (TOOL_ROUNDS + 1))))
+        per_row = row_cpu / n
+        per_round = (tool_cpu / n - per_row) / TOOL_ROUNDS  # a record = its rounds + a row
+        b.figures["tools_records_per_s"].add(n / tool_s)
+        b.figures["tools_cpu_ms_per_round"].add(per_round * 1000)
+        b.figures["tools_cpu_ms_per_row"].add(per_row * 1000)
+        b.figures["tools_round_vs_row"].add(per_round / per_row)
+        b.say(f"[tools] run {i + 1}: {n} records in {tool_s:.2f} s ({tool_cpu:.2f} CPU s); "
+              f"{n} plain rows {row_cpu:.2f} CPU s; a round {per_round * 1000:.3f} ms, "
+              f"a row {per_row * 1000:.3f} ms")
+
+
+def cpu_of(daemon: Relayd, timed: Callable[[], float]) -> tuple[float, float]:
+    """relayd's CPU seconds over `timed()`, and what `timed()` returned."""
+    before = daemon.cpu_seconds()
+    seconds = timed()
+    return daemon.cpu_seconds() - before, seconds
+
+
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "latency": latency,
     "overhead": overhead,
@@ -356,6 +394,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "submit": submit,
     "rss": rss,
     "restart": restart,
+    "tools": tools,
 }
 
 

@@ -1,7 +1,9 @@
 """An in-memory stand-in for `RelayClient` with canned jobs at fixed times, and the clock
 that goes with it: the TUI's snapshot tests and README screenshots run on it, so what
 they show never changes. Its event stream replays progress over the 30 s before `NOW`
-(moving the clock as it goes), then waits until closed. No Textual, no network."""
+(moving the clock as it goes), then waits until closed. The nightly digest's rows are
+tool-calling records: their results carry tool-round summaries and `row()` gives each
+one's transcript. No Textual, no network."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def row_detail(job: Job, row: RowRecord, rounds: list[Turn]) -> dict[str, Any]:
         "dead_letter": row.dead_letter,
         "body": redacted(row.body),
         "response": row.response,
-        "tool_rounds": len(rounds),
+        "tool_rounds": sum(1 for turn in rounds if len(turn.messages) > 1),  # with results
         "transcript": [{"round": number, "model": turn.model,
                         "usage": {"prompt_tokens": turn.usage.prompt_tokens,
                                   "completion_tokens": turn.usage.completion_tokens},

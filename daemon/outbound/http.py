@@ -36,7 +36,6 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.helpers import is_ip_address
-from multidict import CIMultiDict
 from yarl import URL
 
 from daemon.domain.errors import InvalidRequest
@@ -51,6 +50,7 @@ from daemon.outbound.policy import (
 )
 
 MAX_BYTES = 8 * 1024 * 1024
+TARGETS_KEPT = 1024  # URLs whose form was checked, remembered
 DEFAULT_TIMEOUT_S = 10.0
 CHUNK_BYTES = 64 * 1024
 USER_AGENT = "relayd/1"
@@ -156,6 +156,8 @@ class OutboundClient:
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._targets: dict[tuple[str, str], URL] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     async def post_json(
         self,
@@ -172,11 +174,10 @@ class OutboundClient:
         refusal. Raises `OutboundError`."""
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
-        target = self._check(url, param)
+        target = self._checked(url, param)
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        sent: CIMultiDict[str] = CIMultiDict(
-            {"Content-Type": "application/json", "User-Agent": self._user_agent})
-        sent.update(headers or {})
+        sent = {"Content-Type": "application/json", "User-Agent": self._user_agent,
+                **(headers or {})}
         try:
             return await self._post(target, body, sent, timeout_s, max_bytes)
         except TargetRefused as exc:
@@ -195,6 +196,17 @@ class OutboundClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    def _checked(self, url: str, param: str) -> URL:
+        """`_check`, remembered per URL (a batch calls one executor thousands of times);
+        what depends on DNS is checked at every connect, by the resolver."""
+        key = (url, param)
+        target = self._targets.get(key)
+        if target is None:
+            if len(self._targets) >= TARGETS_KEPT:
+                self._targets.clear()
+            target = self._targets[key] = self._check(url, param)
+        return target
 
     def _check(self, url: str, param: str) -> URL:
         """The policy on the URL itself, before anything is sent. The host checked is
@@ -223,23 +235,28 @@ class OutboundClient:
             raise OutboundError("refused", exc.message, code=exc.code) from exc
         return target
 
-    async def _post(self, url: URL, body: bytes, headers: CIMultiDict[str],
+    async def _post(self, url: URL, body: bytes, headers: Mapping[str, str],
                     timeout_s: float, max_bytes: int) -> OutboundReply:
         session = self._open()
-        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        timeout = self._timeouts.get(timeout_s)
+        if timeout is None:
+            timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
         async with session.post(url, data=body, headers=headers, timeout=timeout,
                                 allow_redirects=False) as resp:
             declared = resp.content_length
             if declared is not None and declared > max_bytes:
                 resp.close()
                 raise _too_large(url, resp.status, max_bytes)
+            if declared is not None:  # known and within the cap: one read
+                return OutboundReply(status=resp.status, headers=resp.headers,
+                                     body=await resp.read())
             received = bytearray()
             async for chunk in resp.content.iter_chunked(CHUNK_BYTES):
                 received += chunk
                 if len(received) > max_bytes:
                     resp.close()
                     raise _too_large(url, resp.status, max_bytes)
-            return OutboundReply(status=resp.status, headers=CIMultiDict(resp.headers),
+            return OutboundReply(status=resp.status, headers=resp.headers,
                                  body=bytes(received))
 
     def _open(self) -> aiohttp.ClientSession:

@@ -22,7 +22,14 @@ from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, row_record
-from daemon.store.sql import INSERT_ATTEMPTS, INSERT_ROWS, PENDING_ROWS, UPDATE_ROWS, SqlBase
+from daemon.store.sql import (
+    INSERT_ATTEMPTS,
+    INSERT_ROWS,
+    PENDING_ROWS,
+    SAVE_ROUNDS,
+    UPDATE_ROWS,
+    SqlBase,
+)
 
 INSERT_CHUNK = 500
 
@@ -123,17 +130,11 @@ class RowQueries(SqlBase):
         already (its model turn alone) is replaced by the whole round."""
         if not rounds:
             return
+        values = [(row_id, number, turn.model, turn.usage.prompt_tokens,
+                   turn.usage.completion_tokens, json.dumps(turn.messages))
+                  for row_id, number, turn in rounds]
         with self.write():
-            (RoundModel.insert_many([
-                {"row": row_id, "number": number, "model": turn.model,
-                 "prompt_tokens": turn.usage.prompt_tokens,
-                 "completion_tokens": turn.usage.completion_tokens,
-                 "messages": json.dumps(list(turn.messages))}
-                for row_id, number, turn in rounds])
-             .on_conflict(conflict_target=[RoundModel.row, RoundModel.number],
-                          preserve=[RoundModel.model, RoundModel.prompt_tokens,
-                                    RoundModel.completion_tokens, RoundModel.messages])
-             .execute())
+            self.db.cursor().executemany(self.sql(SAVE_ROUNDS), values)
 
     def rounds(self, row_id: int) -> list[Turn]:
         """A row's stored tool rounds, in order."""

@@ -30,6 +30,11 @@ UPDATE_ROWS = (
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
     "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p} "
     "WHERE id = {p} AND status = {p}")
+SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
+    'INSERT INTO "round" (row_id, number, model, prompt_tokens, completion_tokens, messages) '
+    "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "
+    "model = excluded.model, prompt_tokens = excluded.prompt_tokens, "
+    "completion_tokens = excluded.completion_tokens, messages = excluded.messages")
 INSERT_ATTEMPTS = (
     "INSERT INTO attempt (row_id, model, status_code, error, duration_ms, started_at, "
     "transient) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})")

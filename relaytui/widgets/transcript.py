@@ -140,7 +140,7 @@ class RowTranscript(Static):
         rounds = _rounds(detail, failed_calls)
         if rounds:
             lines += rounds
-        elif tool_config(body) is not None and detail.get("status") != "pending":
+        elif tool_config(body) is not None and detail.get("status") == "completed":
             lines += ["", f"{INDENT}[dim](no tool rounds: the model answered without "
                       "tools)[/dim]"]
         lines += _ending(detail, summary)

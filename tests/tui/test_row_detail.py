@@ -119,6 +119,14 @@ async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short():
         shown = text(row, "#transcript")
         assert "(no tool results: the row ended before the executor answered)" in shown
         assert "Answer" not in shown and "Error" in shown
+        await pilot.press("escape", "up", "up", "up", "up", "o")  # digest-03: no tool used
+        row = await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
+                             and app.screen.detail and app.screen)
+        assert row.custom_id == "digest-03"
+        assert "0 tool rounds · 1 model call" in text(row, "#row-facts")
+        shown = text(row, "#transcript")
+        assert "(no tool rounds: the model answered without tools)" in shown
+        assert "Round" not in shown and "assistant: accounts: 14 new tickets" in shown
 
 
 class MissingRows(FakeRelay):
