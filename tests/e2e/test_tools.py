@@ -34,6 +34,12 @@ def tool_record(custom_id: str, prompt: str, tool_config: dict[str, Any], *,
     return {"custom_id": custom_id, "method": "POST", "url": CHAT, "body": body}
 
 
+def forcing(tool: str, record: dict[str, Any]) -> dict[str, Any]:
+    """The record with `tool_choice` naming `tool` (the simulated model then calls it)."""
+    choice = {"type": "function", "function": {"name": tool}}
+    return {**record, "body": {**record["body"], "tool_choice": choice}}
+
+
 def http_tools(sim: Simulator, **extra: Any) -> dict[str, Any]:
     return {"url": sim.tools_url, "authorization": SECRET, "context": {"tenant": "acme"},
             **extra}
@@ -142,6 +148,7 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_facto
         tool_record("http", "weather [sim:tool_rounds=1]", http_tools(sim), tools=[LOOKUP]),
         tool_record("mcp", "find Oslo [sim:tool_rounds=2]", mcp),  # tools from tools/list
         tool_record("bad", "x", {"url": sim.tools_url, "max_rounds": "many"}),
+        forcing("fail", tool_record("mcp-err", "no such city [sim:tool_rounds=1]", mcp)),
     ]
     upload = client.files.create(file=("tools.jsonl", "\n".join(map(json.dumps, records))),
                                  purpose="batch")
@@ -152,7 +159,7 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_facto
         "completed", "failed") and b)
 
     assert done.status == "completed"
-    assert (done.request_counts.completed, done.request_counts.failed) == (2, 1)
+    assert (done.request_counts.completed, done.request_counts.failed) == (3, 1)
     output = {line["custom_id"]: line for line in map(
         json.loads, client.files.content(done.output_file_id).text.splitlines())}
     errors = {line["custom_id"]: line for line in map(
@@ -162,10 +169,12 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_facto
                                                               "model_calls": 3}
     assert errors["bad"]["error"]["code"] == "invalid_tool_config"
     assert "tool_config" not in json.dumps(list(output.values()))
-    mcp_calls = sim.mcp_calls()
+    erred = output["mcp-err"]["response"]["body"]
+    assert erred["openrelay"]["tool_rounds"] == 1
+    assert len(erred["openrelay"]["tool_errors"]) == 1  # isError, passed to the model
+    mcp_calls = [c for c in sim.mcp_calls() if c["tool"] == "lookup"]
     assert len(mcp_calls) == 2
-    assert {c["headers"]["Authorization"] for c in mcp_calls} == {SECRET}
-    assert [c["tool"] for c in mcp_calls] == ["lookup", "lookup"]
+    assert {c["headers"]["Authorization"] for c in sim.mcp_calls()} == {SECRET}
     assert [c["meta"]["relay_call_id"] for c in mcp_calls] == [
         call_id(batch.id, "mcp", 1), call_id(batch.id, "mcp", 2)]
 

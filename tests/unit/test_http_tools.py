@@ -131,3 +131,21 @@ async def test_a_private_target_is_refused_under_the_strict_policy() -> None:
         await client.aclose()
     assert failed.value.transient is False and failed.value.message.startswith("refused")
 
+
+
+async def test_calls_to_one_host_share_its_limit(executor: Any) -> None:
+    in_flight, most = 0, 0
+
+    async def slow(_: web.Request) -> web.Response:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        return web.json_response({"results": [{"tool_call_id": c["id"], "content": "x"}
+                                              for c in CALLS]})
+
+    caller, config, seen = await executor(slow)
+    limited = HttpToolCaller(caller.client, HostLimits(2))
+    await asyncio.gather(*(limited.call(config, REQUEST) for _ in range(6)))
+    assert (len(seen), most) == (6, 2)
