@@ -53,11 +53,14 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("prefix")
     spaces = commands.add_parser("workspaces", help="workspaces").add_subparsers(
         dest="workspaces", required=True)
-    switch = _command(spaces, "set", "switch a workspace's batch access or expedited tier",
+    switch = _command(spaces, "set", "switch a workspace's batch access, expedited tier or "
+                      "workflow records",
                       _workspace_set)
     switch.add_argument("name")
     switch.add_argument("--batch-access", choices=("on", "off"))
     switch.add_argument("--expedited", choices=("on", "off"))
+    switch.add_argument("--workflows", choices=("on", "off"),
+                        help="workflow records (openrelay.workflow); off by default")
     _command(spaces, "list", "list workspaces and their switches", _workspace_list)
     hooks = commands.add_parser("webhooks", help="webhook signing").add_subparsers(
         dest="webhooks", required=True)
@@ -140,15 +143,18 @@ def _workspace_set(config: configuration.Config, args: argparse.Namespace) -> in
 
     ws = _repo(config).set_workspace(args.name, now=time.time(),
                                      batch_access=flag(args.batch_access),
-                                     expedited=flag(args.expedited))
-    print(f"{ws.name}: batch access {_on(ws.batch_access)}, expedited {_on(ws.expedited)}")
+                                     expedited=flag(args.expedited),
+                                     workflows=flag(args.workflows))
+    print(f"{ws.name}: batch access {_on(ws.batch_access)}, expedited {_on(ws.expedited)}, "
+          f"workflows {_on(ws.workflows)}")
     return 0
 
 
 def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> int:
-    print(f"{'WORKSPACE':<24} {'BATCH ACCESS':<13} EXPEDITED")
+    print(f"{'WORKSPACE':<24} {'BATCH ACCESS':<13} {'EXPEDITED':<10} WORKFLOWS")
     for ws in _repo(config).workspaces():
-        print(f"{ws.name:<24} {_on(ws.batch_access):<13} {_on(ws.expedited)}")
+        print(f"{ws.name:<24} {_on(ws.batch_access):<13} {_on(ws.expedited):<10} "
+              f"{_on(ws.workflows)}")
     return 0
 
 

@@ -30,6 +30,7 @@ from daemon.executors.http_tools import HttpToolCaller
 from daemon.executors.mcp_tools import McpToolCaller
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
+from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
@@ -158,8 +159,11 @@ class Daemon:
                             sessions_per_job=tools.mcp_sessions_per_job)
         callers: dict[str, ToolCaller] = {"http": HttpToolCaller(self.outbound, limits),
                                           "mcp": mcp}
+        workflows = WorkflowExecutor(
+            self.router, self.outbound, limits, WorkflowLog(self.repo), self.config.retry,
+            secret=self.repo.webhook_secret, models=frozenset(self.models))
         return Executors(chat=ChatExecutor(self.router), tools=ToolLoopExecutor(
-            self.router, callers, RoundLog(self.repo), self.config.retry))
+            self.router, callers, RoundLog(self.repo), self.config.retry), workflows=workflows)
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
         return JobSupervisor.start(

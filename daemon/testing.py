@@ -143,7 +143,8 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
 @dataclass
 class Simulator:
     """One `relayd simulate` process: the SIMULATED upstream, its HTTP tool executor
-    (`tools_url`) and, when started with an MCP port, its MCP tool server (`mcp_url`)."""
+    (`tools_url`), its workflow callback (`workflow_url`) and, when started with an MCP
+    port, its MCP tool server (`mcp_url`)."""
 
     port: int
     proc: subprocess.Popen[str]
@@ -190,6 +191,11 @@ class Simulator:
         """The HTTP tool executor: a `tool_config` url of type "http"."""
         return self.root + "/_sim/tools"
 
+    @property
+    def workflow_url(self) -> str:
+        """The map-reduce workflow callback: an `openrelay.workflow` url."""
+        return self.root + "/_sim/workflow"
+
     def stats(self) -> dict[str, Any]:
         return httpx.get(self.root + "/_sim/stats", timeout=10).json()
 
@@ -203,6 +209,13 @@ class Simulator:
     def mcp_calls(self) -> list[dict[str, Any]]:
         """The tools/call requests the MCP server received, in arrival order."""
         return httpx.get(self.root + "/_sim/mcp_calls", timeout=30).json()["data"]
+
+    def workflow_events(self) -> list[dict[str, Any]]:
+        """The events the workflow callback received, in arrival order: `headers`
+        (Authorization, Content-Type, Relay-Event-Id, Relay-Signature, any other Relay-*),
+        `body` (the JSON), `raw` (the body as sent), `status` and `answer` (what it
+        answered; `answer` is None for an HTTP fault), `at`."""
+        return httpx.get(self.root + "/_sim/workflow_events", timeout=30).json()["data"]
 
     def reset(self) -> None:
         httpx.post(self.root + "/_sim/reset", timeout=10).raise_for_status()

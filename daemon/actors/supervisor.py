@@ -6,6 +6,7 @@ All decisions come from the job's `JobRun`; this actor loads, sends and saves.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +25,7 @@ from daemon.domain.outcome import RowOutcome
 from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
-from daemon.executors.tool_loop import STOPPED
+from daemon.executors.lane import STOPPED, Lane
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
@@ -60,11 +61,13 @@ class JobSupervisor(pykka.ThreadingActor):
         self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
                           started_at=clock())
         self.worker: Any = None
+        self.lane = Lane(max(1, concurrency))  # requests in flight, whatever the rows
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
         self.worker = RowWorker.start(executors=self.executors, io_loop=self.io_loop,
+                                      lane=self.lane,
                                       supervisor=self.actor_ref.proxy()).proxy()
         self._pump()
 
@@ -105,7 +108,9 @@ class JobSupervisor(pykka.ThreadingActor):
         if self.ending == COMPLETED:
             self.ending = ending
         self.run.stop()
-        self.worker.wind_down()
+        self.lane.stop()  # before the cancel is answered: no request starts after it
+        with contextlib.suppress(RuntimeError):  # the I/O loop is stopping
+            self.io_loop.submit(self.lane.halt())
         self._pump()
 
     @contained
@@ -147,6 +152,8 @@ class JobSupervisor(pykka.ThreadingActor):
         if outcome.error_code != STOPPED:
             return outcome
         code, message = dialect_of(self.job).unrun_error(self.ending)
+        if not outcome.attempts:  # it never went out: exactly like the rows never started
+            return replace(outcome, error_code=code, error=message)
         return replace(outcome, error_code=code, error=f"{message} ({outcome.error})")
 
     def _cost(self, outcome: RowOutcome) -> int:

@@ -67,8 +67,10 @@ class Validator(pykka.ThreadingActor):
         try:
             with Path(record.path).open("rb") as data:
                 check = TargetCheck(allow_private=self.allow_private, resolve=self.resolve)
+                workspace = self.repo.workspace_by_id(workspace_id)
                 return parse_records(jsonl_lines(data), endpoint=endpoint, models=self.models,
-                                     check_url=check)
+                                     check_url=check,
+                                     workflows=workspace is not None and workspace.workflows)
         except OSError as exc:
             log.warning("input file %s unreadable: %s", file_id, exc)
             return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")

@@ -21,7 +21,7 @@ import pykka
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
-from daemon.executors import Executors
+from daemon.executors import Executors, Lane
 from daemon.upstream.ioloop import IOLoop
 
 log = logging.getLogger("relay.worker")
@@ -30,20 +30,17 @@ Done = list[tuple[int, RowOutcome]]
 
 
 class RowWorker(pykka.ThreadingActor):
-    def __init__(self, *, executors: Executors, io_loop: IOLoop, supervisor: Any) -> None:
+    def __init__(self, *, executors: Executors, io_loop: IOLoop, supervisor: Any,
+                 lane: Lane) -> None:
         super().__init__()
         self.io_loop = io_loop
-        self.rows = RowRunner(executors, report=self._report(supervisor))
+        self.rows = RowRunner(executors, lane, report=self._report(supervisor))
 
     def run_rows(self, works: Sequence[RowWork]) -> None:
         try:
             self.io_loop.submit(self.rows.start(list(works)))
         except RuntimeError:
             log.debug("I/O loop stopping: %d rows stay pending", len(works))
-
-    def wind_down(self) -> None:
-        """The job is being cancelled or expired: rows of several calls end between two."""
-        self.rows.stopping = True
 
     def on_stop(self) -> None:
         """The job has ended here: its executors drop what they kept for it."""
@@ -66,12 +63,12 @@ class RowRunner:
     """The I/O-loop side of a worker: one task per row, outcomes batched per loop turn.
     Everything here runs on the I/O loop's thread."""
 
-    def __init__(self, executors: Executors, *, report: Any) -> None:
+    def __init__(self, executors: Executors, lane: Lane, *, report: Any) -> None:
         self.executors = executors
+        self.lane = lane
         self.report = report
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
-        self.stopping = False  # set from the worker's thread; read between calls
         self.job_seq: int | None = None
 
     async def start(self, works: list[RowWork]) -> None:
@@ -83,8 +80,7 @@ class RowRunner:
 
     async def _run(self, work: RowWork) -> None:
         try:
-            outcome = await self.executors.for_row(work).run(
-                work, stopping=lambda: self.stopping)
+            outcome = await self.executors.for_row(work).run(work, self.lane)
         except asyncio.CancelledError:
             return  # shutdown: the row stays pending
         except Exception as exc:

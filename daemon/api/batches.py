@@ -177,7 +177,10 @@ async def row(request: web.Request) -> web.Response:
 
     def read() -> dict[str, Any] | None:
         found = services.repo.row(job.seq, custom_id)
-        return None if found is None else row_detail(job, found, services.repo.rounds(found.id))
+        if found is None:
+            return None
+        return row_detail(job, found, services.repo.rounds(found.id),
+                          services.repo.workflow(found.id))
 
     detail = await asyncio.to_thread(read)
     if detail is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from daemon.domain.outcome import Turn
+from daemon.domain.workflow_config import raw_workflow
 
 SCHEDULED = "scheduled"
 VALIDATING = "validating"
@@ -166,6 +167,13 @@ class RowWork:
     body: dict[str, Any]
     job_id: str = ""  # the public id, for headers to user-supplied executors
     rounds: tuple[Turn, ...] = ()  # tool rounds a previous run of the row finished
+    workspace_id: int = 0
+    workflow: dict[str, Any] | None = None  # where an earlier run of a workflow left it
+
+    @property
+    def holds_slot(self) -> bool:
+        """A workflow record waits on its callback most of the time: it holds no slot."""
+        return raw_workflow(self.body) is None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
 from daemon.domain.tool_config import EXTENSIONS as RESERVED
 from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
+from daemon.domain.workflow_config import WORKFLOW, WorkflowConfigError, parse_workflow
 
 CheckUrl = Callable[[str, str], object]  # (url, param) -> raises InvalidRequest if refused
 
@@ -145,9 +146,11 @@ def _optional_string(body: dict[str, Any], key: str) -> str | None:
 
 
 def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
-                  models: Collection[str], check_url: CheckUrl | None = None) -> ParsedRecords:
+                  models: Collection[str], check_url: CheckUrl | None = None,
+                  workflows: bool = False) -> ParsedRecords:
     """Records from `(line number, raw)` pairs, where raw is a JSONL line (bytes or
-    str) or an already-decoded inline record."""
+    str) or an already-decoded inline record. `workflows`: whether the workspace may
+    run workflow records."""
     parsed = ParsedRecords()
     seen: dict[str, int] = {}
     for number, raw in lines:
@@ -156,7 +159,8 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
         record = _decode(number, raw, parsed)
         if record is _SKIP:
             continue
-        row = record_row(number, record, endpoint=endpoint, models=models, check_url=check_url)
+        row = record_row(number, record, endpoint=endpoint, models=models, check_url=check_url,
+                         workflows=workflows)
         if isinstance(row, FileError):
             parsed.errors.append(row)
             continue
@@ -209,8 +213,8 @@ def is_text(value: str) -> bool:
 
 
 def record_row(number: int, record: Any, *, endpoint: str, models: Collection[str],
-               default_model: str | None = None,
-               check_url: CheckUrl | None = None) -> RowDraft | FileError:
+               default_model: str | None = None, check_url: CheckUrl | None = None,
+               workflows: bool | None = None) -> RowDraft | FileError:
     """One OpenAI record: a `FileError` if it is not a record for this endpoint, else a
     row (already failed, with its code, for a record-level problem). `default_model`
     fills a missing `body.model` (Relay-dialect jobs name the model once); `check_url`
@@ -223,7 +227,8 @@ def record_row(number: int, record: Any, *, endpoint: str, models: Collection[st
     if default_model and isinstance(body, dict) and "model" not in body:
         body = {**body, "model": default_model}
     model = body.get("model") if isinstance(body, dict) else None
-    failure = record_failure(body, endpoint=endpoint, models=models, check_url=check_url)
+    failure = record_failure(body, endpoint=endpoint, models=models, check_url=check_url,
+                             workflows=workflows)
     if failure is not None:
         return RowDraft(custom_id=record["custom_id"],
                         body=body if isinstance(body, dict) else {},
@@ -265,7 +270,8 @@ class Refusal:
 
 
 def record_failure(body: Any, *, endpoint: str, models: Collection[str],
-                   check_url: CheckUrl | None = None) -> Refusal | None:
+                   check_url: CheckUrl | None = None,
+                   workflows: bool | None = None) -> Refusal | None:
     """Record-level refusals: this record fails; the rest of the batch runs."""
     if not isinstance(body, dict):
         return Refusal("invalid_body", "The record's body must be a JSON object.")
@@ -275,7 +281,8 @@ def record_failure(body: Any, *, endpoint: str, models: Collection[str],
     if "tool_config" in body:
         return Refusal("tool_config_moved", "A top-level 'tool_config' is the retired "
                        "spelling; move it to body.openrelay.tool_config.", "tool_config")
-    refusal = _extensions_refusal(body.get(RESERVED), endpoint=endpoint, check_url=check_url)
+    refusal = _extensions_refusal(body.get(RESERVED), endpoint=endpoint, check_url=check_url,
+                                  workflows=workflows)
     if refusal is not None:
         return refusal
     model = body.get("model")
@@ -287,16 +294,15 @@ def record_failure(body: Any, *, endpoint: str, models: Collection[str],
     return None
 
 
-def _extensions_refusal(extensions: Any, *, endpoint: str,
-                        check_url: CheckUrl | None) -> Refusal | None:
+def _extensions_refusal(extensions: Any, *, endpoint: str, check_url: CheckUrl | None,
+                        workflows: bool | None) -> Refusal | None:
     if extensions is None:
         return None
     if not isinstance(extensions, dict):
         return Refusal("invalid_body", "'openrelay' must be an object of request extensions.",
                        RESERVED)
-    if "workflow" in extensions:
-        return Refusal("unsupported_extension", "The openrelay.workflow extension is not "
-                       "available yet on this server.", f"{RESERVED}.workflow")
+    if WORKFLOW in extensions:
+        return _workflow_refusal(extensions, check_url=check_url, workflows=workflows)
     if TOOL_CONFIG not in extensions:
         return None
     try:
@@ -307,6 +313,32 @@ def _extensions_refusal(extensions: Any, *, endpoint: str,
             _check_target(config.url, check_url)
     except ToolConfigError as exc:
         return Refusal("invalid_tool_config", f"{exc.path}: {exc.message}", exc.path)
+    return None
+
+
+def _workflow_refusal(extensions: dict[str, Any], *, check_url: CheckUrl | None,
+                      workflows: bool | None) -> Refusal | None:
+    """`workflows` is the workspace's switch; None: this dialect has no workflow records."""
+    path = f"{RESERVED}.{WORKFLOW}"
+    if workflows is None:
+        return Refusal("invalid_workflow", f"{path}: workflow records are for the OpenRelay "
+                       "batch API (OpenAI's shape); the Relay Batches API does not run them.",
+                       path)
+    if not workflows:
+        return Refusal("workflow_not_enabled", "Workflow records are not enabled for this "
+                       "organization; an operator can enable them.", path)
+    try:
+        if TOOL_CONFIG in extensions:
+            raise WorkflowConfigError("", "a record carries one of tool_config and workflow, "
+                                      "not both.")
+        config = parse_workflow(extensions[WORKFLOW])
+        if check_url is not None:
+            try:
+                check_url(config.url, f"{path}.url")
+            except InvalidRequest as exc:
+                raise WorkflowConfigError("url", exc.message) from exc
+    except WorkflowConfigError as exc:
+        return Refusal("invalid_workflow", f"{exc.path}: {exc.message}", exc.path)
     return None
 
 

@@ -103,10 +103,12 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
     }
 
 
-def row_detail(job: Job, row: RowRecord, rounds: list[Turn]) -> dict[str, Any]:
-    """`GET /v1/batches/{id}/rows/{custom_id}`: one row, its attempts and its transcript
-    (every tool round: the model's turn and the tool results), secrets redacted."""
-    return {
+def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
+               workflow: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`GET /v1/batches/{id}/rows/{custom_id}`: one row, its attempts, its transcript
+    (every tool round: the model's turn and the tool results) or where its workflow
+    stands, secrets redacted."""
+    detail = {
         "object": "batch.row",
         "batch_id": job.id,
         "custom_id": row.custom_id,
@@ -125,6 +127,28 @@ def row_detail(job: Job, row: RowRecord, rounds: list[Turn]) -> dict[str, Any]:
                         "messages": list(turn.messages)}
                        for number, turn in enumerate(rounds, start=1)],
         "attempt_log": list(row.attempt_log),
+    }
+    if workflow is not None:
+        detail["workflow"] = workflow_view(workflow)
+    return detail
+
+
+def workflow_view(workflow: dict[str, Any]) -> dict[str, Any]:
+    """A workflow record's state as the row detail shows it: its phase, step, totals,
+    each answer of its callback, and the current step's requests."""
+    state, results = workflow["state"], workflow["results"]
+    steps = state.get("step", 0)
+    return {
+        "phase": state.get("phase"),
+        "step": steps,
+        "totals": {"steps": steps, "requests": state.get("requests_total", 0),
+                   "input_tokens": state.get("input_tokens", 0),
+                   "output_tokens": state.get("output_tokens", 0)},
+        "history": state.get("history") or [],
+        "event": (state.get("event") or {}).get("type"),
+        "requests": len(state.get("requests") or []),
+        "finished": len(results),
+        "wake_at": state.get("wake_at"),
     }
 
 

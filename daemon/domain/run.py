@@ -32,6 +32,7 @@ class JobRun:
     stopping: bool = False  # cancel or shutdown: dispatch nothing more
     queue: deque[RowWork] = field(default_factory=deque)
     in_flight: set[int] = field(default_factory=set)
+    holding: set[int] = field(default_factory=set)  # in flight and holding a slot
     buffer: list[tuple[int, RowOutcome]] = field(default_factory=list)
     last_flush: float = 0.0
 
@@ -51,11 +52,18 @@ class JobRun:
             self.exhausted = True
 
     def take_dispatch(self) -> list[RowWork]:
-        """Rows to start now, keeping at most `concurrency` in flight."""
+        """Rows to start now, in input order, keeping at most `concurrency` of those that
+        hold a slot in flight (a workflow record holds none: its requests take the
+        job's request slots only while they run)."""
         if self.stopping:
             return []
-        free = self.concurrency - len(self.in_flight)
-        batch = [self.queue.popleft() for _ in range(min(free, len(self.queue)))]
+        batch: list[RowWork] = []
+        while self.queue and (not self.queue[0].holds_slot
+                              or len(self.holding) < self.concurrency):
+            work = self.queue.popleft()
+            batch.append(work)
+            if work.holds_slot:
+                self.holding.add(work.id)
         self.in_flight.update(r.id for r in batch)
         return batch
 
@@ -64,6 +72,7 @@ class JobRun:
         if row_id not in self.in_flight:
             return False
         self.in_flight.discard(row_id)
+        self.holding.discard(row_id)
         self.buffer.append((row_id, outcome))
         return True
 

@@ -6,26 +6,32 @@ a `RowOutcome`, however many model calls (turns) the row took.
 - `ToolLoopExecutor`: a record with `openrelay.tool_config`: the model and the user's
   tool executor in turns (`tool_loop.py`), over HTTP (`http_tools.py`) or MCP
   (`mcp_tools.py`).
+- `WorkflowExecutor`: a record with `openrelay.workflow`: steps of requests that the
+  user's callback asks for (`workflow.py`).
 
-`stopping` tells a row of several calls that its job is being cancelled or expired:
-it ends between two calls rather than start another.
+Every executor runs its row in its job's `Lane`: the job's `batch_concurrency` slots,
+which every upstream request takes while it is on the wire (so the setting counts
+requests in flight, whatever the rows are doing between them), and whether the job
+is being stopped (cancel, expiry): a row of several calls then ends between two, and
+a workflow at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.tool_config import raw_tool_config
+from daemon.domain.workflow_config import raw_workflow
 from daemon.executors.chat import ChatExecutor
+from daemon.executors.lane import Lane
 
-__all__ = ["ChatExecutor", "Executors", "RowExecutor"]
+__all__ = ["ChatExecutor", "Executors", "Lane", "RowExecutor"]
 
 
 class RowExecutor(Protocol):
-    async def run(self, work: RowWork, *, stopping: Callable[[], bool]) -> RowOutcome:
+    async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
         """Run one row to its end: an ok outcome, or a failure that says why."""
         ...
 
@@ -39,15 +45,20 @@ class Releasing(RowExecutor, Protocol):
 class Executors:
     """Chooses the executor for each row."""
 
-    def __init__(self, *, chat: RowExecutor, tools: Releasing | None = None) -> None:
+    def __init__(self, *, chat: RowExecutor, tools: Releasing | None = None,
+                 workflows: Releasing | None = None) -> None:
         self.chat = chat
         self.tools = tools
+        self.workflows = workflows
 
     def for_row(self, work: RowWork) -> RowExecutor:
+        if self.workflows is not None and raw_workflow(work.body) is not None:
+            return self.workflows
         if self.tools is not None and raw_tool_config(work.body) is not None:
             return self.tools
         return self.chat
 
     async def release(self, job_seq: int) -> None:
-        if self.tools is not None:
-            await self.tools.release(job_seq)
+        for executor in (self.tools, self.workflows):
+            if executor is not None:
+                await executor.release(job_seq)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
+from daemon.executors.lane import Lane, not_started
 from daemon.upstream.router import Router
 
 
@@ -13,6 +12,8 @@ class ChatExecutor:
     def __init__(self, router: Router) -> None:
         self.router = router
 
-    async def run(self, work: RowWork, *, stopping: Callable[[], bool] = lambda: False,
-                  ) -> RowOutcome:
-        return await self.router.call(work.model, work.endpoint, work.body)
+    async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
+        async with lane.slots:
+            if lane.stopping:
+                return not_started()
+            return await self.router.call(work.model, work.endpoint, work.body)

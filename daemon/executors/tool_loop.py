@@ -35,10 +35,10 @@ from daemon.domain.tool_config import (
     parse_tool_config,
     raw_tool_config,
 )
+from daemon.executors.group_commit import GroupCommit
+from daemon.executors.lane import STOPPED, Lane
 from daemon.store.interface import Store
 from daemon.upstream.router import Router
-
-STOPPED = "stopped"  # the job was cancelled or expired between two rounds
 
 
 @dataclass(frozen=True)
@@ -93,41 +93,11 @@ def call_id(batch_id: str, custom_id: str, round_number: int) -> str:
     return f"call_{digest[:32]}"
 
 
-class RoundLog:
-    """Stores rounds with a group commit: every round that finishes while a
-    write is under way goes into the next one, and each row waits for its own."""
+class RoundLog(GroupCommit[tuple[int, int, Turn]]):
+    """Stores rounds `(row id, number, turn)` with a group commit."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
-        self.queued: list[tuple[tuple[int, int, Turn], asyncio.Future[None]]] = []
-        self.writing = False
-
-    async def save(self, row_id: int, number: int, turn: Turn) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.queued.append(((row_id, number, turn), done))
-        if not self.writing:
-            self.writing = True
-            asyncio.create_task(self._write())  # noqa: RUF006 - it ends when the queue does
-        await done
-
-    async def _write(self) -> None:
-        try:
-            while self.queued:
-                group, self.queued = self.queued, []
-                try:
-                    await asyncio.to_thread(self.store.save_rounds, [r for r, _ in group])
-                except Exception as exc:
-                    _settle(group, exc)
-                else:
-                    _settle(group, None)
-        finally:
-            self.writing = False
-
-
-def _settle(group: list[tuple[Any, asyncio.Future[None]]], error: Exception | None) -> None:
-    for _, done in group:
-        if not done.done():
-            done.set_exception(error) if error else done.set_result(None)
+        super().__init__(store.save_rounds)
 
 
 @dataclass
@@ -175,8 +145,7 @@ class ToolLoopExecutor:
         self.clock = clock
         self.rng = rng or random.Random()
 
-    async def run(self, work: RowWork, *, stopping: Callable[[], bool] = lambda: False,
-                  ) -> RowOutcome:
+    async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
         try:
             config = parse_tool_config(raw_tool_config(work.body))
         except ToolConfigError as exc:
@@ -186,12 +155,13 @@ class ToolLoopExecutor:
         done = Transcript.resumed(work)
         while True:
             if done.pending is None:
-                if done.rounds and stopping():
-                    return _stopped(done)
-                answer = await self.router.call(
-                    work.model, work.endpoint, {**work.body, "messages": done.messages,
-                                                **({"tools": tools} if tools else {})},
-                    resume_at=done.model)
+                async with lane.slots:
+                    if lane.stopping:
+                        return _stopped(done)
+                    answer = await self.router.call(
+                        work.model, work.endpoint, {**work.body, "messages": done.messages,
+                                                    **({"tools": tools} if tools else {})},
+                        resume_at=done.model)
                 done.attempts.extend(answer.attempts)
                 if not answer.ok:
                     return _with_transcript(answer, done)
@@ -210,7 +180,7 @@ class ToolLoopExecutor:
     async def _model_turn(self, work: RowWork, done: Transcript, turn: Turn) -> None:
         """Store the model's turn before its tool calls go out: a restart then repeats
         only the executor call (with the same call id), never the model call."""
-        await self.rounds.save(work.id, done.rounds + 1, turn)
+        await self.rounds.save((work.id, done.rounds + 1, turn))
         done.turns.append(turn)
         done.pending = turn.messages[0]
 
@@ -232,7 +202,7 @@ class ToolLoopExecutor:
                                "content": r.content} for r in results))
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
         whole = replace(done.turns[-1], messages=added)
-        await self.rounds.save(work.id, number, whole)
+        await self.rounds.save((work.id, number, whole))
         done.turns[-1] = whole
         done.messages.extend(added)
         done.rounds, done.pending = number, None

@@ -29,9 +29,17 @@ Tool calling (OpenRelay's tool_config extension), simulated three ways:
   HTTP at `/mcp` on a second port, same process and event loop. Imported only when
   asked for, so the plain simulator does not load the SDK.
 
+OpenRelay's workflow records get a deterministic callback (`workflow.py`) at
+`POST /_sim/workflow` on the same port: a map-reduce summariser (started → one
+"Summarise: <chunk>" request per chunk → one "Reduce: ..." request → completed with
+the summary), idempotent per event, with paths and faults pinned by `[sim:wf_fanout=K]`,
+`[sim:wf_wait=MS]`, `[sim:wf_steps=N]`, `[sim:wf_fail]`, `[sim:wf_garbage]`,
+`[sim:wf_http=CODE times=K]`, `[sim:wf_sleep=MS]`, `[sim:wf_stall=K]` in the input.
+
 Every response carries `X-Relay-Simulated: true`. The `/_sim/*` routes let
 tests see (and forget) what the server was asked: `/_sim/stats`,
-`/_sim/requests`, `/_sim/tool_calls`, `/_sim/mcp_calls`, `POST /_sim/reset`.
+`/_sim/requests`, `/_sim/tool_calls`, `/_sim/mcp_calls`, `/_sim/workflow_events`,
+`POST /_sim/reset`.
 """
 
 from daemon.simulator.app import LOG_LIMIT, SimState, build_app
@@ -47,9 +55,10 @@ from daemon.simulator.faults import (
     random_fault,
 )
 from daemon.simulator.tools import arguments_for, tool_call_id
+from daemon.simulator.workflow import split_chunks
 
 __all__ = [
     "LOG_LIMIT", "Directive", "Draw", "SimOptions", "SimState", "arguments_for", "build_app",
     "classify_sentiment", "compose_reply", "embed", "latency_s", "main", "parse_directive",
-    "plan", "random_fault", "tool_call_id",
+    "plan", "random_fault", "split_chunks", "tool_call_id",
 ]

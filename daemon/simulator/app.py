@@ -1,5 +1,6 @@
 """The simulator's aiohttp application: the OpenAI routes, the HTTP tool executor
-(`POST /_sim/tools`), the `/_sim/*` introspection routes, and the logs they share."""
+(`POST /_sim/tools`), the workflow callback (`POST /_sim/workflow`), the `/_sim/*`
+introspection routes, and the logs they share."""
 
 from __future__ import annotations
 
@@ -36,19 +37,23 @@ from daemon.simulator.tools import (
     executor_results,
     read_executor_request,
 )
+from daemon.simulator.workflow import WorkflowMemory, read_event
 
 MODELS = ("sim-small", "sim-large", "sim-embed")
 LOG_LIMIT = 200_000  # requests remembered by /_sim/requests (and tool calls by theirs)
 # The executor request headers /_sim/tool_calls records (any other Relay-* header too).
 TOOL_HEADERS = ("Authorization", "Relay-Batch-Id", "Relay-Round", "Relay-Call-Id")
+# The callback request headers /_sim/workflow_events records (any other Relay-* header too).
+WORKFLOW_HEADERS = ("Authorization", "Content-Type", "Relay-Event-Id", "Relay-Signature")
 _MODELS_CREATED = 1_700_000_000
 _MAX_BODY = 64 * 1024 * 1024
 _GARBAGE = "<html>SIMULATED garbage: this body is deliberately not JSON {"
 
 
 class SimState:
-    """The random source, the per-prompt directive counters, the request log, and what
-    the tool executors (HTTP and MCP) were called with."""
+    """The random source, the per-prompt directive counters, the request log, what
+    the tool executors (HTTP and MCP) were called with, and the workflow callback's
+    memory and events."""
 
     def __init__(self, options: SimOptions) -> None:
         self.options = options
@@ -67,6 +72,8 @@ class SimState:
         self.tool_seen: Counter[str] = Counter()  # tool_fail directives, per Relay-Call-Id
         self.mcp_calls: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)  # MCP tools/call
         self.mcp_seen: Counter[str] = Counter()  # tool_fail directives, per tool and arguments
+        self.workflows = WorkflowMemory()  # POST /_sim/workflow: records and deliveries
+        self.workflow_events: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
 
     def draw(self) -> Draw:
         return Draw(jitter=self.rng.random(), fault=self.rng.random())
@@ -209,6 +216,10 @@ async def sim_mcp_calls(request: web.Request) -> web.Response:
     return web.json_response({"data": list(request.app[STATE].mcp_calls)})
 
 
+async def sim_workflow_events(request: web.Request) -> web.Response:
+    return web.json_response({"data": list(request.app[STATE].workflow_events)})
+
+
 async def sim_reset(request: web.Request) -> web.Response:
     request.app[STATE].reset()
     return web.json_response({"reset": True})
@@ -236,8 +247,9 @@ async def sim_tools(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def _tool_headers(request: web.Request) -> dict[str, str | None]:
-    headers: dict[str, str | None] = {name: request.headers.get(name) for name in TOOL_HEADERS}
+def _tool_headers(request: web.Request, names: tuple[str, ...] = TOOL_HEADERS
+                  ) -> dict[str, str | None]:
+    headers: dict[str, str | None] = {name: request.headers.get(name) for name in names}
     headers.update((name.title(), value) for name, value in request.headers.items()
                    if name.lower().startswith("relay-") and name.title() not in headers)
     return headers
@@ -287,6 +299,58 @@ def _tool_fault(status: int) -> web.Response:
     return error_response(status, message, retry_after_s=0 if status == 429 else None)
 
 
+# --- the workflow callback ---------------------------------------------------------
+
+
+async def sim_workflow(request: web.Request) -> web.StreamResponse:
+    """`POST /_sim/workflow`: the map-reduce summariser (workflow.py) answers one event;
+    `[sim:wf_*]` in the record's input pin its path and faults.
+
+    Every event is recorded on arrival with its raw body (so a test can check
+    Relay-Signature); `status` and `answer` are filled in when it is answered
+    (`status` 0 if the client left first)."""
+    state = request.app[STATE]
+    entry: dict[str, Any] = {"method": request.method, "path": request.path,
+                             "headers": _tool_headers(request, WORKFLOW_HEADERS),
+                             "body": None, "raw": None, "status": None, "answer": None,
+                             "at": time.time()}
+    state.workflow_events.append(entry)
+    try:
+        response = await _answer_workflow(request, state, entry)
+    except asyncio.CancelledError:
+        entry["status"] = 0
+        raise
+    entry["status"] = response.status
+    return response
+
+
+async def _answer_workflow(request: web.Request, state: SimState,
+                           entry: dict[str, Any]) -> web.Response:
+    raw = await request.read()
+    entry["raw"] = raw.decode("utf-8", errors="replace")
+    try:
+        entry["body"] = body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return error_response(400, "The request body is not valid JSON.")
+    try:
+        event = read_event(body, request.headers.get("Relay-Event-Id"))
+    except ValueError as exc:
+        return error_response(400, str(exc))
+    record = state.workflows.record_for(event)
+    directive = record.plan.directive if record is not None else None
+    if directive is not None and directive.wf_sleep_ms:
+        await asyncio.sleep(directive.wf_sleep_ms / 1000)
+    if directive is not None and directive.wf_http is not None:
+        seen = state.workflows.delivered(event.event_id)
+        if directive.wf_times is None or seen < directive.wf_times:
+            message = (f"SIMULATED workflow callback failure (HTTP {directive.wf_http}) "
+                       "from the Relay simulator.")
+            return error_response(directive.wf_http, message,
+                                  retry_after_s=0 if directive.wf_http == 429 else None)
+    entry["answer"] = answer = state.workflows.answer(event, record)
+    return web.json_response(answer)
+
+
 async def _mark_simulated(request: web.Request, response: web.StreamResponse) -> None:
     response.headers["X-Relay-Simulated"] = "true"
 
@@ -308,5 +372,7 @@ def build_app(options: SimOptions) -> web.Application:
         web.post("/_sim/tools", sim_tools),
         web.get("/_sim/tool_calls", sim_tool_calls),
         web.get("/_sim/mcp_calls", sim_mcp_calls),
+        web.post("/_sim/workflow", sim_workflow),
+        web.get("/_sim/workflow_events", sim_workflow_events),
     ])
     return app

@@ -42,7 +42,8 @@ class SimOptions:
 
 
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
-_FLAGS = {"garbage", "reset", "timeout", "tool_garbage", "tool_mismatch"}
+_FLAGS = {"garbage", "reset", "timeout", "tool_garbage", "tool_mismatch", "wf_fail",
+          "wf_garbage"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,17 @@ class Directive:
     tool_garbage: bool = False
     tool_mismatch: bool = False
     tool_round: int | None = None  # the executor faults hit only this Relay-Round
+    # The workflow callback (`POST /_sim/workflow`), which reads these from the last user
+    # message of a workflow record's input (see workflow.py).
+    wf_fanout: int | None = None  # map requests (None: one per sentence, at most 4)
+    wf_wait_ms: int | None = None  # the first answer is `wait` this long
+    wf_fail: bool = False  # the first answer is `failed`
+    wf_garbage: bool = False  # the first answer is a 200 that is no valid answer
+    wf_http: int | None = None  # answer this HTTP status instead...
+    wf_times: int | None = None  # ...to the first N deliveries of each event (None: all)
+    wf_steps: int = 0  # one-request `continue` steps before the map step
+    wf_sleep_ms: float = 0.0  # before every answer
+    wf_stall: int = 0  # map requests (the first K) that carry [sim:sleep=3000]
 
     @property
     def fault(self) -> int | str | None:
@@ -91,10 +103,15 @@ def parse_directive(text: str) -> Directive | None:
     `timeout`, `sleep=MS`; for tool calling `tool_rounds=N` (0–100),
     `tool_calls=K` (1–100); for the tool executors `tool_fail=CODE` (400–599),
     `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, and
-    `tool_round=N` (those faults hit only round N). In a token
-    that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
-    `[sim:tool_fail=503 times=2]` reads as it looks. Several tokens merge, later
-    words winning. An unknown word or a bad value raises ValueError.
+    `tool_round=N` (those faults hit only round N); for the workflow callback
+    (`POST /_sim/workflow`, read from a workflow input's last user message)
+    `wf_fanout=K` (1–256 map requests), `wf_wait=MS` (0–10⁹: the first answer waits; Relay
+    accepts 1000–3600000), `wf_fail`, `wf_garbage`, `wf_http=CODE` (400–599),
+    `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256).
+    In a token that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
+    `[sim:tool_fail=503 times=2]` reads as it looks; likewise in a token that names
+    `wf_http` but neither `fail` nor `tool_fail`, `times=N` means `wf_times=N`. Several
+    tokens merge, later words winning. An unknown word or a bad value raises ValueError.
     """
     bodies = DIRECTIVE_PATTERN.findall(text)
     if not bodies:
@@ -103,10 +120,12 @@ def parse_directive(text: str) -> Directive | None:
     for body in bodies:
         words = [w for w in re.split(r"[\s,]+", body) if w]
         keys = {w.partition("=")[0] for w in words}
-        tool_token = "tool_fail" in keys and "fail" not in keys
+        times = ("tool_times" if "tool_fail" in keys and "fail" not in keys
+                 else "wf_times" if "wf_http" in keys and "fail" not in keys
+                 else "times")
         for word in words:
             field, value = _directive_word(word)
-            fields["tool_times" if field == "times" and tool_token else field] = value
+            fields[times if field == "times" else field] = value
     return Directive(**fields)
 
 
@@ -151,6 +170,13 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "tool_times": ("tool_times", lambda k, v: _int_value(k, v, 0, 10**9)),
     "tool_sleep": ("tool_sleep_ms", _sleep_value),
     "tool_round": ("tool_round", lambda k, v: _int_value(k, v, 1, 100)),
+    "wf_fanout": ("wf_fanout", lambda k, v: _int_value(k, v, 1, 256)),
+    "wf_wait": ("wf_wait_ms", lambda k, v: _int_value(k, v, 0, 10**9)),
+    "wf_http": ("wf_http", lambda k, v: _int_value(k, v, 400, 599)),
+    "wf_times": ("wf_times", lambda k, v: _int_value(k, v, 0, 10**9)),
+    "wf_steps": ("wf_steps", lambda k, v: _int_value(k, v, 0, 10_000)),
+    "wf_sleep": ("wf_sleep_ms", _sleep_value),
+    "wf_stall": ("wf_stall", lambda k, v: _int_value(k, v, 0, 256)),
 }
 
 

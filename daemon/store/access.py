@@ -27,14 +27,19 @@ class AccessQueries(SqlBase):
         ws = Workspace.get_or_none(Workspace.name == name)
         return workspace_record(ws) if ws else None
 
+    def workspace_by_id(self, workspace_id: int) -> WorkspaceRecord | None:
+        ws = Workspace.get_or_none(Workspace.id == workspace_id)
+        return workspace_record(ws) if ws else None
+
     def workspaces(self) -> list[WorkspaceRecord]:
         return [workspace_record(ws) for ws in Workspace.select().order_by(Workspace.name)]
 
     def set_workspace(self, name: str, *, now: float, batch_access: bool | None = None,
-                      expedited: bool | None = None) -> WorkspaceRecord:
-        """Operator switches: batch API access and the expedited tier."""
-        changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited))
-                   if v is not None}
+                      expedited: bool | None = None,
+                      workflows: bool | None = None) -> WorkspaceRecord:
+        """Operator switches: batch API access, the expedited tier, workflow records."""
+        changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited),
+                                     ("workflows", workflows)) if v is not None}
         with self.write():
             ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
             if changes:

@@ -35,6 +35,7 @@ class Workspace(BaseModel):
     created_at = FloatField()
     batch_access = BooleanField(default=True)
     expedited = BooleanField(default=True)
+    workflows = BooleanField(default=False)  # may run workflow records (operator's switch)
     webhook_secret = TextField(null=True)
 
     class Meta:
@@ -153,6 +154,32 @@ class RoundModel(BaseModel):
         indexes = ((("row", "number"), True),)
 
 
+class WorkflowModel(BaseModel):
+    """Where a workflow record stands: its step, pending event, totals (JSON)."""
+
+    row_id: int
+    row = ForeignKeyField(RowModel, primary_key=True, on_delete="CASCADE")
+    state = TextField()
+
+    class Meta:
+        table_name = "workflow"
+
+
+class WorkflowResultModel(BaseModel):
+    """One finished request of a workflow step, stored as it finishes."""
+
+    row_id: int
+    id = AutoField()
+    row = ForeignKeyField(RowModel, on_delete="CASCADE", index=False)
+    step = IntegerField()
+    position = IntegerField()  # the request's index in its step
+    result = TextField()  # JSON: {index, status_code, body} or {index, error}
+
+    class Meta:
+        table_name = "workflow_result"
+        indexes = ((("row", "step", "position"), True),)
+
+
 class FileModel(BaseModel):
     """An uploaded input file or a written result file; the bytes live under data_dir."""
 
@@ -174,4 +201,4 @@ class FileModel(BaseModel):
 
 
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
-          FileModel]
+          WorkflowModel, WorkflowResultModel, FileModel]

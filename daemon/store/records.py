@@ -23,7 +23,8 @@ def hash_key(plain: str) -> str:
 
 def workspace_record(ws: Workspace) -> WorkspaceRecord:
     return WorkspaceRecord(id=ws.id, name=ws.name, batch_access=ws.batch_access,
-                           expedited=ws.expedited, webhook_secret=ws.webhook_secret)
+                           expedited=ws.expedited, workflows=ws.workflows,
+                           webhook_secret=ws.webhook_secret)
 
 
 # A job's fields are named once, on `Job` (and `JobDraft`, the fields a new job is

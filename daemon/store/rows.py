@@ -30,6 +30,7 @@ from daemon.store.sql import (
     UPDATE_ROWS,
     SqlBase,
 )
+from daemon.store.workflows import workflows_of
 
 INSERT_CHUNK = 500
 
@@ -57,10 +58,13 @@ class RowQueries(SqlBase):
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
         found = cursor.fetchall()
-        rounds = self._rounds_of([rid for rid, *_ in found]) if found else {}
+        ids = [rid for rid, *_ in found]
+        rounds = self._rounds_of(ids) if ids else {}
+        workflows = workflows_of(ids) if ids else {}
         return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
                         model=model or job.model, endpoint=job.endpoint, body=json.loads(body),
-                        job_id=job.id, rounds=tuple(rounds.get(rid, ())))
+                        job_id=job.id, rounds=tuple(rounds.get(rid, ())),
+                        workspace_id=job.workspace_id, workflow=workflows.get(rid))
                 for rid, custom_id, model, body in found]
 
     def _rounds_of(self, row_ids: list[int]) -> dict[int, list[Turn]]:

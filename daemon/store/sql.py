@@ -35,6 +35,12 @@ SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the who
     "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "
     "model = excluded.model, prompt_tokens = excluded.prompt_tokens, "
     "completion_tokens = excluded.completion_tokens, messages = excluded.messages")
+SAVE_WORKFLOW = (
+    'INSERT INTO "workflow" (row_id, state) VALUES ({p}, {p}) '
+    "ON CONFLICT (row_id) DO UPDATE SET state = excluded.state")
+SAVE_WORKFLOW_RESULT = (
+    'INSERT INTO "workflow_result" (row_id, step, position, result) VALUES ({p}, {p}, {p}, {p}) '
+    "ON CONFLICT (row_id, step, position) DO NOTHING")
 INSERT_ATTEMPTS = (
     "INSERT INTO attempt (row_id, model, status_code, error, duration_ms, started_at, "
     "transient) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})")

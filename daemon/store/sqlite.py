@@ -15,9 +15,17 @@ from peewee import SqliteDatabase
 from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
 from daemon.store.jobs import JobQueries
-from daemon.store.models import TABLES, RoundModel, SchemaVersion, database
+from daemon.store.models import (
+    TABLES,
+    RoundModel,
+    SchemaVersion,
+    WorkflowModel,
+    WorkflowResultModel,
+    database,
+)
 from daemon.store.rows import RowQueries
 from daemon.store.webhooks import WebhookQueries
+from daemon.store.workflows import WorkflowQueries
 
 PRAGMAS = {
     "journal_mode": "wal",
@@ -45,13 +53,25 @@ def _rounds(db: SqliteDatabase) -> None:
     db.create_tables([RoundModel])
 
 
+def _workflows_switch(db: SqliteDatabase) -> None:
+    """Version 4: the operator's switch for workflow records (off until enabled)."""
+    db.execute_sql("ALTER TABLE workspace ADD COLUMN workflows INTEGER NOT NULL DEFAULT 0")
+
+
+def _workflow_state(db: SqliteDatabase) -> None:
+    """Version 5: where each workflow record stands, and its finished requests."""
+    db.create_tables([WorkflowModel, WorkflowResultModel])
+
+
 # Each migration takes the database from version N-1 to N. Version 1 is the initial
 # schema; a new database is created from the models at the latest version.
-MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {2: _webhook_state, 3: _rounds}
-SCHEMA_VERSION = 3
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
+    2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state}
+SCHEMA_VERSION = 5
 
 
-class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries):
+class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
+                  WorkflowQueries):
     """The `Store` on one SQLite file."""
 
     def __init__(self, db: SqliteDatabase) -> None:

@@ -12,7 +12,7 @@ import pytest
 from daemon.actors.worker import RowWorker
 from daemon.config import RetryConfig
 from daemon.domain.jobs import RowWork
-from daemon.executors import ChatExecutor, Executors
+from daemon.executors import ChatExecutor, Executors, Lane
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
 from daemon.upstream.transport import FunctionTransport
@@ -39,7 +39,7 @@ def test_a_row_reaching_a_stopping_io_loop_does_not_hang_the_worker(tmp_path, up
     router = Router(config.models, RetryConfig(), transport=FunctionTransport(upstream))
     supervisor = Supervisor.start().proxy()
     worker = Worker.start(executors=Executors(chat=ChatExecutor(router)), io_loop=io_loop,
-                          supervisor=supervisor).proxy()
+                          supervisor=supervisor, lane=Lane(4)).proxy()
     work = RowWork(id=1, job_seq=1, custom_id="r-1", model=PRIMARY,
                    endpoint="/v1/chat/completions",
                    body={"messages": [{"role": "user", "content": "slow BLOCK"}]})

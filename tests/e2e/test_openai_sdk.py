@@ -239,7 +239,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert refused["response"]["body"]["error"]["type"] == "invalid_request_error"
     for cid, code in (("streamed", "stream_unsupported"), ("moved", "tool_config_moved"),
                       ("ext-tools", "invalid_tool_config"),
-                      ("ext-flow", "unsupported_extension"), ("not-object", "invalid_body")):
+                      ("ext-flow", "workflow_not_enabled"), ("not-object", "invalid_body")):
         assert_error_line(errors[cid], code)
 
     # Usage: exact, from the simulator's counts; standard pays half; backup is free.

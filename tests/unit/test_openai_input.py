@@ -395,7 +395,7 @@ def test_every_file_error_is_reported_not_just_the_first() -> None:
      "invalid_tool_config"),
     (with_body(openrelay={"workflow": {"url": "https://flow.example.com",
                                        "authorization": "Bearer x"}}),
-     "unsupported_extension"),
+     "workflow_not_enabled"),
     (with_body(openrelay="tools"), "invalid_body"),
     (make_record(body="not an object"), "invalid_body"),
     (make_record(body=["model", "gpt-4o-mini"]), "invalid_body"),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 from aiohttp.test_utils import TestClient
 
@@ -29,6 +30,7 @@ from daemon.simulator import (
     parse_directive,
     plan,
     random_fault,
+    split_chunks,
 )
 from daemon.simulator.content import BadRequest, parse_chat
 from daemon.simulator.tools import (
@@ -813,3 +815,340 @@ def test_relays_own_keys_are_refused_as_a_provider_would(key: str) -> None:
     with pytest.raises(BadRequest) as refused:
         parse_chat({"model": "m", "messages": [{"role": "user", "content": "x"}], key: {}})
     assert refused.value.param == key
+
+
+# --- the workflow callback --------------------------------------------------------
+
+WF_HEADERS = {"Authorization": "Bearer wf-secret", "Relay-Signature": "t=1700000000,v1=abc"}
+TEXT = "One. Two! Three?\n\nFour five\n\nSix. Seven. Eight. Nine. Ten."
+
+
+def wf_input(text: str, model: str = "sim-small") -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "system", "content": "Be brief."},
+                                         {"role": "user", "content": "ignored"},
+                                         {"role": "user", "content": text}]}
+
+
+def wf_event(kind: str, step: int, event_id: str, *, custom_id: str = "row-1",
+             input_: dict[str, Any] | None = None,
+             results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": f"workflow.{kind}", "event_id": event_id, "batch_id": "batch_1",
+        "custom_id": custom_id, "step": step, "context": {"tenant": "t1"},
+        "totals": {"steps": step, "requests": 0, "input_tokens": 0, "output_tokens": 0}}
+    if input_ is not None:
+        event["input"] = input_
+    if results is not None:
+        event["results"] = results
+    return event
+
+
+async def wf_post(client: TestClient, event: dict[str, Any]) -> aiohttp.ClientResponse:
+    resp = await client.post("/_sim/workflow", json=event,
+                             headers={**WF_HEADERS, "Relay-Event-Id": event["event_id"]})
+    await resp.read()
+    return resp
+
+
+async def wf_answer(client: TestClient, event: dict[str, Any]) -> dict[str, Any]:
+    resp = await wf_post(client, event)
+    assert resp.status == 200 and resp.headers["X-Relay-Simulated"] == "true"
+    answer: dict[str, Any] = await resp.json()
+    return answer
+
+
+async def run_requests(client: TestClient, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """What Relay does with a `continue`: run each request (here, on the simulator)."""
+    assert answer["action"] == "continue"
+    results = []
+    for i, request in enumerate(answer["requests"]):
+        assert request["url"] == "/v1/chat/completions"
+        resp = await client.post(request["url"], json=request["body"])
+        results.append({"index": i, "status_code": resp.status, "body": await resp.json()})
+    return results
+
+
+def prompts(answer: dict[str, Any]) -> list[str]:
+    return [r["body"]["messages"][-1]["content"] for r in answer["requests"]]
+
+
+def content(result: dict[str, Any]) -> str:
+    text: str = result["body"]["choices"][0]["message"]["content"]
+    return text
+
+
+@pytest.mark.parametrize(("text", "fanout", "chunks"), [
+    (TEXT, None, ["One. Two!", "Three? Four five", "Six. Seven.", "Eight. Nine. Ten."]),
+    (TEXT, 3, ["One. Two! Three?", "Four five Six. Seven.", "Eight. Nine. Ten."]),
+    (TEXT, 1, [" ".join(TEXT.split())]),
+    ("A.  B.", None, ["A.", "B."]),
+    ("A. B.", 5, ["A.", "B.", "A.", "B.", "A."]),
+    ("no  sentence\nend", None, ["no sentence end"]),
+    ("", None, [""]),
+    ("  ", 2, ["", ""]),
+])
+def test_split_chunks(text: str, fanout: int | None, chunks: list[str]) -> None:
+    assert split_chunks(text, fanout) == chunks
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sim:wf_fanout=256]", Directive(wf_fanout=256)),
+    ("[sim:wf_wait=1500]", Directive(wf_wait_ms=1500)),
+    ("[sim:wf_fail] [sim:wf_garbage]", Directive(wf_fail=True, wf_garbage=True)),
+    ("[sim:wf_http=503]", Directive(wf_http=503)),
+    ("[sim:wf_http=429 times=2]", Directive(wf_http=429, wf_times=2)),
+    ("[sim:wf_http=503 wf_times=1]", Directive(wf_http=503, wf_times=1)),
+    ("[sim:fail=500 wf_http=503 times=1]", Directive(fail=500, wf_http=503, times=1)),
+    ("[sim:wf_steps=3, wf_sleep=2.5, wf_stall=4]",
+     Directive(wf_steps=3, wf_sleep_ms=2.5, wf_stall=4)),
+])
+def test_parse_workflow_directives(text: str, expected: Directive) -> None:
+    assert parse_directive(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "[sim:wf_fanout=0]", "[sim:wf_fanout=257]", "[sim:wf_http=200]", "[sim:wf_wait=-1]",
+    "[sim:wf_steps=x]", "[sim:wf_stall=257]", "[sim:wf_fail=1]", "[sim:wf_dance]",
+])
+def test_parse_workflow_directives_refuses_nonsense(text: str) -> None:
+    with pytest.raises(ValueError, match="sim"):
+        parse_directive(text)
+
+
+async def test_the_workflow_maps_then_reduces_then_completes(make_sim: Any) -> None:
+    client = await make_sim()
+    started = await wf_answer(client, wf_event("started", 0, "ev-0", input_=wf_input(
+        "One. Two.\n\nThree. [sim:wf_fanout=3]", model="sim-large")))
+    assert started == {"action": "continue", "requests": [
+        {"url": "/v1/chat/completions", "body": {"model": "sim-large", "messages": [
+            {"role": "user", "content": f"Summarise: {chunk}"}]}}
+        for chunk in ("One.", "Two.", "Three.")]}
+    mapped = await run_requests(client, started)
+    reduce = await wf_answer(client, wf_event("results", 1, "ev-1", results=mapped))
+    assert [r["body"]["model"] for r in reduce["requests"]] == ["sim-large"]
+    assert prompts(reduce) == ["Reduce: " + " | ".join(content(r) for r in mapped)]
+    assert prompts(reduce)[0].startswith("Reduce: Simulated reply (sim-large): Summarise: One.")
+    [reduced] = await run_requests(client, reduce)
+    done = await wf_answer(client, wf_event("results", 2, "ev-2", results=[reduced]))
+    assert done == {"action": "completed",
+                    "output": {"summary": content(reduced), "chunks": 3}}
+
+
+async def test_the_reduce_step_reads_results_in_index_order_and_shows_errors(
+        make_sim: Any) -> None:
+    client = await make_sim()
+    await wf_answer(client, wf_event("started", 0, "ev-0", input_=wf_input("A. B. C.")))
+    ok = {"status_code": 200, "body": {"choices": [{"message": {"content": "sum-a"}}]}}
+    results = [{"index": 2, "status_code": 502, "body": {"error": {}}},
+               {"index": 1, "error": {"code": "upstream_timeout", "message": "slow"}},
+               {"index": 0, **ok}]
+    reduce = await wf_answer(client, wf_event("results", 1, "ev-1", results=results))
+    assert prompts(reduce) == ["Reduce: sum-a | [error: upstream_timeout] | [error: http_502]"]
+    failed = {"index": 0, "error": {"code": "rate_limited", "message": "no"}}
+    done = await wf_answer(client, wf_event("results", 2, "ev-2", results=[failed]))
+    assert done["action"] == "failed" and done["error"]["code"] == "sim_reduce_failed"
+    assert "[error: rate_limited]" in done["error"]["message"]
+
+
+async def test_a_repeated_event_gets_the_same_answer(make_sim: Any) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input(TEXT))
+    first = await wf_answer(client, start)
+    assert await wf_answer(client, start) == first and len(first["requests"]) == 4
+    mapped = await run_requests(client, first)
+    results = wf_event("results", 1, "ev-1", results=mapped)
+    reduce = await wf_answer(client, results)
+    assert await wf_answer(client, results) == reduce  # the same Relay-Event-Id
+    assert await wf_answer(client, {**results, "event_id": "ev-1b"}) == reduce  # same step
+    assert await wf_answer(client, start) == first  # still, after the record moved on
+    [reduced] = await run_requests(client, reduce)
+    done = await wf_answer(client, wf_event("results", 2, "ev-2", results=[reduced]))
+    assert done["action"] == "completed" and done["output"]["chunks"] == 4
+    assert await wf_answer(client, wf_event("results", 2, "ev-2", results=[])) == done
+
+
+async def test_without_a_step_only_the_event_id_marks_a_repeat(make_sim: Any) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input("A. [sim:wf_steps=1]"))
+    del start["step"]
+    assert prompts(await wf_answer(client, start)) == ["Step 1 of 1: warm up."]
+    results = wf_event("results", 0, "ev-1", results=[])
+    del results["step"]
+    assert prompts(await wf_answer(client, results)) == ["Summarise: A."]
+    assert prompts(await wf_answer(client, results)) == ["Summarise: A."]
+    reduce = await wf_answer(client, {**results, "event_id": "ev-2"})
+    assert prompts(reduce) == ["Reduce: "]
+
+
+async def test_records_are_kept_apart_and_a_new_started_starts_over(make_sim: Any) -> None:
+    client = await make_sim()
+    one = await wf_answer(client, wf_event("started", 0, "a-0", custom_id="a",
+                                           input_=wf_input("A. [sim:wf_fanout=2]")))
+    two = await wf_answer(client, wf_event("started", 0, "b-0", custom_id="b",
+                                           input_=wf_input("B.")))
+    assert (len(one["requests"]), len(two["requests"])) == (2, 1)
+    reduce = await wf_answer(client, wf_event("results", 1, "a-1", custom_id="a", results=[]))
+    assert prompts(reduce) == ["Reduce: "]
+    again = await wf_answer(client, wf_event("started", 0, "a-0-retry", custom_id="a",
+                                             input_=wf_input("C. D. E.")))
+    assert prompts(again) == ["Summarise: C.", "Summarise: D.", "Summarise: E."]
+    reduce = await wf_answer(client, wf_event("results", 1, "a-1-retry", custom_id="a",
+                                              results=[]))
+    assert reduce["action"] == "continue" and prompts(reduce) == ["Reduce: "]
+
+
+async def test_an_event_of_an_unknown_record_is_answered_failed(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await wf_answer(client, wf_event("results", 1, "ev-1", results=[]))
+    assert answer["action"] == "failed" and answer["error"]["code"] == "sim_unknown_record"
+
+
+async def test_wf_wait_answers_wait_then_maps_on_the_tick(make_sim: Any) -> None:
+    client = await make_sim()
+    started = wf_event("started", 0, "ev-0", input_=wf_input("A. B. [sim:wf_wait=1500]"))
+    assert await wf_answer(client, started) == {"action": "wait", "delay_ms": 1500}
+    tick = await wf_answer(client, wf_event("tick", 1, "ev-1"))
+    assert prompts(tick) == ["Summarise: A.", "Summarise: B."]
+
+
+async def test_wf_steps_runs_small_steps_before_the_map_step(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await wf_answer(client, wf_event("started", 0, "ev-0",
+                                              input_=wf_input("A. [sim:wf_steps=2]")))
+    seen = [prompts(answer)]
+    for step in (1, 2):
+        answer = await wf_answer(client, wf_event("results", step, f"ev-{step}",
+                                                  results=await run_requests(client, answer)))
+        seen.append(prompts(answer))
+    assert seen == [["Step 1 of 2: warm up."], ["Step 2 of 2: warm up."], ["Summarise: A."]]
+
+
+@pytest.mark.parametrize(("directive", "expected"), [
+    ("[sim:wf_fail]", {"action": "failed", "error": {
+        "code": "sim_failed", "message": "SIMULATED workflow failure"}}),
+    ("[sim:wf_garbage]", {"action": "dance"}),
+    ("[sim:wf_garbage wf_fail wf_wait=1000]", {"action": "failed", "error": {
+        "code": "sim_failed", "message": "SIMULATED workflow failure"}}),
+])
+async def test_wf_fail_and_wf_garbage_are_the_first_answer(
+        make_sim: Any, directive: str, expected: dict[str, Any]) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input(f"A. {directive}"))
+    assert await wf_answer(client, start) == expected
+    assert await wf_answer(client, start) == expected
+    assert await wf_answer(client, wf_event("tick", 1, "ev-1")) == expected
+
+
+@pytest.mark.parametrize("status", [503, 429, 401])
+async def test_wf_http_always_fails(make_sim: Any, status: int) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input(f"A. [sim:wf_http={status}]"))
+    for _ in range(3):
+        resp = await wf_post(client, start)
+        assert resp.status == status and "error" in await resp.json()
+        assert resp.headers.get("Retry-After") == ("0" if status == 429 else None)
+
+
+async def test_wf_http_times_counts_deliveries_per_event_id(make_sim: Any) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input("A. [sim:wf_http=503 times=2]"))
+    statuses = [(await wf_post(client, start)).status for _ in range(3)]
+    tick = wf_event("tick", 1, "ev-1")
+    statuses += [(await wf_post(client, tick)).status for _ in range(3)]
+    assert statuses == [503, 503, 200, 503, 503, 200]
+    assert (await (await wf_post(client, start)).json())["action"] == "continue"
+
+
+async def test_wf_sleep_delays_every_answer(make_sim: Any) -> None:
+    client = await make_sim()
+    started = time.perf_counter()
+    resp = await wf_post(client, wf_event("started", 0, "ev-0",
+                                          input_=wf_input("A. [sim:wf_sleep=50]")))
+    assert resp.status == 200 and time.perf_counter() - started >= 0.05
+
+
+async def test_wf_stall_holds_the_first_map_requests(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await wf_answer(client, wf_event("started", 0, "ev-0", input_=wf_input(
+        "A. B. C. [sim:wf_stall=2 wf_fanout=3]")))
+    assert prompts(answer) == ["Summarise: A. [sim:sleep=3000]",
+                               "Summarise: B. [sim:sleep=3000]", "Summarise: C."]
+
+
+async def test_other_directives_ride_along_on_the_map_requests(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await wf_answer(client, wf_event("started", 0, "ev-0", input_=wf_input(
+        "A. [sim:fail=400] B. [sim:wf_fanout=2]")))
+    assert prompts(answer) == ["Summarise: A. [sim:fail=400]", "Summarise: B. [sim:fail=400]"]
+    mapped = [{"index": i, "status_code": r["status_code"], "error": {
+        "code": r["body"]["error"]["type"], "message": r["body"]["error"]["message"]}}
+        for i, r in enumerate(await run_requests(client, answer))]
+    reduce = await wf_answer(client, wf_event("results", 1, "ev-1", results=mapped))
+    assert prompts(reduce) == ["Reduce: [error: invalid_request_error] | "
+                               "[error: invalid_request_error]"]
+
+
+@pytest.mark.parametrize(("input_", "code"), [
+    (wf_input("A. [sim:wf_fanout=0]"), "sim_bad_directive"),
+    (wf_input("A. [sim:explode]"), "sim_bad_directive"),
+    ({"messages": [{"role": "user", "content": "A."}]}, "sim_bad_input"),
+])
+async def test_a_bad_input_is_answered_failed(make_sim: Any, input_: dict[str, Any],
+                                              code: str) -> None:
+    answer = await wf_answer(await make_sim(), wf_event("started", 0, "ev-0", input_=input_))
+    assert answer["action"] == "failed" and answer["error"]["code"] == code
+
+
+@pytest.mark.parametrize("body", [
+    [1], {"type": "workflow.cancelled", "event_id": "e", "batch_id": "b", "custom_id": "c"},
+    {"type": "workflow.started", "event_id": "e", "batch_id": "b", "custom_id": "c"},
+    {"type": "workflow.tick", "batch_id": "b", "custom_id": "c"},
+    {"type": "workflow.tick", "event_id": "e", "batch_id": "b", "custom_id": 7},
+    {"type": "workflow.tick", "event_id": "e", "batch_id": "b", "custom_id": "c", "step": -1},
+    {"type": "workflow.results", "event_id": "e", "batch_id": "b", "custom_id": "c",
+     "results": [1]},
+])
+async def test_the_callback_refuses_a_broken_contract(make_sim: Any, body: Any) -> None:
+    resp = await (await make_sim()).post("/_sim/workflow", json=body)
+    assert resp.status == 400 and (await resp.json())["error"]["type"] == "invalid_request_error"
+
+
+async def test_the_callback_records_every_event(make_sim: Any) -> None:
+    client = await make_sim()
+    start = wf_event("started", 0, "ev-0", input_=wf_input("A. [sim:wf_http=429 times=1]"))
+    await wf_post(client, start)
+    answer = await wf_answer(client, start)
+    await client.post("/_sim/workflow", data=b"{oops", headers={"Relay-Extra": "x"})
+    data = (await (await client.get("/_sim/workflow_events")).json())["data"]
+    assert [(r["method"], r["path"], r["status"]) for r in data] == [
+        ("POST", "/_sim/workflow", 429), ("POST", "/_sim/workflow", 200),
+        ("POST", "/_sim/workflow", 400)]
+    assert data[0]["headers"] == {**WF_HEADERS, "Content-Type": "application/json",
+                                  "Relay-Event-Id": "ev-0"}
+    assert data[0]["body"] == start and json.loads(data[0]["raw"]) == start
+    assert data[0]["answer"] is None and data[1]["answer"] == answer
+    assert isinstance(data[0]["at"], float)
+    assert data[2]["body"] is None and data[2]["raw"] == "{oops"
+    assert data[2]["headers"]["Relay-Extra"] == "x" and data[2]["headers"]["Authorization"] is None
+    assert (await (await client.get("/_sim/stats")).json())["requests"] == 0
+    await client.post("/_sim/reset")
+    assert (await (await client.get("/_sim/workflow_events")).json()) == {"data": []}
+    forgotten = await wf_answer(client, wf_event("tick", 1, "ev-1"))
+    assert forgotten["error"]["code"] == "sim_unknown_record"
+
+
+def test_the_simulator_process_serves_the_workflow_callback() -> None:
+    sim = Simulator.start()
+    try:
+        assert sim.workflow_url == sim.root + "/_sim/workflow"
+        event = wf_event("started", 0, "ev-0", input_=wf_input("A. B."))
+        resp = httpx.post(sim.workflow_url, json=event,
+                          headers={**WF_HEADERS, "Relay-Event-Id": "ev-0"}, timeout=10)
+        assert resp.status_code == 200 and len(resp.json()["requests"]) == 2
+        [recorded] = sim.workflow_events()
+        assert recorded["body"] == event and recorded["answer"] == resp.json()
+        assert recorded["headers"]["Relay-Signature"] == WF_HEADERS["Relay-Signature"]
+        sim.reset()
+        assert sim.workflow_events() == []
+    finally:
+        sim.stop()

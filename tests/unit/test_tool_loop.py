@@ -4,7 +4,6 @@ fallback and stopping between rounds."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +14,8 @@ from daemon.config import ModelConfig, RetryConfig
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Turn, Usage
 from daemon.domain.tool_config import ToolConfig
+from daemon.executors.lane import STOPPED, Lane
 from daemon.executors.tool_loop import (
-    STOPPED,
     RoundLog,
     ToolCallFailed,
     ToolLoopExecutor,
@@ -118,7 +117,7 @@ async def test_two_rounds_then_an_answer() -> None:
     model = Model({"main": [model_reply(calls=2), model_reply(calls=1), model_reply()]})
     executor, rounds = Executor(), Rounds()
 
-    outcome = await loop(model, executor, rounds).run(work())
+    outcome = await loop(model, executor, rounds).run(work(), Lane(4))
 
     assert outcome.ok and outcome.model == "main"
     assert len(model.sent) == 3
@@ -148,7 +147,7 @@ async def test_two_rounds_then_an_answer() -> None:
 async def test_the_round_limit_ends_the_record_with_the_last_answer() -> None:
     model = Model({"main": [model_reply(calls=1) for _ in range(3)]})
 
-    outcome = await loop(model, Executor(), Rounds()).run(work(max_rounds=2))
+    outcome = await loop(model, Executor(), Rounds()).run(work(max_rounds=2), Lane(4))
 
     assert outcome.ok and outcome.response is not None
     assert outcome.response["openrelay"] == {"tool_rounds": 2, "model_calls": 3,
@@ -165,7 +164,7 @@ async def test_a_restart_resumes_after_the_last_stored_round() -> None:
     model = Model({"main": [model_reply(calls=1), model_reply()]})
     executor, rounds = Executor(), Rounds()
 
-    outcome = await loop(model, executor, rounds).run(work(rounds=(stored,)))
+    outcome = await loop(model, executor, rounds).run(work(rounds=(stored,)), Lane(4))
 
     assert [len(sent["messages"]) for _, sent in model.sent] == [3, 5]
     assert [r.round for r in executor.requests] == [2]  # round 1's call is not repeated
@@ -181,7 +180,7 @@ async def test_a_round_cut_off_after_its_model_turn_repeats_only_the_executor_ca
     model = Model({"main": [model_reply()]})
     executor, rounds = Executor(), Rounds()
 
-    outcome = await loop(model, executor, rounds).run(work(rounds=(half,)))
+    outcome = await loop(model, executor, rounds).run(work(rounds=(half,)), Lane(4))
 
     assert [r.call_id for r in executor.requests] == [call_id("batch_1", "r-1", 1)]
     assert len(model.sent) == 1 and len(model.sent[0][1]["messages"]) == 3
@@ -194,7 +193,7 @@ async def test_transient_executor_failures_are_retried() -> None:
     model = Model({"main": [model_reply(calls=1), model_reply()]})
     executor = Executor([ToolCallFailed("503", transient=True), None])
 
-    outcome = await loop(model, executor, Rounds()).run(work())
+    outcome = await loop(model, executor, Rounds()).run(work(), Lane(4))
 
     assert outcome.ok
     assert [r.call_id for r in executor.requests] == [call_id("batch_1", "r-1", 1)] * 2
@@ -204,7 +203,7 @@ async def test_an_unreachable_executor_dead_letters_the_record() -> None:
     model = Model({"main": [model_reply(calls=1)]})
     executor = Executor([ToolCallFailed("timeout", transient=True)] * 3)
 
-    outcome = await loop(model, executor, Rounds()).run(work())
+    outcome = await loop(model, executor, Rounds()).run(work(), Lane(4))
 
     assert not outcome.ok and outcome.dead_letter
     assert outcome.error_code == "tool_executor_unreachable"
@@ -222,7 +221,7 @@ async def test_an_executor_error_fails_the_record_without_retrying(
     model = Model({"main": [model_reply(calls=1)]})
     executor = Executor([failure])
 
-    outcome = await loop(model, executor, Rounds()).run(work())
+    outcome = await loop(model, executor, Rounds()).run(work(), Lane(4))
 
     assert (outcome.ok, outcome.dead_letter, outcome.error_code) == (
         False, False, "tool_executor_error")
@@ -235,14 +234,14 @@ async def test_results_that_do_not_match_the_calls_are_an_executor_error() -> No
             return [ToolResult("other", "x")]
 
     model = Model({"main": [model_reply(calls=1)]})
-    outcome = await loop(model, Wrong(), Rounds()).run(work())
+    outcome = await loop(model, Wrong(), Rounds()).run(work(), Lane(4))
     assert outcome.error_code == "tool_executor_error" and "not ['c0']" in str(outcome.error)
 
 
 async def test_a_model_call_that_fails_for_good_fails_the_record_billed_so_far() -> None:
     model = Model({"main": [model_reply(calls=1), *[model_reply(status=400)]]})
 
-    outcome = await loop(model, Executor(), Rounds()).run(work())
+    outcome = await loop(model, Executor(), Rounds()).run(work(), Lane(4))
 
     assert not outcome.ok and outcome.error_code == "upstream_error"
     assert "(tool round 2)" in str(outcome.error)
@@ -256,7 +255,7 @@ async def test_after_a_fallback_the_loop_goes_on_with_the_same_transcript_and_mo
     model = Model({"main": [model_reply(calls=1), *[model_reply(status=503)] * 3],
                    "backup": [model_reply(calls=1), model_reply()]})
 
-    outcome = await loop(model, Executor(), Rounds(), models).run(work())
+    outcome = await loop(model, Executor(), Rounds(), models).run(work(), Lane(4))
 
     assert outcome.ok and outcome.model == "backup"
     assert [alias for alias, _ in model.sent] == ["main", "main", "main", "main", "backup",
@@ -267,14 +266,14 @@ async def test_after_a_fallback_the_loop_goes_on_with_the_same_transcript_and_mo
 
 async def test_a_cancel_stops_the_loop_between_rounds() -> None:
     model = Model({"main": [model_reply(calls=1), model_reply(calls=1)]})
-    stop = asyncio.Event()
+    lane = Lane(4)
 
     class StopAfterFirst(Executor):
         async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
-            stop.set()
+            lane.stop()  # the cancel arrives while round 1's executor call is out
             return await super().call(config, request)
 
-    outcome = await loop(model, StopAfterFirst(), Rounds()).run(work(), stopping=stop.is_set)
+    outcome = await loop(model, StopAfterFirst(), Rounds()).run(work(), lane)
 
     assert (outcome.ok, outcome.error_code) == (False, STOPPED)
     assert len(model.sent) == 1 and outcome.usage == Usage(10, 5)
@@ -283,5 +282,5 @@ async def test_a_cancel_stops_the_loop_between_rounds() -> None:
 async def test_a_malformed_tool_config_at_run_time_fails_the_record() -> None:
     bad = work()
     bad.body["openrelay"]["tool_config"]["type"] = "smoke-signals"
-    outcome = await loop(Model({}), Executor(), Rounds()).run(bad)
+    outcome = await loop(Model({}), Executor(), Rounds()).run(bad, Lane(4))
     assert outcome.error_code == "invalid_tool_config"

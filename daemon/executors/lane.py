@@ -1,0 +1,49 @@
+"""What the rows of one running job share on the I/O loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from daemon.domain.outcome import RowOutcome
+
+T = TypeVar("T")
+STOPPED = "stopped"  # the job was cancelled or expired before the row could go on
+
+
+class Lane:
+    """A job's `batch_concurrency` request slots, and whether it is being stopped.
+
+    `stop` is called from the supervisor's thread before it answers a cancel, so no
+    request starts after that answer; `halt` (on the I/O loop) also wakes what waits."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = asyncio.Semaphore(slots)
+        self.stopping = False
+        self.halted = asyncio.Event()
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    async def halt(self) -> None:
+        self.stopping = True
+        self.halted.set()
+
+    async def until_halted(self, work: Awaitable[T]) -> T | None:
+        """`work`'s result, or None if the job is halted first (`work` is then cancelled)."""
+        task = asyncio.ensure_future(work)
+        halted = asyncio.ensure_future(self.halted.wait())
+        try:
+            await asyncio.wait({task, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halted.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return task.result() if not task.cancelled() else None
+
+
+def not_started() -> RowOutcome:
+    """A row whose job was stopped while it waited for a slot: it never went out."""
+    return RowOutcome(ok=False, error="stopped before it was sent", error_code=STOPPED)

@@ -1,0 +1,48 @@
+"""Workflow records' state: where each stands (one JSON document per row, replaced as it
+changes) and every finished request of a step (kept, so a restart runs none again)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from daemon.store.interface import WorkflowWrite
+from daemon.store.models import WorkflowModel, WorkflowResultModel
+from daemon.store.sql import SAVE_WORKFLOW, SAVE_WORKFLOW_RESULT, SqlBase
+
+
+class WorkflowQueries(SqlBase):
+    def save_workflows(self, writes: Sequence[WorkflowWrite]) -> None:
+        """Many records' changes in one transaction; a row's last state wins."""
+        if not writes:
+            return
+        states = {row_id: json.dumps(state) for row_id, state, _ in writes}
+        results = [(row_id, *finished[:2], json.dumps(finished[2]))
+                   for row_id, _, finished in writes if finished is not None]
+        with self.write():
+            cursor = self.db.cursor()
+            if results:
+                cursor.executemany(self.sql(SAVE_WORKFLOW_RESULT), results)
+            cursor.executemany(self.sql(SAVE_WORKFLOW), list(states.items()))
+
+    def workflow(self, row_id: int) -> dict[str, Any] | None:
+        """Where a workflow record stands, with its current step's finished results."""
+        return workflows_of([row_id]).get(row_id)
+
+
+def workflows_of(row_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """`{row id: {"state": ..., "results": {index: result}}}` for the rows that have a
+    workflow state; the results are those of the step each one stands in."""
+    found = {r.row_id: json.loads(r.state) for r in
+             WorkflowModel.select().where(WorkflowModel.row.in_(list(row_ids)))}
+    if not found:
+        return {}
+    current = {row_id: state.get("step", 0) for row_id, state in found.items()}
+    results: dict[int, dict[int, Any]] = {row_id: {} for row_id in found}
+    query = WorkflowResultModel.select().where(WorkflowResultModel.row.in_(list(found)))
+    for r in query:
+        if r.step == current[r.row_id]:
+            results[r.row_id][r.position] = json.loads(r.result)
+    return {row_id: {"state": state, "results": results[row_id]}
+            for row_id, state in found.items()}
