@@ -139,7 +139,7 @@ def test_an_event_is_delivered_four_times_with_one_id(simulator_factory, relayd_
     relayd = relayd_factory(sim).start()
     enable(relayd)
 
-    client, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_http=503 times=3]")])
+    _, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_http=503 times=3]")])
 
     assert done.request_counts.completed == 1
     events = sim.workflow_events()
@@ -156,8 +156,7 @@ def test_a_wait_holds_no_slot_and_ends_with_a_tick(simulator_factory, relayd_fac
         "model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"Classify: {i}"}]}}
         for i in range(3)]
 
-    client, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_wait=1000]"),
-                                      *plain])
+    _, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_wait=1000]"), *plain])
 
     assert (done.request_counts.completed, done.request_counts.failed) == (4, 0)
     events = sim.workflow_events()
