@@ -19,7 +19,12 @@ from daemon.api.middleware import WORKSPACE
 from daemon.dialects import detect, dialect_of, statuses_for
 from daemon.domain.errors import InvalidRequest, conflict, not_found
 from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, can_transition
-from daemon.domain.render import dead_letter_entry, relay_result, row_detail
+from daemon.domain.render import (
+    dead_letter_entry,
+    relay_result,
+    row_detail,
+    workflow_counters,
+)
 from daemon.store.interface import WorkspaceRecord
 
 log = logging.getLogger("relay.api")
@@ -188,6 +193,13 @@ async def row(request: web.Request) -> web.Response:
     return web.json_response(detail)
 
 
+async def workflows(request: web.Request) -> web.Response:
+    services, _ = context(request)
+    job = await load_job(request)
+    states = await asyncio.to_thread(services.repo.workflow_states, job.seq)
+    return web.json_response(workflow_counters(job, states))
+
+
 async def retry_dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
@@ -228,5 +240,6 @@ def routes() -> list[web.RouteDef]:
         web.get(one + "/results", results),
         web.get(one + "/dead_letter", dead_letter),
         web.get(one + "/rows/{custom_id:.+}", row),
+        web.get(one + "/workflows", workflows),
         web.post(one + "/dead_letter/retry", retry_dead_letter),
     ]

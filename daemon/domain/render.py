@@ -152,6 +152,24 @@ def workflow_view(workflow: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def workflow_counters(job: Job, states: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """`GET /v1/batches/{id}/workflows`: how a job's workflow records stand, summed."""
+    live = [state for status, state in states if status == "pending"]
+    return {
+        "object": "batch.workflows",
+        "batch_id": job.id,
+        "started": len(states),
+        "ended": len(states) - len(live),
+        "running": sum(1 for s in live if s.get("phase") == "running"),
+        "waiting": sum(1 for s in live if s.get("phase") == "waiting"),
+        "calling_back": sum(1 for s in live if s.get("phase") == "deliver"),
+        "steps": sum(s.get("step", 0) for _, s in states),
+        "requests": sum(s.get("requests_total", 0) for _, s in states),
+        "input_tokens": sum(s.get("input_tokens", 0) for _, s in states),
+        "output_tokens": sum(s.get("output_tokens", 0) for _, s in states),
+    }
+
+
 def webhook_payload(job: Job) -> dict[str, Any]:
     """Seed 000's completion summary, POSTed to `webhookUrl` when a run ends."""
     return {

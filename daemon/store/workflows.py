@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from daemon.store.interface import WorkflowWrite
-from daemon.store.models import WorkflowModel, WorkflowResultModel
+from daemon.store.models import RowModel, WorkflowModel, WorkflowResultModel
 from daemon.store.sql import SAVE_WORKFLOW, SAVE_WORKFLOW_RESULT, SqlBase
 
 
@@ -25,6 +25,12 @@ class WorkflowQueries(SqlBase):
             if results:
                 cursor.executemany(self.sql(SAVE_WORKFLOW_RESULT), results)
             cursor.executemany(self.sql(SAVE_WORKFLOW), list(states.items()))
+
+    def workflow_states(self, job_seq: int) -> list[tuple[str, dict[str, Any]]]:
+        """`(row status, state)` of every workflow record of a job that has started."""
+        query = (WorkflowModel.select(RowModel.status, WorkflowModel.state)
+                 .join(RowModel).where(RowModel.job == job_seq))
+        return [(status, json.loads(state)) for status, state in self.db.execute(query)]
 
     def workflow(self, row_id: int) -> dict[str, Any] | None:
         """Where a workflow record stands, with its current step's finished results."""

@@ -94,6 +94,9 @@ def test_a_map_reduce_workflow_with_the_openai_sdk(simulator_factory, relayd_fac
     assert [h["action"] for h in detail["workflow"]["history"]] == ["continue", "continue"]
     assert detail["workflow"]["totals"]["requests"] == 5
     assert detail["body"]["openrelay"]["workflow"]["authorization"] == "***"
+    counters = relayd.client().get(f"/v1/batches/{done.id}/workflows").json()
+    assert (counters["started"], counters["ended"], counters["running"]) == (1, 1, 0)
+    assert (counters["steps"], counters["requests"]) == (2, 5)
 
 
 def test_workflows_are_off_until_an_operator_enables_them(simulator_factory, relayd_factory):
@@ -249,3 +252,32 @@ def test_the_relay_dialect_refuses_a_workflow_naming_the_field(simulator_factory
         "model": "gpt-4o-mini", "requests": [record("flow", sim)]})
     assert reply.status_code == 400
     assert reply.json()["error"]["param"] == "requests[0].body.openrelay.workflow"
+
+
+def test_the_token_budget_cancels_running_requests_unbilled(simulator_factory,
+                                                            relayd_factory):
+    sim = simulator_factory()
+    relayd = relayd_factory(sim).start()
+    enable(relayd)
+
+    client, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_stall=2]",
+                                             max_tokens=5)])
+
+    assert lines(client, done.error_file_id)["flow"]["error"]["code"] == "workflow_token_limit"
+    detail = relayd.client().get(f"/v1/batches/{done.id}/rows/flow").json()["workflow"]
+    assert detail["requests"] == 4
+    assert 1 <= detail["finished"] <= 2  # one quick one passes the budget; the stalled two
+    # (and the other quick one, if it was still running then) are cancelled
+    assert done.usage.input_tokens == detail["totals"]["input_tokens"] > 0
+    assert len([r for r in sim.requests() if r["prompt"].startswith("Summarise")]) == 4
+
+
+def test_a_waiting_workflow_ends_when_the_batch_expires(simulator_factory, relayd_factory):
+    sim = simulator_factory()
+    relayd = relayd_factory(sim, gateway={"completion_window_s": 2}).start()
+    enable(relayd)
+
+    client, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:wf_wait=600000]")])
+
+    assert done.status == "expired"
+    assert lines(client, done.error_file_id)["flow"]["error"]["code"] == "batch_expired"
