@@ -24,7 +24,7 @@ from bench.scenarios import (
 RESULTS = ROOT / "bench" / "results"
 FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "status": 1, "small-jobs": 1, "submit": 2,
-              "rss": 1, "restart": 1, "tools": 1}
+              "rss": 1, "restart": 1, "tools": 1, "workflows": 1}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",
@@ -39,6 +39,9 @@ NOTES = [
     "tools = tool-calling records (2 rounds each; the simulator's HTTP executor on "
     "loopback) and as many plain rows, one after the other; CPU per round = (relayd "
     "CPU per record - CPU per plain row) / 2.",
+    "workflows = workflow records on the simulator's map-reduce callback (2 steps: 4 "
+    "map requests, 1 reduce) and their 5 requests' worth of plain rows; CPU per step = "
+    "(relayd CPU of the records - CPU of the rows) / records / 2.",
     "restart = SIGKILL at half the rows, POST /_sim/reset, start relayd; the first "
     "/_sim/requests `at` after the spawn, minus the spawn time.",
     "All upstreams are SIMULATED (relayd simulate).",

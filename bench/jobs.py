@@ -48,6 +48,47 @@ def tool_job_body(model: str, texts: Sequence[str], *, tag: str, executor: str) 
                       separators=(",", ":")).encode()
 
 
+FLOW_TEXT = "Relay runs batches. It retries failures. It falls back. It keeps dead letters."
+FLOW_STEPS, FLOW_REQUESTS = 2, 5  # the simulator's map-reduce: 4 map requests, 1 reduce
+
+
+def workflow_file(model: str, n: int, *, tag: str, callback: str) -> bytes:
+    """An OpenAI-dialect input file of workflow records on the simulator's callback."""
+    records = [{"custom_id": f"{tag}-{i}", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": model, "messages": [
+                    {"role": "user", "content": f"{FLOW_TEXT} ({tag}-{i})"}],
+                    "openrelay": {"workflow": {"url": callback,
+                                               "authorization": "Bearer bench"}}}}
+               for i in range(n)]
+    return "\n".join(json.dumps(r, separators=(",", ":")) for r in records).encode()
+
+
+def timed_batch(client: httpx.Client, data: bytes, *, timeout: float) -> float:
+    """An OpenAI-dialect batch from an uploaded file: seconds from the create's 200 to
+    the poll that sees it completed (every record succeeded)."""
+    upload = client.post("/v1/files", files={"file": ("bench.jsonl", data)},
+                         data={"purpose": "batch"})
+    upload.raise_for_status()
+    created = client.post("/v1/batches", json={
+        "input_file_id": upload.json()["id"], "endpoint": "/v1/chat/completions",
+        "completion_window": "24h"})
+    if created.status_code != 200:
+        raise BenchError(f"batch refused: {created.status_code} {created.text[:500]}")
+    started, batch_id = time.perf_counter(), created.json()["id"]
+    deadline = started + timeout
+    while True:
+        batch = status(client, batch_id)
+        seen = time.perf_counter()
+        if batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            counts = batch["request_counts"]
+            if batch["status"] != "completed" or counts["failed"]:
+                raise BenchError(f"batch {batch_id} ended {batch['status']} with {counts}")
+            return seen - started
+        if seen > deadline:
+            raise BenchError(f"batch {batch_id} still {batch['status']} after {timeout:g}s")
+        time.sleep(POLL_S)
+
+
 def submit(client: httpx.Client, body: bytes) -> dict[str, Any]:
     resp = client.post("/v1/batches", content=body, headers=JSON)
     if resp.status_code != 200:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,4 +116,7 @@ class Seed:
         data.mkdir(parents=True)
         config = where / "seed.toml"
         config.write_text(testing.config_toml(port=0, data_dir=data))  # never served
-        return cls(data, testing.create_key(config, WORKSPACE))
+        key = testing.create_key(config, WORKSPACE)
+        subprocess.run([*testing.RELAYD, "workspaces", "set", WORKSPACE, "--workflows", "on",
+                        "--config", str(config)], check=True, capture_output=True)
+        return cls(data, key)

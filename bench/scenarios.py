@@ -23,7 +23,15 @@ from typing import TextIO
 import httpx
 
 from bench import jobs, profile, reference
-from bench.jobs import TOOL_ROUNDS, job_body, prompts, tool_job_body
+from bench.jobs import (
+    FLOW_REQUESTS,
+    FLOW_STEPS,
+    TOOL_ROUNDS,
+    job_body,
+    prompts,
+    tool_job_body,
+    workflow_file,
+)
 from bench.procs import BenchError, Relayd, Seed, Simulator, simulator
 from bench.report import Figure, at_least, at_most
 from daemon.testing import wait_until
@@ -45,6 +53,7 @@ class Sizes:
     rss_rows: int = 50_000
     restart_rows: int = 50_000
     tool_records: int = 4_000
+    workflow_records: int = 1_000
 
     def scaled(self, factor: float) -> Sizes:
         """Every size times `factor`, at least 4 (for tests: `--scale 0.05`)."""
@@ -54,7 +63,8 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jobs=200,
-              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800)
+              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800,
+              workflow_records=200)
 
 
 def figures() -> dict[str, Figure]:
@@ -85,6 +95,11 @@ def figures() -> dict[str, Figure]:
         Figure("tools_cpu_ms_per_row", "tools", "relayd CPU per plain row", "ms"),
         Figure("tools_round_vs_row", "tools", "CPU per round ÷ CPU per plain row", "",
                at_most(2.0)),
+        Figure("workflow_records_per_s", "workflows",
+               f"workflow records/s ({FLOW_STEPS} steps, {FLOW_REQUESTS} requests)",
+               "records/s"),
+        Figure("workflow_cpu_ms_per_step", "workflows",
+               "relayd CPU per step, beyond its requests", "ms"),
     ]
     return {f.name: f for f in listed}
 
@@ -379,6 +394,26 @@ def tools(b: Bench) -> None:
               f"a row {per_row * 1000:.3f} ms")
 
 
+def workflows(b: Bench) -> None:
+    """Workflow records on the simulator's map-reduce callback (2 steps, fan-out 4): a
+    step's own cost (its callback event, its stored state) beyond its requests'."""
+    n, sim, daemon = b.sizes.workflow_records, b.sim(0), b.shared()
+    client = daemon.client()
+    for i in range(b.runs["workflows"]):
+        plain = job_body("fast", prompts(n * FLOW_REQUESTS, f"wrow{i}"), tag=f"wrow{i}")
+        data = workflow_file("fast", n, tag=f"flow{i}", callback=sim.workflow_url)
+        row_cpu, _ = cpu_of(daemon, lambda body=plain: jobs.timed_job(
+            client, body, timeout=job_timeout(n * FLOW_REQUESTS)))
+        flow_cpu, flow_s = cpu_of(daemon, lambda data=data: jobs.timed_batch(
+            client, data, timeout=job_timeout(n * FLOW_REQUESTS * 2)))
+        per_step = (flow_cpu - row_cpu) / n / FLOW_STEPS  # beyond the same requests as rows
+        b.figures["workflow_records_per_s"].add(n / flow_s)
+        b.figures["workflow_cpu_ms_per_step"].add(per_step * 1000)
+        b.say(f"[workflows] run {i + 1}: {n} records in {flow_s:.2f} s ({flow_cpu:.2f} CPU s);"
+              f" their {n * FLOW_REQUESTS} requests as rows {row_cpu:.2f} CPU s; a step "
+              f"{per_step * 1000:.3f} ms beyond its requests")
+
+
 def cpu_of(daemon: Relayd, timed: Callable[[], float]) -> tuple[float, float]:
     """relayd's CPU seconds over `timed()`, and what `timed()` returned."""
     before = daemon.cpu_seconds()
@@ -395,6 +430,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "rss": rss,
     "restart": restart,
     "tools": tools,
+    "workflows": workflows,
 }
 
 
