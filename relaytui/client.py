@@ -99,8 +99,15 @@ class RelayClient:
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         """One row in full (`batch.row`): its request (secrets shown as `***`), final
         response or last error, every attempt and, for a tool-calling record, the
-        transcript of its tool rounds. A custom_id may hold any character, `/` too."""
+        transcript of its tool rounds (for a workflow record, `workflow`: where it
+        stands). A custom_id may hold any character, `/` too."""
         return self._call("GET", f"/v1/batches/{job_id}/rows/{quote(custom_id, safe='')}")
+
+    def workflows(self, job_id: str) -> dict[str, Any]:
+        """How the job's workflow records stand (`batch.workflows`): how many started,
+        ended, are running a step, waiting or calling back, and their steps, requests
+        and tokens summed; all zeros for a job without workflow records."""
+        return self._call("GET", f"/v1/batches/{job_id}/workflows")
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/dead_letter")

@@ -3,7 +3,9 @@ that goes with it: the TUI's snapshot tests and README screenshots run on it, so
 they show never changes. Its event stream replays progress over the 30 s before `NOW`
 (moving the clock as it goes), then waits until closed. The nightly digest's rows are
 tool-calling records: their results carry tool-round summaries and `row()` gives each
-one's transcript. No Textual, no network."""
+one's transcript. `FakeRelay(workflows=True)` adds a running OpenAI batch of workflow
+records (one completed, one waiting, one failed at its step limit): `row()` gives where
+each stands and `workflows()` the job's counters. No Textual, no network."""
 
 from __future__ import annotations
 
@@ -285,6 +287,104 @@ def _row_detail(job: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     return detail
 
 
+# -- workflow records -----------------------------------------------------------------
+
+WORKFLOW_JOB = job_id(10, dialect="openai")  # only with `FakeRelay(workflows=True)`
+_FLOW_URL = "https://flows.example.com/relay/summarise"
+_FLOW_OUTPUT = {"summary": "Relay 2.4 adds workflow records, a token budget per record "
+                "and faster retries.", "chunks": 4, "sources": ["notes-2.4.md"]}
+
+
+def workflow_job() -> dict[str, Any]:
+    """The batch of workflow records: running (one record still waits)."""
+    return _job(10, "Release-note summaries", "running", total=3, completed=1, failed=1,
+                age=400, ran=2, dialect="openai", endpoint="/v1/chat/completions")
+
+
+def _flow(custom_id: str, status: str, *, text: str, max_steps: int,
+          state: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """One workflow record's detail; `state` as the daemon stores it."""
+    steps = state["step"]
+    detail: dict[str, Any] = {
+        "object": "batch.row", "batch_id": WORKFLOW_JOB, "custom_id": custom_id,
+        "status": status, "model": "gpt-4o-mini", "attempts": 0, "error": None,
+        "error_code": None, "dead_letter": False, "response": None, "tool_rounds": 0,
+        "transcript": [], "attempt_log": [],
+        "body": {"model": "gpt-4o-mini", "messages": [
+            {"role": "system", "content": "Summarise release notes for the changelog."},
+            {"role": "user", "content": text}],
+            "openrelay": {"workflow": {"url": _FLOW_URL, "authorization": "***",
+                                       "context": {"team": "docs"},
+                                       "max_steps": max_steps}}},
+        "workflow": {"phase": state["phase"], "step": steps,
+                     "totals": {"steps": steps, "requests": state["requests_total"],
+                                "input_tokens": state["input_tokens"],
+                                "output_tokens": state["output_tokens"]},
+                     "history": state["history"], "event": state["event"],
+                     "requests": state.get("requests", 0),
+                     "finished": state.get("finished", 0),
+                     "wake_at": state.get("wake_at")}}
+    return detail | more
+
+
+def _continue(step: int, requests: int) -> dict[str, Any]:
+    return {"step": step, "action": "continue", "requests": requests}
+
+
+def _workflow_rows() -> dict[str, dict[str, Any]]:
+    """`GET /v1/batches/{id}/rows/{custom_id}` of each workflow record."""
+    done = {"phase": "deliver", "step": 2, "requests_total": 5, "input_tokens": 1260,
+            "output_tokens": 310, "event": "workflow.results",
+            "history": [_continue(1, 4), _continue(2, 1)], "requests": 0, "finished": 0}
+    waiting = {"phase": "waiting", "step": 2, "requests_total": 3, "input_tokens": 840,
+               "output_tokens": 150, "event": "workflow.results", "wake_at": NOW + 45,
+               "history": [_continue(1, 3),
+                           {"step": 2, "action": "wait", "delay_ms": 60_000}]}
+    limited = {"phase": "deliver", "step": 3, "requests_total": 5, "input_tokens": 1100,
+               "output_tokens": 240, "event": "workflow.results",
+               "history": [_continue(1, 2), _continue(2, 2), _continue(3, 1)]}
+    totals = {"steps": 2, "requests": 5, "input_tokens": 1260, "output_tokens": 310}
+    rows = [
+        _flow("notes-2.4", "completed", text="Summarise the release notes of 2.4.",
+              max_steps=8, state=done,
+              response={"output": _FLOW_OUTPUT, "openrelay": totals}),
+        _flow("notes-2.5", "pending", text="Summarise the release notes of 2.5.",
+              max_steps=8, state=waiting),
+        _flow("notes-3.0", "failed", text="Summarise the release notes of 3.0.",
+              max_steps=3, state=limited, error_code="workflow_step_limit",
+              error="workflow_step_limit: the callback asked for step 4; max_steps is 3"),
+    ]
+    return {row["custom_id"]: row for row in rows}
+
+
+def _workflow_results() -> list[dict[str, Any]]:
+    """The finished workflow records as `GET /v1/batches/{id}/results` gives them."""
+    items = []
+    for row in _workflow_rows().values():
+        if row["status"] == "completed":
+            items.append({"custom_id": row["custom_id"], "content": None,
+                          "openrelay": row["response"]["openrelay"]})
+        elif row["status"] == "failed":
+            items.append({"custom_id": row["custom_id"], "error": row["error"]})
+    return items
+
+
+def workflow_counters(job_id: str) -> dict[str, Any]:
+    """`GET /v1/batches/{id}/workflows`, summed over the job's workflow records."""
+    states = [row["workflow"] | {"status": row["status"]}
+              for row in _workflow_rows().values()] if job_id == WORKFLOW_JOB else []
+    live = [s for s in states if s["status"] == "pending"]
+    counters: dict[str, Any] = {
+        "object": "batch.workflows", "batch_id": job_id, "started": len(states),
+        "ended": len(states) - len(live),
+        "running": sum(1 for s in live if s["phase"] == "running"),
+        "waiting": sum(1 for s in live if s["phase"] == "waiting"),
+        "calling_back": sum(1 for s in live if s["phase"] == "deliver")}
+    for key in ("steps", "requests", "input_tokens", "output_tokens"):
+        counters[key] = sum(s["totals"][key] for s in states)
+    return counters
+
+
 class FakeStream:
     def __init__(self, relay: FakeRelay) -> None:
         self.relay = relay
@@ -302,16 +402,20 @@ class FakeStream:
 class FakeRelay:
     """`RelayClient`'s methods over canned data; records what was asked of it."""
 
-    def __init__(self, *, url: str = "http://127.0.0.1:8080", replay: bool = True) -> None:
+    def __init__(self, *, url: str = "http://127.0.0.1:8080", replay: bool = True,
+                 workflows: bool = False) -> None:
         self.url = url
         self.clock = FakeClock(NOW - REPLAY_S if replay else NOW)
         self.replay_progress = replay
         self.replayed = threading.Event()
         self.jobs_by_id = {j["id"]: j for j in canned_jobs()}
+        if workflows:
+            self.jobs_by_id[WORKFLOW_JOB] = workflow_job()
         self.submitted: list[dict[str, Any]] = []
         self.cancelled: list[str] = []
         self.retried: list[tuple[str, list[str] | None]] = []
         self.rows_read: list[tuple[str, str]] = []
+        self.workflows_read: list[str] = []
 
     # -- reads ---------------------------------------------------------------------
 
@@ -338,16 +442,30 @@ class FakeRelay:
         return self._render(self.jobs_by_id[job_id])
 
     def results(self, job_id: str) -> dict[str, Any]:
-        data = _digest_results() if job_id == _DIGEST else _results(job_id)
+        if job_id == WORKFLOW_JOB:  # the finished records (relayd waits for the end)
+            data = _workflow_results()
+        else:
+            data = _digest_results() if job_id == _DIGEST else _results(job_id)
         return {"id": job_id, "object": "list", "data": data}
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         self.rows_read.append((job_id, custom_id))
+        if job_id == WORKFLOW_JOB and job_id in self.jobs_by_id:
+            flows = _workflow_rows()
+            if custom_id not in flows:
+                raise RelayError(404, f"No row found with id '{custom_id}'.")
+            return flows[custom_id]
         item = next((i for i in self.results(job_id)["data"]
                      if i["custom_id"] == custom_id), None)
         if job_id not in self.jobs_by_id or item is None:
             raise RelayError(404, f"No row found with id '{custom_id}'.")
         return _row_detail(self.jobs_by_id[job_id], item)
+
+    def workflows(self, job_id: str) -> dict[str, Any]:
+        self.workflows_read.append(job_id)
+        if job_id not in self.jobs_by_id:
+            raise RelayError(404, f"No batch {job_id}.")
+        return workflow_counters(job_id)
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         dead = _dead_letter() if self.jobs_by_id.get(job_id, {}).get("dead_letter") else []
@@ -415,11 +533,16 @@ class FakeRelay:
     def _render(job: dict[str, Any]) -> dict[str, Any]:
         """`GET /v1/batches/{id}`: Relay's shape, or OpenAI's for an OpenAI batch."""
         if job["dialect"] == "openai":
-            return {"id": job["id"], "object": "batch", "status": job["status"],
-                    "endpoint": "/v1/embeddings", "input_file_id": "file-" + job["id"][6:],
+            def whole(ts: float | None) -> int | None:
+                return None if ts is None else int(ts)
+
+            status = "in_progress" if job["status"] == "running" else job["status"]
+            return {"id": job["id"], "object": "batch", "status": status,
+                    "endpoint": job.get("endpoint", "/v1/embeddings"),
+                    "input_file_id": "file-" + job["id"][6:],
                     "created_at": int(job["created_at"]),
-                    "in_progress_at": int(job["started_at"]),
-                    "completed_at": int(job["finished_at"]), "model": job["model"],
+                    "in_progress_at": whole(job["started_at"]),
+                    "completed_at": whole(job["finished_at"]), "model": job["model"],
                     "metadata": {"name": job["name"]}, "priority": job["tier"],
                     "request_counts": {"total": job["total"], "completed": job["completed"],
                                        "failed": job["failed"]}, "errors": None}

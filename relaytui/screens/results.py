@@ -2,7 +2,8 @@
 open a row in full (its request, tool rounds and attempts), and save them all to a
 `.jsonl` or `.csv` file (writing is `relaytui.export`). A job with tool-calling records
 gets a Rounds column: each row's tool rounds, marked when the round limit ended the
-loop or a tool answered with an error."""
+loop or a tool answered with an error; a finished workflow record shows its steps
+there."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from relaytui.screens.base import RelayScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.widgets.colours import theme_style
 from relaytui.widgets.confirm import PromptScreen
+from relaytui.workflows import steps_cell, totals_text, workflow_summary
 
 SHOWN_AT_MOST = 5000  # more rows than this make the table slow; search narrows them
 RESULT_WIDTH, ROUNDS_WIDTH = 120, 9
@@ -95,7 +97,8 @@ class ResultsScreen(RelayScreen):
 
     def _loaded(self, items: list[dict[str, Any]]) -> None:
         self.items = items
-        self.with_rounds = any(tool_summary(item) is not None for item in items)
+        self.with_rounds = any(tool_summary(item) is not None
+                               or workflow_summary(item) is not None for item in items)
         self._columns()
         self.query_one(LoadingIndicator).display = False
         self.query_one(DataTable).display = True
@@ -119,7 +122,8 @@ class ResultsScreen(RelayScreen):
             cells = [Text(str(item.get("custom_id", "")), no_wrap=True, end="")]
             if self.with_rounds:
                 summary = tool_summary(item)
-                cells.append(Text(rounds_cell(summary), no_wrap=True, end="",
+                cell = rounds_cell(summary) or steps_cell(workflow_summary(item))
+                cells.append(Text(cell, no_wrap=True, end="",
                                   style=look_style if needs_a_look(summary) else ""))
             cells.append(Text(text, style=error_style if is_error(item) else "",
                               no_wrap=True, overflow="ellipsis", end=""))
@@ -152,6 +156,8 @@ class ResultsScreen(RelayScreen):
         if summary is not None:
             colour = "$text-warning" if needs_a_look(summary) else "$text-muted"
             label += f" · [{colour}]⟳ {escape(summary_text(summary))}[/]"
+        elif (totals := workflow_summary(item)) is not None:
+            label += f" · [$text-muted]▸ workflow: {escape(totals_text(totals))}[/]"
         text.update(f"[b]{escape(str(item.get('custom_id')))}[/b] {label}\n{body}")
 
     def _highlighted(self) -> dict[str, Any] | None:

@@ -1,6 +1,8 @@
 """One row of a job in full (`GET /v1/batches/{id}/rows/{custom_id}`): its status,
 model, attempts and error; its request (secrets shown as `***`); for a tool-calling
-record the transcript round by round; the final answer; and every attempt."""
+record the transcript round by round; for a workflow record where it stands, its
+totals and the callback's answers step by step; the final answer (a workflow's
+output); and every attempt."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from relaytui.rows import error_text, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.transcript import RowTranscript
+from relaytui.workflows import facts_part, is_workflow
 
 # A row's own statuses (not a job's): how each is shown.
 STATUSES = {"completed": ("$text-success", "✓ completed"), "failed": ("$text-error", "✗ failed"),
@@ -26,15 +29,20 @@ STATUSES = {"completed": ("$text-success", "✓ completed"), "failed": ("$text-e
 
 
 def facts_text(detail: dict[str, Any]) -> str:
-    """The row's line of facts: status, model, attempts, tool rounds, dead letter."""
+    """The row's line of facts: status, model, attempts, tool rounds (a workflow's
+    steps and requests), dead letter."""
     status = str(detail.get("status") or "?")
     colour, label = STATUSES.get(status, ("$foreground", status))
     attempts = detail.get("attempts") or 0
+    workflow = is_workflow(detail)
     parts = [f"[b {colour}]{escape(label)}[/]",
-             f"model [b]{escape(str(detail.get('model') or '—'))}[/b]",
-             f"{attempts} attempt{'s' if attempts != 1 else ''}"]
+             f"model [b]{escape(str(detail.get('model') or '—'))}[/b]"]
+    if attempts or not workflow:  # a workflow's requests are not attempts of the row
+        parts.append(f"{attempts} attempt{'s' if attempts != 1 else ''}")
     summary = tool_summary({"response": {"body": detail.get("response")}})
-    if summary is not None:
+    if workflow:
+        parts.append(escape(facts_part(detail)))
+    elif summary is not None:
         parts.append(escape(summary_text(summary)))
     elif detail.get("tool_rounds"):
         parts.append(f"{detail['tool_rounds']} tool round"
@@ -95,8 +103,13 @@ class RowDetailScreen(RelayScreen):
         self.detail, self.problem = detail, None
         self.query_one("#row-facts", Static).update(facts_text(detail))
         self.query_one(RowTranscript).show(detail)
-        self.query_one(AttemptTable).show(detail.get("attempt_log") or [])
+        attempts = detail.get("attempt_log") or []
+        self.query_one(AttemptTable).show(attempts)
         self._shown(True)
+        if is_workflow(detail):
+            self.query_one("#row-scroll").border_title = "Workflow"
+            # a record that tried nothing on its own gets no empty table
+            self.query_one(AttemptTable).display = bool(attempts)
         self.query_one("#row-scroll").focus()
 
     def _failed(self, message: str) -> None:

@@ -1,9 +1,11 @@
 """The detail pane of the selected job: counters, timestamps, error, a throughput
-sparkline; and, fetched in the background, the webhook outcome and, for a cron
-template, its expression, next run and recent runs."""
+sparkline; and, fetched in the background, the webhook outcome, for a cron template
+its expression, next run and recent runs, and for a job with workflow records their
+counters (fetched again every few seconds while the job runs)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +20,7 @@ from textual.worker import Worker
 from relaytui.board import JobBoard
 from relaytui.client import RelayError
 from relaytui.models import (
+    RUNNING,
     JobView,
     age_text,
     clock_text,
@@ -27,8 +30,10 @@ from relaytui.models import (
 )
 from relaytui.widgets.failures import report_failure
 from relaytui.widgets.job_table import LABELS
+from relaytui.workflows import counters_text
 
 RECENT_RUNS = 5
+WORKFLOWS_EVERY = 5.0  # seconds between fetches of a running job's workflow counters
 
 
 class JobDetail(Vertical):
@@ -42,6 +47,10 @@ class JobDetail(Vertical):
         self._runs: list[JobView] = []
         self._problem: str | None = None
         self._timer: Timer | None = None
+        # (job id, its workflow counters) once fetched; None hides the line
+        self._workflows: tuple[str, dict[str, Any]] | None = None
+        self._workflows_asked = 0.0  # time.monotonic() of the last fetch asked for
+        self.workflows_every = WORKFLOWS_EVERY
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -60,8 +69,11 @@ class JobDetail(Vertical):
         if job_id != self.job_id or refetch:
             if job_id != self.job_id:
                 self._fetched, self._runs, self._problem = None, [], None
+                self._workflows = None
             self.job_id = job_id
             self._schedule_fetch()
+        else:
+            self._refresh_workflows()
         self._draw()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -71,7 +83,39 @@ class JobDetail(Vertical):
         if self._timer is not None:
             self._timer.stop()
         if self.job_id is not None:  # a short wait: scrolling through rows fetches once
-            self._timer = self.set_timer(0.2, lambda: self._fetch(self.job_id))
+            self._workflows_asked = time.monotonic()
+            self._timer = self.set_timer(0.2, self._fetch_all)
+
+    def _fetch_all(self) -> None:
+        self._fetch(self.job_id)
+        self._fetch_workflows(self.job_id)
+
+    def _refresh_workflows(self) -> None:
+        """The same job drawn again (a tick, a progress event): its workflow counters
+        are fetched again while it runs, at most every `workflows_every` seconds."""
+        view = self.board.get(self.job_id) if self.job_id else None
+        if view is None or view.status not in RUNNING:
+            return
+        if time.monotonic() - self._workflows_asked >= self.workflows_every:
+            self._workflows_asked = time.monotonic()
+            self._fetch_workflows(self.job_id)
+
+    @work(thread=True, exclusive=True, group="workflows", exit_on_error=False,
+          name="fetching the workflow counters")
+    def _fetch_workflows(self, job_id: str | None) -> None:
+        if job_id is None:
+            return
+        try:
+            counters: dict[str, Any] | None = self.client.workflows(job_id)
+        except RelayError:  # an older relayd (404) or a hiccup: the line just hides
+            counters = None
+        self.app.call_from_thread(self._workflows_loaded, job_id, counters)
+
+    def _workflows_loaded(self, job_id: str, counters: dict[str, Any] | None) -> None:
+        if job_id != self.job_id:
+            return
+        self._workflows = None if counters is None else (job_id, counters)
+        self._draw()
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def _fetch(self, job_id: str | None) -> None:
@@ -125,6 +169,7 @@ class JobDetail(Vertical):
             f"[dim]model[/dim] {escape(v.model)}   [dim]priority[/dim] {v.priority_text}",
             f"[dim]rows[/dim] {v.total} total · {v.completed} completed · "
             f"{v.failed} failed · {dead} dead-letter",
+            *self._workflows_line(v),
             f"[dim]created[/dim] {clock_text(v.created_at)}  "
             f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
             f"[dim]started[/dim] {clock_text(v.started_at)}",
@@ -134,6 +179,14 @@ class JobDetail(Vertical):
         if error:
             lines.append(f"[$text-error]error: {escape(error)}[/]")
         return "\n".join(lines)
+
+    def _workflows_line(self, v: JobView) -> list[str]:
+        """`workflows 1 running · 1 waiting · 1 ended · 7 steps · …`, or nothing for a
+        job without workflow records (or whose counters could not be fetched)."""
+        if self._workflows is None or self._workflows[0] != v.id:
+            return []
+        text = counters_text(self._workflows[1])
+        return [f"[dim]workflows[/dim] {escape(text)}"] if text else []
 
     def _rate_line(self, v: JobView) -> str:
         if v.status in ("queued", "scheduled"):

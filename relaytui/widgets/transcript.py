@@ -1,7 +1,9 @@
 """A row's conversation, top to bottom: the request's messages (and, for a tool-calling
 record, its tools and executor), each tool round (the model's tool calls with their
 arguments, the tool results, the round's usage), then the final answer, or the error
-that ended the row."""
+that ended the row. A workflow record shows its request (and callback), where it
+stands with its totals and the callback's answers step by step, then its output or
+the error that ended it."""
 
 from __future__ import annotations
 
@@ -24,6 +26,16 @@ from relaytui.rows import (
     tool_names,
     tool_summary,
     usage_text,
+)
+from relaytui.workflows import (
+    callback_text,
+    history,
+    is_workflow,
+    output_text,
+    phase_text,
+    totals_text,
+    workflow_config,
+    workflow_state,
 )
 
 INDENT = "  "
@@ -67,10 +79,15 @@ def _request(body: dict[str, Any]) -> list[str]:
         notes.append(str(model))
     if names := tool_names(body):
         notes.append("tools: " + ", ".join(names))
+    workflow = workflow_config(body)
+    if workflow is not None:
+        notes.append("workflow")
     lines = [_title("Request", " · ".join(notes))]
     config = tool_config(body)
     if config is not None:
         lines.append(f"{INDENT}[dim]executor {escape(executor_text(config))}[/dim]")
+    if workflow is not None:
+        lines.append(f"{INDENT}[dim]callback {escape(callback_text(workflow))}[/dim]")
     messages = body.get("messages")
     if isinstance(messages, list):
         for message in messages:
@@ -128,11 +145,51 @@ def _ending(detail: dict[str, Any], summary: dict[str, Any] | None) -> list[str]
     return lines + _message(message, set())
 
 
+_PHASE_STYLES = {"completed": ("$text-success", "✓ "), "failed": ("$text-error", "✗ ")}
+
+
+def _workflow(detail: dict[str, Any]) -> list[str]:
+    """Where the record stands, its totals and the callback's answers step by step."""
+    colour, mark = _PHASE_STYLES.get(str(detail.get("status")), ("$text-warning", "◌ "))
+    lines = ["", f"[b $text-primary]Workflow[/]  [{colour}]{mark}"
+             f"{escape(phase_text(detail))}[/]"]
+    state = workflow_state(detail)
+    if state is None:
+        return lines
+    lines.append(f"{INDENT}[b]totals[/]: {escape(totals_text(state.get('totals')))}")
+    steps = history(detail)
+    if not steps:
+        lines.append(f"{INDENT}[dim](no answer from the callback yet)[/dim]")
+    width = max((len(step) for step, _, _ in steps), default=0)
+    for step, answer, note in steps:
+        style = "b $text-error" if step == "end" and answer != "completed" else "b"
+        line = f"{INDENT}[dim]{escape(step.ljust(width))}[/dim]  [{style}]{escape(answer)}[/]"
+        if note:
+            line += f"  [dim]{escape(note)}[/dim]"
+        lines.append(line)
+    return lines
+
+
+def _output(detail: dict[str, Any]) -> list[str]:
+    status = detail.get("status")
+    response = detail.get("response")
+    if status == "pending":
+        return ["", _title("Output", "not yet: the workflow has not finished")]
+    if status != "completed":
+        return _ending(detail, None)
+    output = response.get("output") if isinstance(response, dict) else response
+    return ["", _title("Output", "the callback's last answer"),
+            *_block("output", output_text(output))]
+
+
 class RowTranscript(Static):
     """Shows one `batch.row` (see `relaytui.client.RelayClient.row`)."""
 
     def show(self, detail: dict[str, Any]) -> None:
         body = detail.get("body") if isinstance(detail.get("body"), dict) else {}
+        if is_workflow(detail):
+            self.update("\n".join(_request(body or {}) + _workflow(detail) + _output(detail)))
+            return
         response = detail.get("response")
         summary = tool_summary({"response": {"body": response}})
         failed_calls = set(tool_errors(summary))

@@ -111,6 +111,14 @@ def test_workflows_are_off_until_an_operator_enables_them(simulator_factory, rel
         "completed", 1, 1)
     assert lines(client, done.error_file_id)["flow"]["error"]["code"] == "workflow_not_enabled"
     assert sim.workflow_events() == []
+    listed = subprocess.run([*RELAYD, "workspaces", "list", "--config", str(relayd.config)],
+                            check=True, capture_output=True, text=True).stdout.splitlines()
+    assert listed[0].split() == ["WORKSPACE", "BATCH", "ACCESS", "EXPEDITED", "WORKFLOWS"]
+    assert listed[1].split() == ["acme", "on", "on", "off"]
+    enable(relayd)
+    assert "workflows on" in subprocess.run(
+        [*RELAYD, "workspaces", "set", "acme", "--config", str(relayd.config)],
+        check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.parametrize(("text", "config", "code", "dead"), [

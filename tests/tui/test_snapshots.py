@@ -14,7 +14,7 @@ from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
-from relaytui.testing import FakeRelay, job_id
+from relaytui.testing import WORKFLOW_JOB, FakeRelay, job_id
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
@@ -137,6 +137,23 @@ def test_a_row_and_its_transcript(snap_compare, fake_app):
     async def run_before(pilot):
         await digest_results(pilot, fake, down=8)  # digest-09: a tool answered an error
         await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
+                       and app.screen.detail)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_workflow_row(snap_compare, monkeypatch):
+    monkeypatch.chdir(HERE)
+    fake = FakeRelay(workflows=True)  # a running batch of workflow records
+    app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
+                    save=lambda _: None, start_dir=Path("fixtures"))
+
+    async def run_before(pilot):
+        await settled(pilot, fake, select=None)
+        view = app.jobs_screen.board.get(WORKFLOW_JOB)
+        app.push_screen(RowDetailScreen(fake, view, "notes-2.4"))  # completed, 2 steps
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                        and app.screen.detail)
         await pilot.pause()
