@@ -72,6 +72,21 @@ class RelayClient:
         body.update({k: v for k, v in optional.items() if v is not None})
         return self._call("POST", "/v1/batches", json=body)
 
+    def upload(self, filename: str, data: bytes) -> dict[str, Any]:
+        """A JSONL input file for an OpenAI-dialect batch (`POST /v1/files`)."""
+        return self._call("POST", "/v1/files", files={"file": (filename, data)},
+                          data={"purpose": "batch"})
+
+    def create_batch(self, input_file_id: str, *,
+                     endpoint: str = "/v1/chat/completions",
+                     metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        """An OpenAI-dialect batch from an uploaded file."""
+        body: dict[str, Any] = {"input_file_id": input_file_id, "endpoint": endpoint,
+                                "completion_window": "24h"}
+        if metadata:
+            body["metadata"] = metadata
+        return self._call("POST", "/v1/batches", json=body)
+
     def job(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}")
 

@@ -3,7 +3,9 @@ on them, and stop what it started when the TUI quits.
 
 The batches: `reviews.jsonl` (three rows are rigged to dead-letter), `tools.jsonl`
 (tool-calling records: the simulator's HTTP tool executor and its MCP server, one
-record rigged to an executor that is down), a cron template
+record rigged to an executor that is down), `workflows.jsonl` (workflow records on
+the simulator's map-reduce callback, one waiting 5 s, one over its step budget; the
+demo workspace is enabled for them), a cron template
 (a few rows of `reviews.csv` every 5 minutes) and a long job (3,000 rows of
 `reviews.csv`, a minute or two against the simulator), so the TUI has live work to
 show. Without a terminal (CI, pipes), with `--no-tui`, or while the TUI is not built,
@@ -64,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     url = f"http://127.0.0.1:{api_port}"
     with started("simulator", simulator_argv(sim_port, mcp_port=mcp_port)):
         key = create_key(config)
+        enable_workflows(config)
         with started("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]), \
                 RelayClient(url, key) as client:
             wait_healthy(client)
@@ -154,6 +157,12 @@ def create_key(config: Path) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def enable_workflows(config: Path) -> None:
+    """Workflow records are off until an operator enables them: the demo's operator does."""
+    subprocess.run([str(BIN / "relayd"), "workspaces", "set", "demo", "--workflows", "on",
+                    "--config", str(config)], check=True, capture_output=True, text=True)
+
+
 def wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not client.healthy():
@@ -180,11 +189,25 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
                           name="Demo: tools.jsonl", priority=4)
     print(f"submitted tools.jsonl: {tools['total']} tool-calling records (HTTP and MCP "
           f"executors) as job {tools['id']}")
+    flows = workflow_batch(client, samples / "workflows.jsonl", ports)
+    print(f"submitted workflows.jsonl: workflow records driven by the simulator's "
+          f"map-reduce callback, as OpenAI-dialect batch {flows}")
     template = cron_template(client, prompts[:5])
     long = client.submit(model=MODEL, requests=long_job_rows(prompts), name=LONG_NAME)
     print(f"submitted {LONG_NAME!r}: {long['total']} rows as job {long['id']}")
     return DemoJobs(watched={"reviews.jsonl": dead["id"], "tools.jsonl": tools["id"],
-                             "long job": long["id"]}, template=template)
+                             "workflows.jsonl": flows, "long job": long["id"]},
+                    template=template)
+
+
+def workflow_batch(client: RelayClient, path: Path, ports: Ports) -> str:
+    """The workflow sample (OpenAI dialect: an uploaded file), its callback URL pointed at
+    this run's simulator."""
+    text = path.read_text(encoding="utf-8").replace("127.0.0.1:9900",
+                                                    f"127.0.0.1:{ports.simulator}")
+    upload = client.upload(path.name, text.encode())
+    batch = client.create_batch(upload["id"], metadata={"name": "Demo: workflows.jsonl"})
+    return str(batch["id"])
 
 
 def tool_rows(path: Path, ports: Ports) -> list[dict[str, Any]]:

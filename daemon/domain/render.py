@@ -65,7 +65,10 @@ def relay_job(job: Job) -> dict[str, Any]:
 def relay_result(row: RowRecord) -> dict[str, Any]:
     """One row of `GET /v1/batches/{id}/results`: content or error, never both."""
     if row.status == "completed":
-        result = {"custom_id": row.custom_id, "content": assistant_content(row.response)}
+        content = assistant_content(row.response)
+        if content is None and isinstance(row.response, dict):  # a workflow's output
+            content = row.response.get("output")
+        result = {"custom_id": row.custom_id, "content": content}
         summary = (row.response or {}).get(EXTENSIONS)
         return result | ({"openrelay": summary} if isinstance(summary, dict) else {})
     return {"custom_id": row.custom_id, "error": row.error or "failed"}

@@ -49,7 +49,9 @@ def test_the_samples_are_submitted_and_the_cron_template_is_reused(
         simulator_factory, relayd_factory, capsys):
     sim = simulator_factory("--mcp-port", "0")
     relayd = relayd_factory(sim).start()  # its own: 3,000 rows of load
-    with RelayClient(relayd.url, relayd.key("demo")) as client:
+    key = relayd.key("demo")
+    demo.enable_workflows(relayd.config)
+    with RelayClient(relayd.url, key) as client:
         jobs = demo.submit_samples(client, ports=demo_ports(sim))
         views = {label: client.job(i) for label, i in jobs.watched.items()}
         template = client.job(jobs.template)
@@ -57,6 +59,9 @@ def test_the_samples_are_submitted_and_the_cron_template_is_reused(
         tools = wait_until(lambda: (job := client.job(jobs.watched["tools.jsonl"]))[
             "status"] == "completed" and job)
         results = {r["custom_id"]: r for r in client.results(tools["id"])["data"]}
+        flows = wait_until(lambda: (job := client.job(jobs.watched["workflows.jsonl"]))[
+            "status"] == "completed" and job, timeout=30)
+    assert (flows["request_counts"]["completed"], flows["request_counts"]["failed"]) == (4, 1)
     assert (tools["total"], tools["completed"], tools["failed"], tools["dead_letter"]) == (
         9, 8, 1, 1)
     assert {r.get("openrelay", {}).get("tool_rounds") for r in results.values()} == {
@@ -125,7 +130,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
 
     def tui(*, url: str, key: str) -> int:
         with RelayClient(url, key) as client:
-            seen["jobs"] = {j["name"]: j["status"] for j in client.all_jobs()}
+            seen["jobs"] = {j.get("name") or j["metadata"]["name"]: j["status"]
+                            for j in client.all_jobs()}
             # Look at the live job for a moment, as a person would (see the report:
             # a SIGTERM in relayd's first instants of a big job can hang its stop).
             wait_until(lambda: client.job(long_id(client))["completed"] > 0)
@@ -137,7 +143,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
     assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
     assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",  # type: ignore[arg-type]
-                                 "Demo: every 5 minutes", "Demo: long job"}
+                                 "Demo: workflows.jsonl", "Demo: every 5 minutes",
+                                 "Demo: long job"}
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{seen['url']}/healthz", timeout=2)
     out = capsys.readouterr().out
