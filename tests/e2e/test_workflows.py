@@ -213,7 +213,7 @@ def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(simulator_facto
     relayd = relayd_factory(sim).start()
     enable(relayd)
     client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
-    text = f"{TEXT} [sim:wf_sleep=3000]"  # the callback takes 3 s to answer each event
+    text = f"{TEXT} [sim:wf_sleep=1200]"  # the callback takes 1.2 s to answer each event
     upload = client.files.create(file=("f.jsonl", json.dumps(record("flow", sim, text))),
                                  purpose="batch")
     batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
