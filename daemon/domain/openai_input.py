@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.domain.errors import InvalidRequest
+from daemon.domain.extensions import EXTENSIONS as RESERVED
 from daemon.domain.jobs import RowDraft
-from daemon.domain.tool_config import EXTENSIONS as RESERVED
 from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
 from daemon.domain.workflow_config import WORKFLOW, WorkflowConfigError, parse_workflow
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import (
     CANCELLED,
     CANCELLING,
@@ -20,7 +21,7 @@ from daemon.domain.jobs import (
     StatusView,
 )
 from daemon.domain.outcome import Turn
-from daemon.domain.tool_config import EXTENSIONS, redacted
+from daemon.domain.tool_config import redacted
 
 # Seed 000 knows six statuses; the others read as their nearest Relay name.
 RELAY_VIEW = StatusView({VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,

@@ -10,9 +10,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-EXTENSIONS = "openrelay"  # the one body key OpenRelay's request extensions live under
+from daemon.domain.extensions import (
+    EXTENSIONS,
+    ExtensionError,
+    fields_of,
+    https_url,
+    json_object,
+    raw_extension,
+)
+
 TOOL_CONFIG = "tool_config"
 TYPES = ("http", "mcp")
 DEFAULT_ROUNDS, MOST_ROUNDS = 8, 16
@@ -36,50 +43,28 @@ class ToolConfig:
                 f"max_rounds={self.max_rounds}, timeout_ms={self.timeout_ms})")
 
 
-class ToolConfigError(ValueError):
-    """A malformed `tool_config`: `field` is the key at fault ("" for the whole value)."""
+class ToolConfigError(ExtensionError):
+    """A malformed `tool_config`, naming the field."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-    @property
-    def path(self) -> str:
-        """Where the fault is inside the record's body."""
-        return ".".join(p for p in (EXTENSIONS, TOOL_CONFIG, self.field) if p)
+    extension = TOOL_CONFIG
 
 
 def raw_tool_config(body: Any) -> Any:
     """The record's `openrelay.tool_config` as sent, or None when it has none."""
-    extensions = body.get(EXTENSIONS) if isinstance(body, dict) else None
-    return extensions.get(TOOL_CONFIG) if isinstance(extensions, dict) else None
+    return raw_extension(body, TOOL_CONFIG)
 
 
 def parse_tool_config(value: Any) -> ToolConfig:
     """Check every field and apply the clamps; raise `ToolConfigError` naming the field."""
-    if not isinstance(value, dict):
-        raise ToolConfigError("", "must be an object with at least 'url'.")
-    unknown = sorted(set(value) - _KEYS)
-    if unknown:
-        raise ToolConfigError(unknown[0], f"unknown field (known: {', '.join(sorted(_KEYS))}).")
+    value = fields_of(value, _KEYS, ToolConfigError, "at least 'url'")
     return ToolConfig(
-        url=_url(value.get("url")),
+        url=https_url(value.get("url"), ToolConfigError, "the tool executor"),
         type=_type(value.get("type")),
         authorization=_authorization(value.get("authorization")),
-        context=_context(value.get("context")),
+        context=json_object(value.get("context"), ToolConfigError, "context"),
         max_rounds=_clamped(value, "max_rounds", DEFAULT_ROUNDS, MOST_ROUNDS),
         timeout_ms=_clamped(value, "timeout_ms", DEFAULT_TIMEOUT_MS, MOST_TIMEOUT_MS),
     )
-
-
-def _url(url: Any) -> str:
-    if not isinstance(url, str) or not url:
-        raise ToolConfigError("url", "is required: the tool executor's https:// URL.")
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ToolConfigError("url", f"must be an absolute https:// URL; got {url!r}.")
-    return url
 
 
 def _type(kind: Any) -> str:
@@ -93,12 +78,6 @@ def _type(kind: Any) -> str:
 def _authorization(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ToolConfigError("authorization", "must be a string (the whole header value).")
-    return value
-
-
-def _context(value: Any) -> Any:
-    if value is not None and not isinstance(value, dict):
-        raise ToolConfigError("context", "must be a JSON object.")
     return value
 
 

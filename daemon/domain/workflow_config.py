@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from daemon.domain.tool_config import EXTENSIONS
+from daemon.domain.extensions import (
+    EXTENSIONS,
+    ExtensionError,
+    fields_of,
+    https_url,
+    json_object,
+    raw_extension,
+)
 
 WORKFLOW = "workflow"
 DEFAULT_CALLBACK_MS, CALLBACK_MS = 120_000, (1_000, 600_000)
@@ -39,37 +45,24 @@ class WorkflowConfig:
                 f"max_tokens={self.max_tokens})")
 
 
-class WorkflowConfigError(ValueError):
-    """A malformed `workflow`: `field` is the key at fault ("" for the whole value)."""
+class WorkflowConfigError(ExtensionError):
+    """A malformed `workflow`, naming the field."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-    @property
-    def path(self) -> str:
-        return ".".join(p for p in (EXTENSIONS, WORKFLOW, self.field) if p)
+    extension = WORKFLOW
 
 
 def raw_workflow(body: Any) -> Any:
     """The record's `openrelay.workflow` as sent, or None when it has none."""
-    extensions = body.get(EXTENSIONS) if isinstance(body, dict) else None
-    return extensions.get(WORKFLOW) if isinstance(extensions, dict) else None
+    return raw_extension(body, WORKFLOW)
 
 
 def parse_workflow(value: Any) -> WorkflowConfig:
     """Check every field; raise `WorkflowConfigError` naming the field."""
-    if not isinstance(value, dict):
-        raise WorkflowConfigError("", "must be an object with 'url' and 'authorization'.")
-    unknown = sorted(set(value) - _KEYS)
-    if unknown:
-        raise WorkflowConfigError(unknown[0],
-                                  f"unknown field (known: {', '.join(sorted(_KEYS))}).")
+    value = fields_of(value, _KEYS, WorkflowConfigError, "'url' and 'authorization'")
     return WorkflowConfig(
-        url=_url(value.get("url")),
+        url=https_url(value.get("url"), WorkflowConfigError, "the callback"),
         authorization=_authorization(value.get("authorization")),
-        context=_context(value.get("context")),
+        context=json_object(value.get("context"), WorkflowConfigError, "context"),
         callback_timeout_ms=_callback_timeout(value),
         max_steps=_bounded(value, "max_steps", DEFAULT_STEPS, STEPS),
         max_requests=_bounded(value, "max_requests", DEFAULT_REQUESTS, REQUESTS),
@@ -77,25 +70,10 @@ def parse_workflow(value: Any) -> WorkflowConfig:
     )
 
 
-def _url(url: Any) -> str:
-    if not isinstance(url, str) or not url:
-        raise WorkflowConfigError("url", "is required: the callback's https:// URL.")
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise WorkflowConfigError("url", f"must be an absolute https:// URL; got {url!r}.")
-    return url
-
-
 def _authorization(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise WorkflowConfigError("authorization", "is required: the whole Authorization "
                                   "header value the callback expects.")
-    return value
-
-
-def _context(value: Any) -> Any:
-    if value is not None and not isinstance(value, dict):
-        raise WorkflowConfigError("context", "must be a JSON object.")
     return value
 
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from daemon.config import RetryConfig
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
 from daemon.domain.retry import retry_delay
 from daemon.domain.tool_config import (
-    EXTENSIONS,
     ToolConfig,
     ToolConfigError,
     parse_tool_config,

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.config import RetryConfig
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.domain.retry import is_transient_status, retry_delay
-from daemon.domain.tool_config import EXTENSIONS
 from daemon.domain.workflow_config import (
     Answer,
     InvalidAnswer,

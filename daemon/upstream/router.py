@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.domain.retry import is_transient_status, retry_delay
-from daemon.domain.tool_config import EXTENSIONS
 from daemon.upstream.transport import Reply, Transport, TransportError
 
 MESSAGE_LIMIT = 200

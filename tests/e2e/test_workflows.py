@@ -36,12 +36,17 @@ def enable(relayd: Relayd, workspace: str = "acme", switch: str = "on") -> None:
                     "--config", str(relayd.config)], check=True, capture_output=True)
 
 
-def run_batch(relayd: Relayd, records: list[dict], *, timeout: float = 30) -> Any:
+def start_batch(relayd: Relayd, records: list[dict]) -> tuple[OpenAI, Any]:
+    """An OpenAI-dialect batch of `records` (an uploaded file), created with the SDK."""
     client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
     upload = client.files.create(file=("flows.jsonl", "\n".join(map(json.dumps, records))),
                                  purpose="batch")
-    batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
-                                  completion_window="24h")
+    return client, client.batches.create(input_file_id=upload.id, endpoint=CHAT,
+                                         completion_window="24h")
+
+
+def run_batch(relayd: Relayd, records: list[dict], *, timeout: float = 30) -> Any:
+    client, batch = start_batch(relayd, records)
     done = wait_until(lambda: (b := client.batches.retrieve(batch.id)).status in (
         "completed", "failed", "cancelled", "expired") and b, timeout=timeout)
     return client, done
@@ -183,12 +188,8 @@ def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(simulator_fact
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
-    client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
     text = f"{TEXT} [sim:wf_stall=2]"  # two of the four map requests take 3 s
-    upload = client.files.create(file=("f.jsonl", json.dumps(record("flow", sim, text))),
-                                 purpose="batch")
-    batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
-                                  completion_window="24h")
+    client, batch = start_batch(relayd, [record("flow", sim, text)])
     rest = relayd.client()
     wait_until(lambda: rest.get(f"/v1/batches/{batch.id}/rows/flow").json().get(
         "workflow", {}).get("finished") == 2)  # the two quick ones are stored
@@ -212,12 +213,8 @@ def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(simulator_facto
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
-    client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
     text = f"{TEXT} [sim:wf_sleep=1200]"  # the callback takes 1.2 s to answer each event
-    upload = client.files.create(file=("f.jsonl", json.dumps(record("flow", sim, text))),
-                                 purpose="batch")
-    batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
-                                  completion_window="24h")
+    client, batch = start_batch(relayd, [record("flow", sim, text)])
     wait_until(lambda: sim.workflow_events())  # the started event is out
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
@@ -235,12 +232,8 @@ def test_cancel_stops_a_workflow_at_once(simulator_factory, relayd_factory):
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
-    client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
     text = f"{TEXT} [sim:wf_stall=4]"
-    upload = client.files.create(file=("f.jsonl", json.dumps(record("flow", sim, text))),
-                                 purpose="batch")
-    batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
-                                  completion_window="24h")
+    client, batch = start_batch(relayd, [record("flow", sim, text)])
     wait_until(lambda: len([r for r in sim.requests() if "Summarise" in r["prompt"]]) == 4)
 
     client.batches.cancel(batch.id)
