@@ -6,7 +6,7 @@ end to end in tests/e2e/test_tools.py against the simulator's MCP server)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -41,8 +41,8 @@ class Listing:
 
 
 class FakeClient:
-    opened: list[str] = []
-    closed: list[str] = []
+    opened: ClassVar[list[str]] = []
+    closed: ClassVar[list[str]] = []
 
     def __init__(self, url: str) -> None:
         self.url = url
