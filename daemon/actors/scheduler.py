@@ -58,6 +58,7 @@ class Scheduler(pykka.ThreadingActor):
         self.notifier = notifier
         self.clock = clock
         self.running: dict[int, Any] = {}
+        self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
 
     def on_start(self) -> None:
@@ -85,7 +86,14 @@ class Scheduler(pykka.ThreadingActor):
 
     @contained
     def job_finished(self, seq: int) -> None:
+        """A supervisor ended its job and stopped. A cancel forwarded to it as it stopped
+        may never have been read: end what is still cancelling, and answer its waiters."""
         self.running.pop(seq, None)
+        job = self.repo.job_by_seq(seq)
+        if job is not None and job.status == CANCELLING:
+            self._end(seq, CANCELLED)
+        for ack in self.acks.pop(seq, []):
+            ack.set()
         self._admit()
 
     @contained
@@ -95,6 +103,7 @@ class Scheduler(pykka.ThreadingActor):
         supervisor = self.running.get(seq)
         try:
             if supervisor is not None and supervisor.actor_ref.is_alive():
+                self.acks.setdefault(seq, []).append(ack)
                 supervisor.cancel(ack)
                 return
         except pykka.ActorDeadError:
@@ -159,6 +168,8 @@ class Scheduler(pykka.ThreadingActor):
         died (a bug), its job runs again from the queue, or, if it was being cancelled
         or finalized, ends as it would have."""
         self.running.pop(seq, None)
+        for ack in self.acks.pop(seq, []):  # after this, nothing of the job runs here
+            ack.set()
         job = self.repo.job_by_seq(seq)
         if job is None or job.terminal:
             return

@@ -171,6 +171,8 @@ class JobSupervisor(pykka.ThreadingActor):
     def _finish(self, now: float) -> None:
         """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`)."""
         job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
+        if job is None:  # a cancel recorded in between: end it again, as cancelled
+            job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
         if job is not None:
             self.notifier.job_ended(job)
         self.scheduler.job_finished(self.job.seq)

@@ -17,7 +17,7 @@ from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import detect, dialect_of, statuses_for
-from daemon.domain.errors import InvalidRequest, conflict, not_found
+from daemon.domain.errors import InvalidRequest, conflict, no_batch_access, not_found
 from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, can_transition
 from daemon.domain.render import (
     dead_letter_entry,
@@ -44,17 +44,27 @@ async def read_json(request: web.Request) -> Any:
         raise InvalidRequest("The request body is empty; send a JSON object.")
     try:
         if len(raw) > LARGE_BODY:  # decoding megabytes would stall the event loop
-            return await asyncio.to_thread(json.loads, raw)
-        return json.loads(raw)
+            return await asyncio.to_thread(strict_json, raw)
+        return strict_json(raw)
+    except RecursionError as exc:
+        raise InvalidRequest("The request body is nested too deeply to read.") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
+
+
+def strict_json(raw: bytes) -> Any:
+    """JSON as RFC 8259 has it: NaN, Infinity and -Infinity are not numbers there."""
+    return json.loads(raw, parse_constant=_not_json)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
     workspace: WorkspaceRecord = request[WORKSPACE]
     if not workspace.batch_access:  # seed 002: no Batch API access reads as not found
-        raise InvalidRequest("Not found: this organization does not have Batch API access.",
-                             status=404, code="not_found", type="not_found_error")
+        raise no_batch_access()
     return request.app[SERVICES], workspace
 
 

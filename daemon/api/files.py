@@ -18,7 +18,7 @@ from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.domain import ids
-from daemon.domain.errors import InvalidRequest, not_found
+from daemon.domain.errors import InvalidRequest, no_batch_access, not_found
 from daemon.domain.files import BATCH, FileRecord
 from daemon.domain.render_openai import file_object
 from daemon.store.interface import WorkspaceRecord
@@ -29,7 +29,10 @@ UPLOADS = web.AppKey("uploads_in_progress", Counter)
 
 
 def _context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
-    return request.app[SERVICES], request[WORKSPACE]
+    workspace: WorkspaceRecord = request[WORKSPACE]
+    if not workspace.batch_access:  # files are part of the Batch API: all of it is 404
+        raise no_batch_access()
+    return request.app[SERVICES], workspace
 
 
 async def upload(request: web.Request) -> web.Response:
@@ -52,7 +55,10 @@ async def _receive(request: web.Request, services: Services,
     if not request.content_type.startswith("multipart/"):
         raise InvalidRequest("Upload a file as multipart/form-data with 'file' and 'purpose'.",
                              param="file")
-    reader = await request.multipart()
+    try:
+        reader = await request.multipart()
+    except ValueError as exc:  # e.g. no boundary: nothing can be read
+        raise InvalidRequest(f"The multipart body is malformed: {exc}.", param="file") from exc
     purpose, stored = None, None
     file_id = ids.file_id()
     path = services.files.path_for(file_id)

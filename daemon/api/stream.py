@@ -10,6 +10,7 @@ because the client did not keep up (refetch state when you see it).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 from aiohttp import web
@@ -18,6 +19,8 @@ from daemon.api.batches import context
 from daemon.api.events import Event, Subscription
 from daemon.dialects import event_view
 from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
+
+log = logging.getLogger("relay.api")
 
 KEEPALIVE_S = 15.0
 ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)
@@ -47,17 +50,20 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 async def _pump(response: web.StreamResponse, sub: Subscription,
                 next_id: Callable[[], int]) -> None:
-    while True:
-        try:
-            event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
-        except TimeoutError:
-            await response.write(b": keepalive\n\n")
-            continue
-        dropped = sub.take_dropped()
-        if dropped:
-            await response.write(Event(next_id(), "stream.dropped",
-                                       {"count": dropped}).encode())
-        try:
-            await response.write(event.encode())
-        except ConnectionResetError:
-            return
+    """Until the client leaves: a disconnect is the normal end of a stream, not an error."""
+    try:
+        while True:
+            await response.write(await _next(sub, next_id))
+    except ConnectionError as exc:
+        log.debug("event stream closed by the client: %s", type(exc).__name__)
+
+
+async def _next(sub: Subscription, next_id: Callable[[], int]) -> bytes:
+    """The next bytes to send: events (told first of any lost), or a keepalive."""
+    try:
+        event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
+    except TimeoutError:
+        return b": keepalive\n\n"
+    dropped = sub.take_dropped()
+    lost = Event(next_id(), "stream.dropped", {"count": dropped}).encode() if dropped else b""
+    return lost + event.encode()

@@ -28,5 +28,11 @@ def not_found(what: str, ident: str) -> InvalidRequest:
                           code="not_found", type="not_found_error")
 
 
+def no_batch_access() -> InvalidRequest:
+    """The OpenRelay batch API: a workspace without Batch API access is answered 404."""
+    return InvalidRequest("Not found: this organization does not have Batch API access.",
+                          status=404, code="not_found", type="not_found_error")
+
+
 def conflict(message: str, *, code: str = "conflict") -> InvalidRequest:
     return InvalidRequest(message, status=409, code=code, type="invalid_request_error")

@@ -53,6 +53,19 @@ def https_url(url: Any, error: type[ExtensionError], what: str) -> str:
     return url
 
 
+def header_value(value: Any, error: type[ExtensionError], *, required: bool) -> str | None:
+    """`authorization`: sent verbatim as a header, so no line breaks or control
+    characters (they would break the request, and error messages would quote it)."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise error("authorization", "is required: the whole Authorization header value."
+                    if required else "must be a string (the whole header value).")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise error("authorization", "must not hold line breaks or control characters.")
+    return value
+
+
 def json_object(value: Any, error: type[ExtensionError], field: str) -> Any:
     if value is not None and not isinstance(value, dict):
         raise error(field, "must be a JSON object.")

@@ -22,6 +22,12 @@ def is_transient_status(code: int) -> bool:
     return code in (408, 409, 429) or 500 <= code <= 599
 
 
+def is_retryable_answer(code: int) -> bool:
+    """A user's tool executor or workflow callback may do better on a retry after a
+    timeout status, 429 or 5xx; other statuses are its answer (a 409 included)."""
+    return code in (408, 429) or 500 <= code <= 599
+
+
 def backoff_delay(attempt: int, *, base: float, cap: float, rng: random.Random) -> float:
     """Seconds to wait after the `attempt`-th failure (1-based): exponential, full jitter."""
     doublings = min(max(attempt - 1, 0), _MAX_DOUBLINGS)

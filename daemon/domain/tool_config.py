@@ -15,6 +15,7 @@ from daemon.domain.extensions import (
     EXTENSIONS,
     ExtensionError,
     fields_of,
+    header_value,
     https_url,
     json_object,
     raw_extension,
@@ -60,7 +61,8 @@ def parse_tool_config(value: Any) -> ToolConfig:
     return ToolConfig(
         url=https_url(value.get("url"), ToolConfigError, "the tool executor"),
         type=_type(value.get("type")),
-        authorization=_authorization(value.get("authorization")),
+        authorization=header_value(value.get("authorization"), ToolConfigError,
+                                   required=False),
         context=json_object(value.get("context"), ToolConfigError, "context"),
         max_rounds=_clamped(value, "max_rounds", DEFAULT_ROUNDS, MOST_ROUNDS),
         timeout_ms=_clamped(value, "timeout_ms", DEFAULT_TIMEOUT_MS, MOST_TIMEOUT_MS),
@@ -73,12 +75,6 @@ def _type(kind: Any) -> str:
     if kind not in TYPES:
         raise ToolConfigError("type", f"must be one of {', '.join(TYPES)}; got {kind!r}.")
     return str(kind)
-
-
-def _authorization(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ToolConfigError("authorization", "must be a string (the whole header value).")
-    return value
 
 
 def _clamped(value: dict[str, Any], key: str, default: int, most: int) -> int:

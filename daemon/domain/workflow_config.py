@@ -12,6 +12,7 @@ from daemon.domain.extensions import (
     EXTENSIONS,
     ExtensionError,
     fields_of,
+    header_value,
     https_url,
     json_object,
     raw_extension,
@@ -61,20 +62,14 @@ def parse_workflow(value: Any) -> WorkflowConfig:
     value = fields_of(value, _KEYS, WorkflowConfigError, "'url' and 'authorization'")
     return WorkflowConfig(
         url=https_url(value.get("url"), WorkflowConfigError, "the callback"),
-        authorization=_authorization(value.get("authorization")),
+        authorization=str(header_value(value.get("authorization"), WorkflowConfigError,
+                                       required=True)),
         context=json_object(value.get("context"), WorkflowConfigError, "context"),
         callback_timeout_ms=_callback_timeout(value),
         max_steps=_bounded(value, "max_steps", DEFAULT_STEPS, STEPS),
         max_requests=_bounded(value, "max_requests", DEFAULT_REQUESTS, REQUESTS),
         max_tokens=_bounded(value, "max_tokens", DEFAULT_TOKENS, TOKENS),
     )
-
-
-def _authorization(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise WorkflowConfigError("authorization", "is required: the whole Authorization "
-                                  "header value the callback expects.")
-    return value
 
 
 def _integer(value: dict[str, Any], key: str) -> int | None:

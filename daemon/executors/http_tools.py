@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from daemon.domain.retry import is_transient_status
+from daemon.domain.retry import is_retryable_answer
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import ToolCallFailed, ToolRequest, ToolResult
@@ -55,7 +55,7 @@ def results_of(reply: OutboundReply) -> list[ToolResult]:
     """The results of a 2xx answer; `ToolCallFailed` for anything else."""
     if not reply.ok:
         raise ToolCallFailed(f"the executor answered {reply.status}{_said(reply.body)}",
-                             transient=is_transient_status(reply.status),
+                             transient=is_retryable_answer(reply.status),
                              retry_after=reply.headers.get("Retry-After"))
     try:
         body = json.loads(reply.body)

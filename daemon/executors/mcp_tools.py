@@ -19,9 +19,8 @@ import asyncio
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
@@ -46,21 +45,28 @@ class McpSession:
     """One open MCP client, owned by its own task: the SDK's sessions live in anyio task
     groups, which must be entered and left by the same task."""
 
-    def __init__(self, open_client: Callable[[], Client]) -> None:
+    def __init__(self, open_client: Callable[[], Awaitable[Client]], *, secret: str | None,
+                 ) -> None:
         self.client: Client | None = None
         self.failure: BaseException | None = None
         self.tools: list[dict[str, Any]] | None = None  # tools/list, asked once
+        self.secret = secret  # never in a message: errors are scrubbed of it
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._task = asyncio.create_task(self._own(open_client))
 
-    async def _own(self, open_client: Callable[[], Client]) -> None:
+    @property
+    def broken(self) -> bool:
+        """It failed to open, or closed: a new one must be opened."""
+        return self._task.done()
+
+    async def _own(self, open_client: Callable[[], Awaitable[Client]]) -> None:
         try:
-            async with open_client() as client:
+            async with await open_client() as client:
                 self.client = client
                 self._ready.set()
                 await self._closing.wait()
-        except Exception as exc:  # the connection failed, or broke while open
+        except Exception as exc:  # the policy refused it, the connection failed or broke
             self.failure = exc
         finally:
             self.client = None
@@ -69,7 +75,10 @@ class McpSession:
     async def ready(self) -> Client:
         await self._ready.wait()
         if self.client is None:
-            raise ToolCallFailed(f"could not open an MCP session: {_describe(self.failure)}",
+            if isinstance(self.failure, ToolCallFailed):
+                raise self.failure
+            raise ToolCallFailed(scrubbed(f"could not open an MCP session: "
+                                          f"{_describe(self.failure)}", self.secret),
                                  transient=True)
         return self.client
 
@@ -89,30 +98,39 @@ class McpToolCaller:
 
     async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
         session = await self._session(request.job_seq, config)
-        client = await session.ready()
-        async with self.limits.slot(config.url):
-            try:
+        try:
+            client = await session.ready()
+            async with self.limits.slot(config.url):
                 return list(await asyncio.gather(*(
                     self._call_one(client, config, request, call)
                     for call in request.tool_calls)))
-            except ToolCallFailed as exc:
-                if exc.transient:  # the next attempt opens a fresh session
-                    await self._drop(request.job_seq, config)
-                raise
+        except ToolCallFailed as exc:
+            if exc.transient:  # the next attempt opens a fresh session
+                await self._drop(request.job_seq, config, session)
+            raise
 
     async def tools(self, config: ToolConfig, *, job_seq: int) -> list[dict[str, Any]] | None:
         session = await self._session(job_seq, config)
         if session.tools is None:
-            client = await session.ready()
             try:
-                listed = await asyncio.wait_for(client.list_tools(), config.timeout_ms / 1000)
-            except MCPError as exc:
-                raise ToolCallFailed(f"tools/list: {exc}", transient=False) from exc
-            except Exception as exc:
-                await self._drop(job_seq, config)
-                raise ToolCallFailed(f"tools/list: {_describe(exc)}", transient=True) from exc
-            session.tools = [function_tool(t) for t in listed.tools]
+                session.tools = await self._listed(session, config)
+            except ToolCallFailed as exc:
+                if exc.transient:
+                    await self._drop(job_seq, config, session)
+                raise
         return session.tools
+
+    async def _listed(self, session: McpSession, config: ToolConfig) -> list[dict[str, Any]]:
+        client = await session.ready()
+        try:
+            listed = await asyncio.wait_for(client.list_tools(), config.timeout_ms / 1000)
+        except MCPError as exc:
+            raise ToolCallFailed(scrubbed(f"tools/list: {exc}", config.authorization),
+                                 transient=False) from exc
+        except Exception as exc:
+            raise ToolCallFailed(scrubbed(f"tools/list: {_describe(exc)}", config.authorization),
+                                 transient=True) from exc
+        return [function_tool(t) for t in listed.tools]
 
     async def release(self, job_seq: int) -> None:
         for session in self.jobs.pop(job_seq, {}).values():
@@ -129,30 +147,41 @@ class McpToolCaller:
                 client.call_tool(name, parse_arguments(function.get("arguments")), meta=meta),
                 config.timeout_ms / 1000)
         except MCPError as exc:
-            raise ToolCallFailed(f"tools/call {name}: {exc}", transient=False) from exc
+            raise ToolCallFailed(scrubbed(f"tools/call {name}: {exc}", config.authorization),
+                                 transient=False) from exc
         except Exception as exc:
-            raise ToolCallFailed(f"tools/call {name}: {_describe(exc)}", transient=True) from exc
+            raise ToolCallFailed(scrubbed(f"tools/call {name}: {_describe(exc)}",
+                                          config.authorization), transient=True) from exc
         text = "\n".join(part.text for part in result.content if part.type == "text")
         return ToolResult(call["id"], text, is_error=result.is_error)
 
     async def _session(self, job_seq: int, config: ToolConfig) -> McpSession:
         sessions = self.jobs.setdefault(job_seq, OrderedDict())
         key = (config.url, config.authorization)
-        if key in sessions:
+        session = sessions.get(key)
+        if session is not None and not session.broken:
             sessions.move_to_end(key)
-            return sessions[key]
-        address = await self._checked_address(config.url)
-        sessions[key] = McpSession(lambda: self._client(config, address))
+            return session
+        # Stored before anything is awaited: records starting together share it.
+        session = sessions[key] = McpSession(lambda: self._open(config),
+                                             secret=config.authorization)
         while len(sessions) > self.sessions_per_job:
             _, oldest = sessions.popitem(last=False)
             await oldest.close()
-        return sessions[key]
+        return session
 
-    async def _drop(self, job_seq: int, config: ToolConfig) -> None:
-        session = self.jobs.get(job_seq, OrderedDict()).pop((config.url, config.authorization),
-                                                            None)
-        if session is not None:
-            await session.close()
+    async def _open(self, config: ToolConfig) -> Client:
+        """The policy first (off the loop: DNS is blocking), then a client pinned to the
+        address it checked."""
+        return self._client(config, await self._checked_address(config.url))
+
+    async def _drop(self, job_seq: int, config: ToolConfig, session: McpSession) -> None:
+        """Forget `session` (if it is still the one kept) so the next call opens another."""
+        sessions = self.jobs.get(job_seq, OrderedDict())
+        key = (config.url, config.authorization)
+        if sessions.get(key) is session:
+            del sessions[key]
+        await session.close()
 
     async def _checked_address(self, url: str) -> str | None:
         """The policy, checked off the loop (DNS is blocking); the address to pin to."""
@@ -167,9 +196,8 @@ class McpToolCaller:
 
     def _client(self, config: ToolConfig, address: str | None) -> Client:
         headers = {"Authorization": config.authorization} if config.authorization else {}
-        host = urlsplit(config.url).hostname or ""
         http = httpx2.AsyncClient(headers=headers, timeout=config.timeout_ms / 1000,
-                                  transport=PinnedTransport(host, address))
+                                  transport=PinnedTransport(address))
         return Client(streamable_http_client(config.url, http_client=http))
 
 
@@ -188,6 +216,11 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def scrubbed(text: str, secret: str | None) -> str:
+    """`text` without the executor's secret, should an error message quote a header."""
+    return text.replace(secret, "***") if secret else text
 
 
 def _describe(exc: BaseException | None) -> str:

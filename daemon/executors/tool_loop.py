@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from daemon.config import RetryConfig
 from daemon.domain.extensions import EXTENSIONS
@@ -39,6 +39,8 @@ from daemon.executors.group_commit import GroupCommit
 from daemon.executors.lane import STOPPED, Lane
 from daemon.store.interface import Store
 from daemon.upstream.router import Router
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -151,8 +153,12 @@ class ToolLoopExecutor:
         except ToolConfigError as exc:
             return _failed("invalid_tool_config", f"{exc.path}: {exc.message}")
         caller = self.callers[config.type]
-        tools = work.body.get("tools") or await caller.tools(config, job_seq=work.job_seq)
         done = Transcript.resumed(work)
+        try:
+            tools = work.body.get("tools") or await self._retried(
+                lambda: caller.tools(config, job_seq=work.job_seq))
+        except ToolCallFailed as exc:
+            return _executor_failed(exc, done, "tools/list")
         while True:
             if done.pending is None:
                 async with lane.slots:
@@ -195,9 +201,10 @@ class ToolLoopExecutor:
                               call_id=call_id(work.job_id, work.custom_id, number),
                               tool_calls=tuple(assistant["tool_calls"]))
         try:
-            results = await self._call_with_retries(caller, config, request)
+            results = matched(await self._retried(lambda: caller.call(config, request)),
+                              request.tool_calls)
         except ToolCallFailed as exc:
-            return _executor_failed(exc, done, request)
+            return _executor_failed(exc, done, f"round {request.round}")
         added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
                                "content": r.content} for r in results))
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
@@ -208,11 +215,12 @@ class ToolLoopExecutor:
         done.rounds, done.pending = number, None
         return None
 
-    async def _call_with_retries(self, caller: ToolCaller, config: ToolConfig,
-                                 request: ToolRequest) -> list[ToolResult]:
+    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt()`, again after a transient failure, with the router's backoff and
+        attempt count."""
         for tries in range(1, self.retry.attempts + 1):
             try:
-                results = await caller.call(config, request)
+                return await attempt()
             except ToolCallFailed as exc:
                 if not exc.transient or tries == self.retry.attempts:
                     raise ToolCallFailed(f"{exc.message} (after {tries} attempt"
@@ -221,8 +229,6 @@ class ToolLoopExecutor:
                 await self.sleep(retry_delay(tries, retry_after=exc.retry_after,
                                              policy=self.retry, now=self.clock(),
                                              rng=self.rng))
-                continue
-            return matched(results, request.tool_calls)
         raise AssertionError("unreachable: retry.attempts is at least 1")
 
     async def release(self, job_seq: int) -> None:
@@ -282,10 +288,10 @@ def _with_transcript(answer: RowOutcome, done: Transcript) -> RowOutcome:
                    attempts=tuple(done.attempts), turns=tuple(done.turns))
 
 
-def _executor_failed(exc: ToolCallFailed, done: Transcript, request: ToolRequest) -> RowOutcome:
+def _executor_failed(exc: ToolCallFailed, done: Transcript, where: str) -> RowOutcome:
     code = "tool_executor_unreachable" if exc.transient else "tool_executor_error"
-    return RowOutcome(ok=False, model=done.model, error=f"{code}: round {request.round}: "
-                      f"{exc.message}", error_code=code, dead_letter=exc.transient,
+    return RowOutcome(ok=False, model=done.model, error=f"{code}: {where}: {exc.message}",
+                      error_code=code, dead_letter=exc.transient,
                       attempts=tuple(done.attempts), usage=done.usage, turns=tuple(done.turns))
 
 

@@ -18,6 +18,7 @@ window are the only bounds; cancel and expiry stop a record at once.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import random
@@ -30,7 +31,7 @@ from daemon.config import RetryConfig
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome, Turn, Usage
-from daemon.domain.retry import is_transient_status, retry_delay
+from daemon.domain.retry import is_retryable_answer, retry_delay
 from daemon.domain.workflow_config import (
     Answer,
     InvalidAnswer,
@@ -41,7 +42,7 @@ from daemon.domain.workflow_config import (
     raw_workflow,
 )
 from daemon.executors.group_commit import GroupCommit
-from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.lane import STOPPED, Lane, not_started
 from daemon.executors.tool_hosts import HostLimits
 from daemon.outbound.http import OutboundClient, OutboundError
 from daemon.outbound.webhook import sign
@@ -49,6 +50,7 @@ from daemon.store.interface import Store, WorkflowWrite
 from daemon.upstream.router import Router
 
 DELIVERIES = 4  # attempts per event
+SECRET_TTL_S = 30.0
 PARAM = "openrelay.workflow.url"
 
 
@@ -100,8 +102,9 @@ class WorkflowState:
                                 else None}))
 
     def document(self) -> dict[str, Any]:
-        """What is stored (a step's results are stored one by one, beside it)."""
-        return {k: v for k, v in self.__dict__.items() if k != "results"}
+        """What is stored (a step's results are stored one by one, beside it): a copy,
+        since the store writes it later, while the record goes on."""
+        return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "results"})
 
     def totals(self) -> dict[str, int]:
         return {"steps": self.step, "requests": self.requests_total,
@@ -139,7 +142,7 @@ class WorkflowExecutor:
         self.sleep = sleep
         self.clock = clock
         self.rng = rng or random.Random()
-        self._secrets: dict[int, str] = {}
+        self._secrets: dict[int, tuple[str, float]] = {}  # workspace -> (secret, read at)
 
     async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
         try:
@@ -168,6 +171,8 @@ class WorkflowExecutor:
                 await self.sleep(max(0.0, (state.wake_at or 0) - self.clock()))
                 state.due("workflow.tick")
                 await self._save(work, state)
+            if lane.stopping:  # the halt follows at once: `until_halted` ends the record
+                await lane.halted.wait()
             answer = await self._deliver(work, config, state)
             ended = await self._take(work, config, state, answer)
             if ended is not None:
@@ -220,10 +225,8 @@ class WorkflowExecutor:
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
                     await self._finished(work, state, running.pop(task), task.result())
-                if state.input_tokens + state.output_tokens > config.max_tokens:
-                    raise WorkflowEnd("workflow_token_limit", f"the record used "
-                                      f"{state.input_tokens + state.output_tokens} tokens; "
-                                      f"max_tokens is {config.max_tokens}")
+                _check_tokens(config, state)
+            _check_tokens(config, state)  # also when a restart found every result stored
         finally:
             for task in running:  # the token budget, cancel or a stop: not billed
                 task.cancel()
@@ -234,6 +237,8 @@ class WorkflowExecutor:
 
     async def _request(self, lane: Lane, work: RowWork, body: dict[str, Any]) -> RowOutcome:
         async with lane.slots:
+            if lane.stopping:  # the cancel was answered: nothing more goes out
+                return not_started()
             return await self.router.call(str(body.get("model")), work.endpoint, body)
 
     async def _finished(self, work: RowWork, state: WorkflowState, index: int,
@@ -289,7 +294,7 @@ class WorkflowExecutor:
                     return None, f"{exc.kind}: {exc.message}", None
                 raise WorkflowEnd("workflow_callback_rejected", exc.message) from exc
         if not reply.ok:
-            if is_transient_status(reply.status):
+            if is_retryable_answer(reply.status):
                 return None, f"the callback answered {reply.status}", reply.headers.get(
                     "Retry-After")
             raise WorkflowEnd("workflow_callback_rejected",
@@ -302,9 +307,20 @@ class WorkflowExecutor:
             raise WorkflowEnd("workflow_invalid_answer", message) from None
 
     async def _secret(self, workspace_id: int) -> str:
-        if workspace_id not in self._secrets:
-            self._secrets[workspace_id] = await asyncio.to_thread(self.secret, workspace_id)
-        return self._secrets[workspace_id]
+        """The workspace's signing secret, read again after `SECRET_TTL_S` (a rotation
+        takes effect that soon)."""
+        kept = self._secrets.get(workspace_id)
+        if kept is None or self.clock() - kept[1] > SECRET_TTL_S:
+            kept = (await asyncio.to_thread(self.secret, workspace_id), self.clock())
+            self._secrets[workspace_id] = kept
+        return kept[0]
+
+
+def _check_tokens(config: WorkflowConfig, state: WorkflowState) -> None:
+    used = state.input_tokens + state.output_tokens
+    if used > config.max_tokens:
+        raise WorkflowEnd("workflow_token_limit", f"the record used {used} tokens; "
+                          f"max_tokens is {config.max_tokens}")
 
 
 def _result(index: int, outcome: RowOutcome) -> dict[str, Any]:

@@ -9,18 +9,19 @@ import httpx2
 
 
 class PinnedTransport(httpx2.AsyncBaseTransport):
-    """Sends every request for `host` to `address` (the rest unchanged)."""
+    """Sends every request of one client (one checked URL's origin: redirects to
+    another are not followed) to `address`, keeping the name for TLS and Host."""
 
-    def __init__(self, host: str, address: str | None, *,
+    def __init__(self, address: str | None, *,
                  inner: httpx2.AsyncBaseTransport | None = None) -> None:
-        self.host = host
         self.address = address  # None: private targets allowed, nothing to pin
         self.inner = inner or httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if self.address is not None and request.url.host == self.host:
+        if self.address is not None:
+            name = request.url.raw_host.decode("ascii")  # IDNA-encoded, as TLS wants it
             request.url = request.url.copy_with(host=self.address)
-            request.extensions = {**request.extensions, "sni_hostname": self.host}
+            request.extensions = {**request.extensions, "sni_hostname": name}
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -211,7 +211,7 @@ def test_a_kill_mid_record_resumes_without_repeating_stored_calls(simulator_fact
 def test_a_cancel_stops_the_loop_between_rounds(simulator_factory, relayd_factory):
     sim = simulator_factory()
     client = relayd_factory(sim).start().client()
-    prompt = "many rounds [sim:tool_rounds=5] [sim:tool_sleep=800]"
+    prompt = "many rounds [sim:tool_rounds=5] [sim:tool_sleep=1500]"
     job = submit(client, [tool_record("long", prompt, http_tools(sim), tools=[LOOKUP])])
     wait_until(lambda: sim.tool_calls())  # round 1's executor call is in flight
 

@@ -213,7 +213,7 @@ def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(simulator_facto
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
-    text = f"{TEXT} [sim:wf_sleep=1200]"  # the callback takes 1.2 s to answer each event
+    text = f"{TEXT} [sim:wf_sleep=2000]"  # the callback takes 2 s to answer each event
     client, batch = start_batch(relayd, [record("flow", sim, text)])
     wait_until(lambda: sim.workflow_events())  # the started event is out
     relayd.proc.send_signal(signal.SIGKILL)

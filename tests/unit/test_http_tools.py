@@ -81,7 +81,7 @@ async def test_no_authorization_sends_no_header(executor: Any) -> None:
 
 @pytest.mark.parametrize(("status", "transient"), [
     (503, True), (500, True), (429, True), (408, True), (400, False), (404, False),
-    (401, False)])
+    (401, False), (409, False)])
 async def test_statuses(executor: Any, status: int, transient: bool) -> None:
     caller, config, _ = await executor(
         lambda _: web.json_response({"error": "no"}, status=status,

@@ -5,6 +5,7 @@ end to end in tests/e2e/test_tools.py against the simulator's MCP server)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ import pytest
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors.mcp_tools import McpToolCaller, function_tool, parse_arguments
 from daemon.executors.tool_hosts import HostLimits
-from daemon.executors.tool_loop import ToolRequest
+from daemon.executors.tool_loop import ToolCallFailed, ToolRequest
 
 
 @dataclass
@@ -117,3 +118,28 @@ def test_conversions() -> None:
         "name": "f", "parameters": {}}}
     assert parse_arguments('{"a": 1}') == {"a": 1}
     assert parse_arguments("not json") == parse_arguments("[1]") == {}
+
+
+async def test_records_starting_together_share_one_session(caller: McpToolCaller) -> None:
+    config = ToolConfig(url="http://a/mcp")
+    await asyncio.gather(*(caller.call(config, request()) for _ in range(10)))
+    assert FakeClient.opened == ["http://a/mcp"]
+
+
+async def test_a_session_that_failed_to_open_is_opened_again(
+        caller: McpToolCaller, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = [ConnectionRefusedError("nobody home")]
+    original = FakeClient.__aenter__
+
+    async def flaky(self: FakeClient) -> FakeClient:
+        if failures:
+            raise failures.pop()
+        return await original(self)
+
+    monkeypatch.setattr(FakeClient, "__aenter__", flaky)
+    config = ToolConfig(url="http://a/mcp", authorization="Bearer s3cret")
+    with pytest.raises(ToolCallFailed) as failed:
+        await caller.call(config, request())
+    assert failed.value.transient and "s3cret" not in failed.value.message
+    (result,) = await caller.call(config, request())  # a retry: a new session
+    assert result.content.startswith("lookup:")

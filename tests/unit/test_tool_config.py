@@ -63,6 +63,8 @@ def test_timeout_default_and_clamp(sent: int | None, timeout: int) -> None:
     (config(max_rounds=-1), "max_rounds"), (config(max_rounds=True), "max_rounds"),
     (config(max_rounds=2.5), "max_rounds"), (config(max_rounds="3"), "max_rounds"),
     (config(timeout_ms=-5), "timeout_ms"), (config(timeout_ms=False), "timeout_ms"),
+    (config(authorization="Bearer s3cret\n"), "authorization"),
+    (config(authorization="Bearer a\r\nX-Evil: 1"), "authorization"),
     (config(retries=3), "retries"),
 ])
 def test_malformed_values_name_the_field(value: Any, field: str) -> None:

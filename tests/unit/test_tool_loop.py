@@ -284,3 +284,21 @@ async def test_a_malformed_tool_config_at_run_time_fails_the_record() -> None:
     bad.body["openrelay"]["tool_config"]["type"] = "smoke-signals"
     outcome = await loop(Model({}), Executor(), Rounds()).run(bad, Lane(4))
     assert outcome.error_code == "invalid_tool_config"
+
+
+async def test_a_discovery_that_fails_is_retried_then_dead_letters() -> None:
+    class NoListing(Executor):
+        listings = 0
+
+        async def tools(self, config: ToolConfig, *,
+                        job_seq: int) -> list[dict[str, Any]] | None:
+            NoListing.listings += 1
+            raise ToolCallFailed("tools/list: connection refused", transient=True)
+
+    bare = work()
+    del bare.body["tools"]
+    outcome = await loop(Model({}), NoListing(), Rounds()).run(bare, Lane(4))
+
+    assert (outcome.error_code, outcome.dead_letter, NoListing.listings) == (
+        "tool_executor_unreachable", True, 3)
+    assert str(outcome.error).startswith("tool_executor_unreachable: tools/list: ")

@@ -55,6 +55,7 @@ def test_the_deprecated_timeout_alias(sent: dict[str, int], applied: int) -> Non
     ("https://x", ""), (config(url=None), "url"), (config(url="flows.example.com"), "url"),
     ({"url": URL}, "authorization"), (config(authorization=""), "authorization"),
     (config(authorization=7), "authorization"), (config(context="x"), "context"),
+    (config(authorization="Bearer s3cret\n"), "authorization"),
     (config(callback_timeout_ms=999), "callback_timeout_ms"),
     (config(callback_timeout_ms=600_001), "callback_timeout_ms"),
     (config(callback_timeout_ms="5s"), "callback_timeout_ms"),
