@@ -42,20 +42,13 @@ async def events(request: web.Request) -> web.StreamResponse:
         for job in jobs:
             await response.write(Event(services.hub.next_id(), "job.snapshot",
                                        event_view(job)).encode())
-        await _pump(response, sub, services.hub.next_id)
+        while True:
+            await response.write(await _next(sub, services.hub.next_id))
+    except ConnectionError as exc:  # the client left: the normal end of a stream
+        log.debug("event stream closed by the client: %s", type(exc).__name__)
     finally:
         services.hub.unsubscribe(sub)
     return response
-
-
-async def _pump(response: web.StreamResponse, sub: Subscription,
-                next_id: Callable[[], int]) -> None:
-    """Until the client leaves: a disconnect is the normal end of a stream, not an error."""
-    try:
-        while True:
-            await response.write(await _next(sub, next_id))
-    except ConnectionError as exc:
-        log.debug("event stream closed by the client: %s", type(exc).__name__)
 
 
 async def _next(sub: Subscription, next_id: Callable[[], int]) -> bytes:

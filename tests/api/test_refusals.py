@@ -1,0 +1,60 @@
+"""Input that once crashed a handler or slipped through: every shape gets a 4xx that
+names the problem, never a 500, and nothing is stored."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tests.api.conftest import Relay, assert_envelope, batch
+
+
+async def post_raw(relay: Relay, path: str, data: str | bytes,
+                   content_type: str = "application/json") -> tuple[int, dict]:
+    headers = {**relay.headers(), "Content-Type": content_type}
+    async with relay.client.post(path, data=data, headers=headers) as reply:
+        return reply.status, await reply.json()
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+async def test_non_standard_json_numbers_are_refused(relay, constant):
+    raw = f'{{"model": "gpt-4o-mini", "priority": {constant}, "requests": []}}'
+    status, body = await post_raw(relay, "/v1/batches", raw)
+    assert status == 400
+    assert constant.lstrip("-") in assert_envelope(body)["message"]
+    assert (await relay.listing())["data"] == []
+
+
+async def test_deeply_nested_json_is_a_400_not_a_crash(relay):
+    raw = "[" * 100_000 + "]" * 100_000
+    status, body = await post_raw(relay, "/v1/batches", raw)
+    assert status == 400
+    assert "nested too deeply" in assert_envelope(body)["message"]
+
+
+async def test_a_multipart_upload_without_a_boundary_is_a_400(relay):
+    status, body = await post_raw(relay, "/v1/files", b"--x\r\n", "multipart/form-data")
+    assert status == 400
+    assert assert_envelope(body)["param"] == "file"
+
+
+async def test_without_batch_access_the_files_routes_are_404_too(relay):
+    await asyncio.to_thread(relay.services.repo.set_workspace, "ws-a", now=relay.clock(),
+                            batch_access=False)
+    for method, path in (("GET", "/v1/files"), ("GET", "/v1/files/file-" + "a" * 32),
+                         ("POST", "/v1/files")):
+        status, body = await relay.call(method, path)
+        assert status == 404, (method, path)
+        assert_envelope(body, code="not_found")
+
+
+async def test_a_client_leaving_an_event_stream_is_not_an_error(relay, caplog):
+    job = await relay.submit(batch("a"))
+    with caplog.at_level(logging.DEBUG, logger="relay"):
+        async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
+            assert (await stream.content.readline()).startswith(b"retry:")
+        await relay.wait_status(job["id"], "completed")  # events go to the closed stream
+        await asyncio.sleep(0.1)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
