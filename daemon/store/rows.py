@@ -19,6 +19,8 @@ from daemon.domain.jobs import (
     RowWork,
 )
 from daemon.domain.outcome import RowOutcome, Turn, Usage
+from daemon.domain.tool_config import raw_tool_config
+from daemon.domain.workflow_config import raw_workflow
 from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, row_record
@@ -57,12 +59,15 @@ class RowQueries(SqlBase):
         """The next pending rows, with the tool rounds an earlier run of them stored."""
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
-        found = cursor.fetchall()
-        ids = [rid for rid, *_ in found]
-        rounds = self._rounds_of(ids) if ids else {}
-        workflows = workflows_of(ids) if ids else {}
+        found = [(rid, custom_id, model, json.loads(body))
+                 for rid, custom_id, model, body in cursor.fetchall()]
+        # Only rows with an extension can have progress stored: a plain job asks nothing.
+        tools = [rid for rid, _, _, body in found if raw_tool_config(body) is not None]
+        flows = [rid for rid, _, _, body in found if raw_workflow(body) is not None]
+        rounds = self._rounds_of(tools) if tools else {}
+        workflows = workflows_of(flows) if flows else {}
         return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
-                        model=model or job.model, endpoint=job.endpoint, body=json.loads(body),
+                        model=model or job.model, endpoint=job.endpoint, body=body,
                         job_id=job.id, rounds=tuple(rounds.get(rid, ())),
                         workspace_id=job.workspace_id, workflow=workflows.get(rid))
                 for rid, custom_id, model, body in found]
