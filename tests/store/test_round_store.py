@@ -3,6 +3,7 @@ model turn, handed back with pending rows, and read for a row's transcript."""
 
 from __future__ import annotations
 
+from daemon.domain.jobs import RowDraft
 from daemon.domain.outcome import Turn, Usage
 from daemon.store.interface import Store
 from tests.store.conftest import MakeJob, MakeOutcome
@@ -36,7 +37,9 @@ def test_the_whole_round_replaces_its_model_turn(repo: Store, make_job: MakeJob)
 
 def test_pending_rows_carry_their_stored_rounds(repo: Store, make_job: MakeJob,
                                                 make_outcome: MakeOutcome) -> None:
-    job = make_job(repo, rows=3)
+    tools = {"openrelay": {"tool_config": {"url": "https://tools.example.com"}}}
+    job = make_job(repo, rows=[RowDraft(custom_id=f"r-{i}", body={"messages": [], **tools})
+                               for i in (1, 2, 3)])
     a, b, _ = repo.pending_rows(job, after_id=0, limit=3)
     repo.save_rounds([(b.id, 1, turn(CALL, RESULT)), (b.id, 2, turn(CALL))])
     repo.save_outcomes(job.seq, [(a.id, make_outcome())], now=0)
@@ -44,6 +47,14 @@ def test_pending_rows_carry_their_stored_rounds(repo: Store, make_job: MakeJob,
     assert [(w.custom_id, len(w.rounds)) for w in again] == [("r-2", 2), ("r-3", 0)]
     assert again[0].rounds[1] == turn(CALL)
     assert again[0].job_id == job.id
+
+
+def test_rows_without_an_extension_ask_for_no_stored_progress(repo: Store,
+                                                              make_job: MakeJob) -> None:
+    job = make_job(repo, rows=1)
+    (row,) = repo.pending_rows(job, after_id=0, limit=1)
+    repo.save_rounds([(row.id, 1, turn(CALL))])  # not a tool row: never read back
+    assert repo.pending_rows(job, after_id=0, limit=1)[0].rounds == ()
 
 
 def test_a_row_by_custom_id(repo: Store, make_job: MakeJob) -> None:
