@@ -52,6 +52,9 @@ def check_form(url: str, *, param: str, allow_private: bool) -> SplitResult:
     if parts.scheme not in ("https", "http") or not parts.hostname or not _port_ok(parts):
         raise InvalidRequest(f"'{param}' must be an absolute https:// URL; got {url!r}.",
                              param=param, code="invalid_url")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidRequest(f"'{param}' must not carry credentials (user:password@); send "
+                             "them another way.", param=param, code="invalid_url")
     if not allow_private and parts.scheme != "https":
         raise InvalidRequest(f"'{param}' must use https://.", param=param, code="invalid_url")
     return parts
@@ -95,14 +98,50 @@ def _port_ok(parts: SplitResult) -> bool:
     return True
 
 
+# Never a target, whatever `ipaddress` calls global: loopback, private, link-local,
+# CGNAT, multicast, and the IETF special-purpose registries (RFC 6890 and after).
+BLOCKED_V4 = tuple(ipaddress.IPv4Network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+    "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
+    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+    "255.255.255.255/32"))
+BLOCKED_V6 = tuple(ipaddress.IPv6Network(n) for n in (
+    "::/128", "::1/128", "::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+    "2001:db8::/32", "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7",
+    "fe80::/10", "fec0::/10", "ff00::/8"))
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
+TEREDO = ipaddress.IPv6Network("2001::/32")
+
+
 def is_public(address: str) -> bool:
+    """True only for an address outside every blocked range; an IPv6 address that
+    embeds an IPv4 one (mapped, NAT64, 6to4, Teredo) is judged by the IPv4 it embeds."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False  # not an address at all: never a public one
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast and not ip.is_reserved
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(ip)
+        if embedded is None:
+            return ip.is_global and not any(ip in net for net in BLOCKED_V6)
+        ip = embedded
+    return ip.is_global and not any(ip in net for net in BLOCKED_V4)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 form carries: ::ffff:a.b.c.d, 64:ff9b::a.b.c.d,
+    2002:AABB:CCDD:: (6to4), or Teredo's client (the last 32 bits, inverted)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in SIX_TO_FOUR:
+        return ip.sixtofour
+    if ip in TEREDO and ip.teredo is not None:
+        return ip.teredo[1]
+    return None
 
 
 def resolve_host(host: str, *, param: str, resolve: Resolver = system_resolver) -> list[str]:

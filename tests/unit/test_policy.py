@@ -216,3 +216,40 @@ def test_ip_literal(host: str, literal: str | None) -> None:
 
 def test_is_public_of_something_that_is_not_an_address_is_false() -> None:
     assert is_public("hooks.example.com") is False
+
+
+# The SSRF table: every form an internal target can take, and public ones that must pass.
+BLOCKED_FORMS = [
+    "127.0.0.1", "127.255.255.254", "0.0.0.0", "0.1.2.3", "10.0.0.1", "10.255.255.255",
+    "100.64.0.1", "100.127.255.254", "169.254.169.254", "172.16.0.1", "172.31.255.255",
+    "192.0.0.8", "192.0.0.170", "192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1",
+    "198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+    "255.255.255.255",
+    "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
+    "::127.0.0.1", "64:ff9b::127.0.0.1", "64:ff9b::a00:1", "64:ff9b:1::1",
+    "2002:7f00:1::", "2002:a00:1::1", "2002:c0a8:101::", "2001:0:4136:e378:8000:63bf:80ff:fffe",
+    "2001:db8::1", "2001:10::1", "100::1", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0",
+    "fec0::1", "ff02::1", "3fff::1", "not an address",
+]
+PUBLIC_FORMS = [
+    "93.184.216.34", "1.1.1.1", "8.8.8.8", "2606:4700:4700::1111", "::ffff:93.184.216.34",
+    "64:ff9b::5db8:d822", "2002:5db8:d822::1", "2001:0:4136:e378:8000:63bf:a247:27dd",
+]
+
+
+@pytest.mark.parametrize("address", BLOCKED_FORMS)
+def test_internal_forms_are_never_public(address: str) -> None:
+    assert not is_public(address)
+
+
+@pytest.mark.parametrize("address", PUBLIC_FORMS)
+def test_public_forms_pass(address: str) -> None:
+    assert is_public(address)
+
+
+@pytest.mark.parametrize("url", ["https://user:pw@example.com/hook", "https://user@example.com/",
+                                 "https://:pw@example.com/"])
+def test_urls_with_credentials_are_refused(url: str) -> None:
+    with pytest.raises(InvalidRequest, match="credentials") as refused:
+        check_url(url, param="webhookUrl", allow_private=True)
+    assert refused.value.param == "webhookUrl"
