@@ -20,6 +20,12 @@ def check(expr: str) -> None:
     if not croniter.is_valid(expr, strict=True):
         raise InvalidRequest(f"'cron' {expr!r} is not a valid expression or never fires.",
                              param="cron", code="invalid_cron")
+    for field in fields:
+        for part in field.split(","):
+            low, dash, high = part.split("/", 1)[0].partition("-")
+            if dash and low.isdigit() and high.isdigit() and int(low) > int(high):
+                raise InvalidRequest(f"'cron' range {part!r} runs backwards; write "
+                                     f"{high}-{low}.", param="cron", code="invalid_cron")
 
 
 def next_after(expr: str, now: float) -> float:

@@ -204,7 +204,10 @@ def _refuse_constant(name: str) -> Any:
 
 
 def is_text(value: str) -> bool:
-    """True unless `value` holds a lone surrogate (valid JSON escapes, not storable text)."""
+    """True unless `value` holds a lone surrogate or a NUL (valid JSON escapes, but not
+    text a name or an id can carry into files, logs and terminals)."""
+    if "\x00" in value:
+        return False
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

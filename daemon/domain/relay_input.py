@@ -54,7 +54,7 @@ def parse_submission(
         name=_name(body.get("name"), now),
         model=model,
         rows=parse_rows(body.get("requests"), models=models, model=model, check_url=check_url),
-        priority=_priority(body.get("priority", 0)),
+        priority=_priority(body.get("priority")),
         webhook_url=webhook,
         cron=cron,
     )
@@ -173,6 +173,8 @@ def _name(name: Any, now: float) -> str:
 
 
 def _priority(priority: Any) -> int:
+    if priority is None:  # like `cron` and `webhookUrl`: null means the default
+        return 0
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InvalidRequest(f"'priority' must be an integer; got {priority!r}.",
                              param="priority")
@@ -191,7 +193,7 @@ def _cron(cron: Any, check: Callable[[str], None] | None) -> str | None:
     if check is None:
         raise InvalidRequest("Cron templates are not available yet.", param="cron")
     check(cron)
-    return cron
+    return " ".join(cron.split())  # stored as five fields and single spaces
 
 
 def _webhook(url: Any, check: Callable[[str, str], object] | None) -> str | None:

@@ -66,3 +66,9 @@ def test_missed_ticks_collapse_into_one_catch_up() -> None:
     assert tick == missed
     assert following == ts("2026-10-04T16:00:00")
     assert due_tick("0 * * * *", next_run_at=following, now=now) is None
+
+
+@pytest.mark.parametrize("expr", ["5-1 * * * *", "0 23-1 * * *", "0 0 * * 5-1/2"])
+def test_ranges_that_run_backwards_are_refused(expr: str) -> None:
+    with pytest.raises(InvalidRequest, match="backwards"):
+        check(expr)

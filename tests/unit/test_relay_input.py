@@ -8,6 +8,7 @@ import pytest
 
 from daemon.dialects import error_envelope
 from daemon.domain import cron
+from daemon.domain.cron import check
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.relay_input import MAX_ROWS, parse_submission
 
@@ -160,7 +161,7 @@ def test_explicit_custom_id_clashing_with_a_default() -> None:
     assert error.param == "requests[1].custom_id"
 
 
-@pytest.mark.parametrize("priority", [1.5, 2.0, "5", True, False, None, 10**7])
+@pytest.mark.parametrize("priority", [1.5, 2.0, "5", True, False, 10**7])
 def test_priority_must_be_an_integer_in_range(priority: Any) -> None:
     assert refused(make_body(priority=priority)).param == "priority"
 
@@ -224,3 +225,22 @@ def test_error_envelope_shape() -> None:
     assert error_envelope(error) == {"error": {"message": error.message,
                                           "type": "invalid_request_error",
                                           "param": "model", "code": "model_not_found"}}
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    (make_body(name="night\x00ly"), "name"),
+    (make_body(requests=[{"custom_id": "r\x00-1", "messages": [
+        {"role": "user", "content": "x"}]}]), "requests[0].custom_id"),
+])
+def test_a_nul_in_a_name_or_custom_id_is_refused(body: dict[str, Any], param: str) -> None:
+    assert refused(body).param == param
+
+
+def test_a_null_priority_is_the_default_like_a_null_cron() -> None:
+    sub = parse(make_body(priority=None, cron=None, webhookUrl=None))
+    assert (sub.priority, sub.cron, sub.webhook_url) == (0, None, None)
+
+
+def test_cron_fields_are_stored_with_single_spaces() -> None:
+    sub = parse(make_body(cron="*/5\t*  *\n* *"), check_cron=check)
+    assert sub.cron == "*/5 * * * *"
