@@ -8,8 +8,8 @@ does not keep up loses events (counted, then told), never stalls the daemon.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+import secrets
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,21 +17,33 @@ from typing import Any
 QUEUE_SIZE = 1000
 
 
-@dataclass
+@dataclass(frozen=True)
 class Event:
-    id: int
     type: str
     data: dict[str, Any]
 
-    def encode(self) -> bytes:
-        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data)}\n\n".encode()
+    def encode(self, event_id: str) -> bytes:
+        return (f"id: {event_id}\nevent: {self.type}\ndata: {json.dumps(self.data)}\n\n"
+                .encode())
 
 
 @dataclass(eq=False)  # compared and hashed by identity: it lives in a set
 class Subscription:
+    """One client's stream. Its event ids are its own (a random token and a counter),
+    so they tell nothing of another workspace's activity."""
+
     workspace_id: int
     queue: asyncio.Queue[Event] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
     dropped: int = 0
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    sent: int = 0
+
+    def next_id(self) -> str:
+        self.sent += 1
+        return f"{self.token}-{self.sent}"
+
+    def encode(self, event: Event) -> bytes:
+        return event.encode(self.next_id())
 
     def offer(self, event: Event) -> None:
         try:
@@ -48,7 +60,6 @@ class EventHub:
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.subscribers: dict[int, set[Subscription]] = defaultdict(set)
-        self.ids = itertools.count(1)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -60,7 +71,7 @@ class EventHub:
         self.loop.call_soon_threadsafe(self._fan_out, workspace_id, type, data)
 
     def _fan_out(self, workspace_id: int, type: str, data: dict[str, Any]) -> None:
-        event = Event(next(self.ids), type, data)
+        event = Event(type, data)
         for sub in self.subscribers.get(workspace_id, ()):
             sub.offer(event)
 
@@ -71,6 +82,3 @@ class EventHub:
 
     def unsubscribe(self, sub: Subscription) -> None:
         self.subscribers[sub.workspace_id].discard(sub)
-
-    def next_id(self) -> int:
-        return next(self.ids)

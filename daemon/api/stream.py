@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 from aiohttp import web
 
@@ -35,15 +34,13 @@ async def events(request: web.Request) -> web.StreamResponse:
             "X-Accel-Buffering": "no"})
         await response.prepare(request)
         await response.write(b"retry: 2000\n\n")
-        await response.write(Event(services.hub.next_id(), "stream.hello",
-                                   {"workspace": workspace.name}).encode())
+        await response.write(sub.encode(Event("stream.hello", {"workspace": workspace.name})))
         jobs, _ = await asyncio.to_thread(services.repo.list_jobs, workspace.id, limit=100,
                                           statuses=ACTIVE)
         for job in jobs:
-            await response.write(Event(services.hub.next_id(), "job.snapshot",
-                                       event_view(job)).encode())
+            await response.write(sub.encode(Event("job.snapshot", event_view(job))))
         while True:
-            await response.write(await _next(sub, services.hub.next_id))
+            await response.write(await _next(sub))
     except ConnectionError as exc:  # the client left: the normal end of a stream
         log.debug("event stream closed by the client: %s", type(exc).__name__)
     finally:
@@ -51,12 +48,12 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _next(sub: Subscription, next_id: Callable[[], int]) -> bytes:
+async def _next(sub: Subscription) -> bytes:
     """The next bytes to send: events (told first of any lost), or a keepalive."""
     try:
         event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
     except TimeoutError:
         return b": keepalive\n\n"
     dropped = sub.take_dropped()
-    lost = Event(next_id(), "stream.dropped", {"count": dropped}).encode() if dropped else b""
-    return lost + event.encode()
+    lost = sub.encode(Event("stream.dropped", {"count": dropped})) if dropped else b""
+    return lost + sub.encode(event)

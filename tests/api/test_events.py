@@ -84,3 +84,29 @@ async def test_events_snapshot_then_live_events_of_own_workspace(relay):
     assert "job.progress" in kinds
     final = ended[-1][1]
     assert (final["relay_status"], final["completed"], final["total"]) == ("completed", 2, 2)
+
+
+async def read_ids(response: ClientResponse, count: int) -> list[str]:
+    ids: list[str] = []
+    while len(ids) < count:
+        line = (await asyncio.wait_for(response.content.readline(), 5)).decode().rstrip("\n")
+        if line.startswith("id: "):
+            ids.append(line[4:])
+    return ids
+
+
+async def test_each_stream_has_its_own_unguessable_ids(relay):
+    other = await relay.new_key("ws-b")
+    async with relay.client.get("/v1/events", headers=relay.headers()) as mine, \
+            relay.client.get("/v1/events", headers=relay.headers(other)) as theirs:
+        (hello_a,) = await read_ids(mine, 1)
+        (hello_b,) = await read_ids(theirs, 1)
+        for _ in range(3):  # activity in one workspace moves no other stream's ids
+            await relay.submit(batch("a"))
+        next_a = await read_ids(mine, 3)
+        await relay.submit(batch("b"), key=other)
+        (next_b,) = await read_ids(theirs, 1)
+    token_a, token_b = hello_a.split("-")[0], hello_b.split("-")[0]
+    assert token_a != token_b and len(token_a) == 16
+    assert (hello_a, next_a) == (f"{token_a}-1", [f"{token_a}-{n}" for n in (2, 3, 4)])
+    assert (hello_b, next_b) == (f"{token_b}-1", f"{token_b}-2")
