@@ -16,6 +16,7 @@ log = logging.getLogger("relay.api")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 WORKSPACE = "workspace"
+API_KEY = "api_key"
 
 _HTTP_TYPES = {401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
                413: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable"}
@@ -65,4 +66,5 @@ async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if workspace is None:
         return envelope(401, "Invalid API key.", code="invalid_api_key")
     request[WORKSPACE] = workspace
+    request[API_KEY] = key.strip()  # a long-lived route (the event stream) checks it again
     return await handler(request)

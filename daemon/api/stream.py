@@ -4,7 +4,8 @@ A client first gets `stream.hello` (`{"workspace": name}`), then `job.snapshot` 
 every job that is not finished (so a late joiner sees current state), then live
 `job.created`, `job.progress`, `job.ended`.
 Comments keep idle connections alive; `stream.dropped` says events were lost
-because the client did not keep up (refetch state when you see it).
+because the client did not keep up (refetch state when you see it). A revoked key's
+stream gets `stream.closed` and ends within about a second.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ import logging
 from aiohttp import web
 
 from daemon.api.batches import context
+from daemon.api.context import Services
 from daemon.api.events import Event, Subscription
+from daemon.api.middleware import API_KEY
 from daemon.dialects import event_view
 from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
 
 log = logging.getLogger("relay.api")
 
 KEEPALIVE_S = 15.0
+KEY_CHECK_S = 1.0  # how often a stream asks whether its key still stands
 ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)
 
 
@@ -39,8 +43,20 @@ async def events(request: web.Request) -> web.StreamResponse:
                                           statuses=ACTIVE)
         for job in jobs:
             await response.write(sub.encode(Event("job.snapshot", event_view(job))))
+        clock = asyncio.get_running_loop().time
+        checked = written = clock()
         while True:
-            await response.write(await _next(sub))
+            sent = await _next(sub)
+            if clock() - checked >= KEY_CHECK_S:
+                if not await _key_is_live(services, request[API_KEY]):
+                    break
+                checked = clock()
+            if sent is None and clock() - written >= KEEPALIVE_S:
+                sent = b": keepalive\n\n"
+            if sent is not None:
+                await response.write(sent)
+                written = clock()
+        await response.write(sub.encode(Event("stream.closed", {"reason": "key revoked"})))
     except ConnectionError as exc:  # the client left: the normal end of a stream
         log.debug("event stream closed by the client: %s", type(exc).__name__)
     finally:
@@ -48,12 +64,18 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _next(sub: Subscription) -> bytes:
-    """The next bytes to send: events (told first of any lost), or a keepalive."""
+async def _key_is_live(services: Services, key: str) -> bool:
+    """The stream's key still authenticates (a revoke ends the stream within a second)."""
+    return await asyncio.to_thread(services.repo.authenticate, key) is not None
+
+
+async def _next(sub: Subscription) -> bytes | None:
+    """The next bytes to send (events, told first of any lost), or None after a second
+    without any."""
     try:
-        event = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_S)
+        event = await asyncio.wait_for(sub.queue.get(), KEY_CHECK_S)
     except TimeoutError:
-        return b": keepalive\n\n"
+        return None
     dropped = sub.take_dropped()
     lost = sub.encode(Event("stream.dropped", {"count": dropped})) if dropped else b""
     return lost + sub.encode(event)

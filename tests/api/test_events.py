@@ -110,3 +110,12 @@ async def test_each_stream_has_its_own_unguessable_ids(relay):
     assert token_a != token_b and len(token_a) == 16
     assert (hello_a, next_a) == (f"{token_a}-1", [f"{token_a}-{n}" for n in (2, 3, 4)])
     assert (hello_b, next_b) == (f"{token_b}-1", f"{token_b}-2")
+
+
+async def test_revoking_a_key_closes_its_stream_within_a_second(relay):
+    async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
+        await read_ids(stream, 1)  # hello
+        await asyncio.to_thread(relay.services.repo.revoke_key, relay.key[:10],
+                                now=relay.clock())
+        body = await asyncio.wait_for(stream.content.read(), 5)  # until the server ends it
+    assert b"event: stream.closed" in body
