@@ -40,7 +40,8 @@ async def upload(request: web.Request) -> web.Response:
     in_progress = request.app[UPLOADS]
     if in_progress[workspace.id] >= services.config.server.max_concurrent_uploads:
         raise InvalidRequest("Too many concurrent uploads for this workspace; retry shortly.",
-                             status=429, code="too_many_uploads", type="rate_limit_error")
+                             status=429, code="too_many_uploads", type="rate_limit_error",
+                             headers={"Retry-After": "1"})
     in_progress[workspace.id] += 1
     try:
         record = await _receive(request, services, workspace)
@@ -157,9 +158,13 @@ async def delete(request: web.Request) -> web.Response:
 async def list_files(request: web.Request) -> web.Response:
     services, workspace = _context(request)
     limit = paging.limit(request.query.get("limit"), default=100, most=10_000)
+    order = request.query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequest(f"'order' must be asc or desc; got {order!r}.", param="order")
     files, has_more = await asyncio.to_thread(
         services.repo.list_files, workspace.id, limit=limit,
-        after=request.query.get("after") or None, purpose=request.query.get("purpose") or None)
+        after=request.query.get("after") or None, purpose=request.query.get("purpose") or None,
+        ascending=order == "asc")
     return web.json_response(paging.page([file_object(f) for f in files], has_more=has_more))
 
 

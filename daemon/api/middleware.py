@@ -34,7 +34,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except InvalidRequest as exc:
-        return web.json_response(error_envelope(exc), status=exc.status)
+        return web.json_response(error_envelope(exc), status=exc.status, headers=exc.headers)
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[SERVICES].config.server.max_body_mb
         return envelope(413, f"The request body exceeds the {limit} MB limit.",

@@ -14,6 +14,7 @@ class InvalidRequest(ValueError):
         status: int = 400,
         code: str | None = None,
         type: str = "invalid_request_error",
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -21,6 +22,7 @@ class InvalidRequest(ValueError):
         self.status = status
         self.code = code
         self.type = type
+        self.headers = headers or {}  # e.g. Retry-After on a 429
 
 
 def not_found(what: str, ident: str) -> InvalidRequest:

@@ -32,7 +32,9 @@ class FileQueries(SqlBase):
         return file_record(row) if row else None
 
     def list_files(self, workspace_id: int, *, limit: int, after: str | None = None,
-                   purpose: str | None = None) -> tuple[list[FileRecord], bool]:
+                   purpose: str | None = None,
+                   ascending: bool = False) -> tuple[list[FileRecord], bool]:
+        """A page of files, newest first (or oldest first); `after` is the last id seen."""
         query = FileModel.select().where(FileModel.workspace == workspace_id,
                                          FileModel.deleted_at.is_null())
         if after:
@@ -40,10 +42,12 @@ class FileQueries(SqlBase):
                                            FileModel.workspace == workspace_id)
             if cursor is None:
                 return [], False
-            query = query.where(FileModel.seq < cursor.seq)
+            query = query.where(FileModel.seq > cursor.seq if ascending
+                                else FileModel.seq < cursor.seq)
         if purpose:
             query = query.where(FileModel.purpose == purpose)
-        rows = list(query.order_by(FileModel.seq.desc()).limit(limit + 1))
+        order = FileModel.seq.asc() if ascending else FileModel.seq.desc()
+        rows = list(query.order_by(order).limit(limit + 1))
         return [file_record(r) for r in rows[:limit]], len(rows) > limit
 
     def delete_file(self, file_id: str, *, workspace_id: int, now: float) -> FileRecord | None:

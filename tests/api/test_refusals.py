@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import aiohttp
 import pytest
 
 from tests.api.conftest import Relay, assert_envelope, batch
@@ -58,3 +59,24 @@ async def test_a_client_leaving_an_event_stream_is_not_an_error(relay, caplog):
         await relay.wait_status(job["id"], "completed")  # events go to the closed stream
         await asyncio.sleep(0.1)
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def upload(relay: Relay, name: str) -> str:
+    form = aiohttp.FormData()
+    form.add_field("purpose", "batch")
+    form.add_field("file", b'{"x": 1}\n', filename=name)
+    async with relay.client.post("/v1/files", data=form, headers=relay.headers()) as reply:
+        assert reply.status == 200
+        return (await reply.json())["id"]
+
+
+async def test_files_list_in_either_order_and_nothing_else(relay):
+    made = [await upload(relay, f"f{i}.jsonl") for i in range(3)]
+    newest = await relay.ok("GET", "/v1/files")
+    oldest = await relay.ok("GET", "/v1/files?order=asc&limit=2")
+    assert [f["id"] for f in newest["data"]] == made[::-1]
+    assert ([f["id"] for f in oldest["data"]], oldest["has_more"]) == (made[:2], True)
+    rest = await relay.ok("GET", f"/v1/files?order=asc&after={made[1]}")
+    assert [f["id"] for f in rest["data"]] == made[2:]
+    status, body = await relay.call("GET", "/v1/files?order=sideways")
+    assert status == 400 and assert_envelope(body)["param"] == "order"

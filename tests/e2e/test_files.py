@@ -299,7 +299,7 @@ def test_too_many_uploads_at_once_is_429(simulator_factory, relayd_factory):
             return None
 
         limited = wait_until(probe, timeout=10)
-        assert limited.status_code == 429
+        assert limited.status_code == 429 and limited.response.headers["Retry-After"] == "1"
         assert limited.body["type"] == "rate_limit_error"  # type: ignore[index]
         # The cap is per workspace.
         other = sdk(relayd, "globex").files.create(file=("x.jsonl", records(1)),
