@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from daemon import config as configuration
+from daemon import logs
 from daemon.store import UnsupportedDatabase, open_store
 from daemon.store.interface import Store
 
@@ -82,8 +83,7 @@ def _command(group: argparse._SubParsersAction[argparse.ArgumentParser], name: s
 def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     from daemon.runtime import serve, stuck_threads
 
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level)
     if not config.models:
         logging.warning("no [[models]] configured: every batch will be refused")
     try:
