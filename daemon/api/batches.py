@@ -213,14 +213,17 @@ async def workflows(request: web.Request) -> web.Response:
 async def retry_dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
-    custom_ids = _custom_ids(await read_json(request) if request.can_read_body else {})
+    body = await read_json(request) if request.can_read_body else {}
+    custom_ids, force = _custom_ids(body), _force(body)
     new_id = dialect_of(job).new_id()
     created = await asyncio.to_thread(services.repo.retry_dead_letter, job.seq,
                                       new_id=new_id, custom_ids=custom_ids,
-                                      now=services.clock())
+                                      now=services.clock(), force=force)
     if created is None:
         raise InvalidRequest("This batch has no dead-lettered rows to retry"
-                             + (" among the given custom_ids." if custom_ids else "."),
+                             + (" among the given custom_ids" if custom_ids else "")
+                             + ("" if force else " that were not re-driven already; send "
+                                "\"force\": true to re-drive them again") + ".",
                              param="custom_ids" if custom_ids else None,
                              code="nothing_to_retry")
     announce(services, created)
@@ -237,6 +240,13 @@ def _custom_ids(body: Any) -> list[str] | None:
         raise InvalidRequest("'custom_ids' must be a non-empty array of strings.",
                              param="custom_ids")
     return value
+
+
+def _force(body: Any) -> bool:
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise InvalidRequest("'force' must be true or false.", param="force")
+    return force
 
 
 def routes() -> list[web.RouteDef]:

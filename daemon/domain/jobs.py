@@ -104,6 +104,7 @@ class JobDraft:
     metadata: dict[str, Any] | None = None
     input_file_id: str | None = None
     expires_at: float | None = None
+    retry_of: str | None = None  # a dead-letter retry: the job its rows came from
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,3 +194,4 @@ class RowRecord:
     dead_letter: bool = False
     model: str | None = None
     attempt_log: tuple[dict[str, Any], ...] = ()
+    redriven_to: str | None = None  # the job a dead-letter retry sent it to

@@ -57,6 +57,7 @@ def relay_job(job: Job) -> dict[str, Any]:
         "cron": job.cron,
         "next_run_at": iso(job.next_run_at),
         "template_id": job.template_id,
+        "retry_of": job.retry_of,
     }
     if job.is_template:
         view["last_run_id"] = job.last_run_id
@@ -104,6 +105,7 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
         "messages": row.body.get("messages"),
         "body": redacted(row.body),
         "attempt_log": list(row.attempt_log),
+        "redriven_to": row.redriven_to,
     }
 
 

@@ -60,7 +60,7 @@ def batch(job: Job) -> dict[str, Any]:
         "priority": job.tier,
         "usage": {"input_tokens": job.input_tokens, "output_tokens": job.output_tokens,
                   "cost_nano_usd": job.cost_nano_usd} if progressed else None,
-    }
+    } | ({"retry_of": job.retry_of} if job.retry_of else {})
 
 
 def file_object(f: FileRecord) -> dict[str, Any]:

@@ -146,22 +146,31 @@ class JobQueries(SqlBase):
         return [job for job in requeued if job is not None]
 
     def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
-                          now: float) -> Job | None:
-        """A new queued job from a job's dead-lettered rows (optionally only some)."""
+                          now: float, force: bool = False) -> Job | None:
+        """A new queued job from a job's dead-lettered rows (optionally only some), in
+        one transaction. A row re-driven already is not taken again unless `force`, so
+        retries sent at once make one job. The new job records `retry_of`; each row
+        taken records where it went."""
         with self.write():
             source = JobModel.get_by_id(seq)
             query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
             if custom_ids:
                 query = query.where(RowModel.custom_id.in_(list(custom_ids)))
-            rows = [RowDraft(custom_id=r.custom_id, body=json.loads(r.body), model=r.model)
-                    for r in query.order_by(RowModel.position)]
-            if not rows:
+            if not force:
+                query = query.where(RowModel.redriven_to.is_null())
+            taken = list(query.order_by(RowModel.position))
+            if not taken:
                 return None
             draft = draft_from(job_record(source), id=new_id, status=QUEUED, created_at=now,
                                name=f"{source.name} (dead-letter retry)", cron=None,
                                next_run_at=None, template_id=None, input_file_id=None,
-                               expires_at=None)
-            return self.create_job(draft, rows)
+                               expires_at=None, retry_of=source.id)
+            job = self.create_job(draft, [RowDraft(custom_id=r.custom_id,
+                                                   body=json.loads(r.body), model=r.model)
+                                          for r in taken])
+            (RowModel.update(redriven_to=new_id)
+             .where(RowModel.id.in_([r.id for r in taken])).execute())
+            return job
 
 
     def due_templates(self, now: float) -> list[Job]:

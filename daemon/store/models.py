@@ -91,6 +91,7 @@ class JobModel(BaseModel):
     error_file_id = TextField(null=True)
     expires_at = FloatField(null=True)
     stamps = TextField(default="{}")  # JSON: status -> unix seconds
+    retry_of = TextField(null=True)  # the job whose dead-lettered rows this one re-drives
 
     class Meta:
         table_name = "job"
@@ -116,6 +117,7 @@ class RowModel(BaseModel):
     prompt_tokens = IntegerField(default=0)
     completion_tokens = IntegerField(default=0)
     finished_at = FloatField(null=True)
+    redriven_to = TextField(null=True)  # the job a dead-letter retry sent this row to
 
     class Meta:
         table_name = "row"

@@ -66,5 +66,5 @@ def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> 
         body=json.loads(r.body), attempts=r.attempts, response=loads(r.response),
         status_code=r.status_code, error=r.error, error_code=r.error_code,
         dead_letter=bool(r.dead_letter),
-        model=r.answered_by or r.model, attempt_log=attempt_log,
+        model=r.answered_by or r.model, attempt_log=attempt_log, redriven_to=r.redriven_to,
     )

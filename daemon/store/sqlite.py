@@ -63,11 +63,17 @@ def _workflow_state(db: SqliteDatabase) -> None:
     db.create_tables([WorkflowModel, WorkflowResultModel])
 
 
+def _redrives(db: SqliteDatabase) -> None:
+    """Version 6: which job a dead-letter retry came from, and where each row went."""
+    db.execute_sql("ALTER TABLE job ADD COLUMN retry_of TEXT")
+    db.execute_sql('ALTER TABLE "row" ADD COLUMN redriven_to TEXT')
+
+
 # Each migration takes the database from version N-1 to N. Version 1 is the initial
 # schema; a new database is created from the models at the latest version.
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
-    2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state}
-SCHEMA_VERSION = 5
+    2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives}
+SCHEMA_VERSION = 6
 
 
 class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,

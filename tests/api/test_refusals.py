@@ -80,3 +80,24 @@ async def test_files_list_in_either_order_and_nothing_else(relay):
     assert [f["id"] for f in rest["data"]] == made[2:]
     status, body = await relay.call("GET", "/v1/files?order=sideways")
     assert status == 400 and assert_envelope(body)["param"] == "order"
+
+
+async def test_concurrent_dead_letter_retries_make_one_job(make_relay):
+    relay = await make_relay()
+    relay.upstream.outage = True
+    job = await relay.submit(batch("x OUTAGE", "y OUTAGE", "fine"))
+    await relay.wait_status(job["id"], "completed")
+    assert (await relay.job(job["id"]))["dead_letter"] == 2
+    path = f"/v1/batches/{job['id']}/dead_letter/retry"
+
+    answers = await asyncio.gather(*(relay.call("POST", path) for _ in range(3)))
+
+    made = [body for status, body in answers if status == 200]
+    assert len(made) == 1 and made[0]["retry_of"] == job["id"]
+    assert sorted(status for status, _ in answers) == [200, 400, 400]
+    entries = (await relay.ok("GET", f"/v1/batches/{job['id']}/dead_letter"))["data"]
+    assert {e["redriven_to"] for e in entries} == {made[0]["id"]}
+    status, _ = await relay.call("POST", path, json={"force": True})
+    assert status == 200
+    status, body = await relay.call("POST", path, json={"force": "yes"})
+    assert status == 400 and assert_envelope(body)["param"] == "force"

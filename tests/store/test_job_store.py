@@ -385,6 +385,23 @@ def test_retry_dead_letter_none(repo: Store, make_job: MakeJob,
     assert count(repo, "job") == before + 1
 
 
+def test_a_row_is_re_driven_once_unless_forced(repo: Store, make_job: MakeJob,
+                                               make_outcome: MakeOutcome) -> None:
+    seq, source_id = dead_lettered(repo, make_job, make_outcome)
+    first = repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-1"],
+                                   now=NOW)
+    assert first is not None and first.retry_of == source_id
+    again = repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=None, now=NOW)
+    assert again is not None and [r.custom_id for r in repo.rows(again.seq)] == ["r-3"]
+    assert repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=None,
+                                  now=NOW) is None  # everything went somewhere already
+    went = {r.custom_id: r.redriven_to for r in repo.dead_letter_rows(seq)}
+    assert went == {"r-1": first.id, "r-3": again.id}
+    forced = repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=None,
+                                    now=NOW, force=True)
+    assert forced is not None and forced.total == 2
+
+
 def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None:
     n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)

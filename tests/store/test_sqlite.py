@@ -78,6 +78,8 @@ def _version_1_database(path: Path) -> None:
     store.db.execute_sql("ALTER TABLE workspace DROP COLUMN workflows")
     store.db.execute_sql('DROP TABLE "workflow_result"')
     store.db.execute_sql('DROP TABLE "workflow"')
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN retry_of")
+    store.db.execute_sql('ALTER TABLE "row" DROP COLUMN redriven_to')
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due
@@ -101,7 +103,7 @@ def test_migrations_from_version_1(tmp_path: Path) -> None:
     store = open_sqlite(path)
     states = dict(store.db.execute_sql("SELECT seq, webhook_state FROM job").fetchall())
     assert states == {1: "queued", 2: "sending", 3: "done", 4: None}
-    assert versions(store) == [1, 2, 3, 4, 5]
+    assert versions(store) == [1, 2, 3, 4, 5, 6]
     assert store.workspace("acme").workflows is False  # type: ignore[union-attr]
     assert [j.seq for j in store.unsent_webhooks()] == [1]
     assert store.abandon_claimed_webhooks(now=NOW) == 1
