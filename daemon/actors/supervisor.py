@@ -21,7 +21,7 @@ from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
 from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
-from daemon.domain.outcome import RowOutcome
+from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
@@ -160,7 +160,7 @@ class JobSupervisor(pykka.ThreadingActor):
         """Every model call of the row, each at its own model's price."""
         return sum(self._call_cost(alias, usage) for alias, usage in outcome.model_calls)
 
-    def _call_cost(self, alias: str, usage: Any) -> int:
+    def _call_cost(self, alias: str, usage: Usage) -> int:
         model = self.models.get(alias)
         if model is None:
             return 0

@@ -14,7 +14,6 @@ from daemon.domain.jobs import (
     ROW_PENDING,
     RUNNING,
     SCHEDULED,
-    STATUSES,
     TERMINAL,
     VALIDATING,
     Job,
@@ -22,6 +21,7 @@ from daemon.domain.jobs import (
     RowDraft,
     can_transition,
     draft_from,
+    sources_of,
 )
 from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
@@ -210,7 +210,6 @@ class JobQueries(SqlBase):
             return self.transition(seq, QUEUED, now=now)
 
     def expired_jobs(self, now: float) -> list[Job]:
-        open_statuses = [s for s in STATUSES if can_transition(s, EXPIRED)]
         query = JobModel.select().where(JobModel.expires_at <= now,
-                                        JobModel.status.in_(open_statuses))
+                                        JobModel.status.in_(list(sources_of(EXPIRED))))
         return [job_record(r) for r in query]
