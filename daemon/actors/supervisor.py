@@ -66,7 +66,8 @@ class JobSupervisor(pykka.ThreadingActor):
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
 
     def on_start(self) -> None:
-        self.worker = RowWorker.start(executors=self.executors, io_loop=self.io_loop,
+        self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
+                                      io_loop=self.io_loop,
                                       lane=self.lane,
                                       supervisor=self.actor_ref.proxy()).proxy()
         self._pump()

@@ -30,9 +30,11 @@ Done = list[tuple[int, RowOutcome]]
 
 
 class RowWorker(pykka.ThreadingActor):
-    def __init__(self, *, executors: Executors, io_loop: IOLoop, supervisor: Any,
-                 lane: Lane) -> None:
+    def __init__(self, *, job_seq: int, executors: Executors, io_loop: IOLoop,
+                 supervisor: Any, lane: Lane) -> None:
         super().__init__()
+        self.job_seq = job_seq
+        self.executors = executors
         self.io_loop = io_loop
         self.rows = RowRunner(executors, lane, report=self._report(supervisor))
 
@@ -44,9 +46,8 @@ class RowWorker(pykka.ThreadingActor):
 
     def on_stop(self) -> None:
         """The job has ended here: its executors drop what they kept for it."""
-        if self.rows.job_seq is not None:
-            with contextlib.suppress(RuntimeError):  # stopping: its cleanup closes all
-                self.io_loop.submit(self.rows.executors.release(self.rows.job_seq))
+        with contextlib.suppress(RuntimeError):  # stopping: its cleanup closes all
+            self.io_loop.submit(self.executors.release(self.job_seq))
 
     @staticmethod
     def _report(supervisor: Any) -> Any:
@@ -69,11 +70,9 @@ class RowRunner:
         self.report = report
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
-        self.job_seq: int | None = None
 
     async def start(self, works: list[RowWork]) -> None:
         for work in works:
-            self.job_seq = work.job_seq
             task = asyncio.create_task(self._run(work))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from daemon.domain.outcome import Turn
+from daemon.domain.tool_config import raw_tool_config
 from daemon.domain.workflow_config import raw_workflow
 
 SCHEDULED = "scheduled"
@@ -170,11 +171,26 @@ class RowWork:
     rounds: tuple[Turn, ...] = ()  # tool rounds a previous run of the row finished
     workspace_id: int = 0
     workflow: dict[str, Any] | None = None  # where an earlier run of a workflow left it
+    kind: str = ""  # CHAT_ROW, TOOL_ROW or WORKFLOW_ROW: read from the body when not given
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", row_kind(self.body))
 
     @property
     def holds_slot(self) -> bool:
         """A workflow record waits on its callback most of the time: it holds no slot."""
-        return raw_workflow(self.body) is None
+        return self.kind != WORKFLOW_ROW
+
+
+CHAT_ROW, TOOL_ROW, WORKFLOW_ROW = "chat", "tools", "workflow"
+
+
+def row_kind(body: Any) -> str:
+    """What running a row means, from the extension its body carries (if any)."""
+    if raw_workflow(body) is not None:
+        return WORKFLOW_ROW
+    return TOOL_ROW if raw_tool_config(body) is not None else CHAT_ROW
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from daemon.domain.jobs import RowWork
+from daemon.domain.jobs import TOOL_ROW, WORKFLOW_ROW, RowWork
 from daemon.domain.outcome import RowOutcome
-from daemon.domain.tool_config import raw_tool_config
-from daemon.domain.workflow_config import raw_workflow
 from daemon.executors.chat import ChatExecutor
 from daemon.executors.lane import Lane
 
@@ -52,9 +50,9 @@ class Executors:
         self.workflows = workflows
 
     def for_row(self, work: RowWork) -> RowExecutor:
-        if self.workflows is not None and raw_workflow(work.body) is not None:
+        if self.workflows is not None and work.kind == WORKFLOW_ROW:
             return self.workflows
-        if self.tools is not None and raw_tool_config(work.body) is not None:
+        if self.tools is not None and work.kind == TOOL_ROW:
             return self.tools
         return self.chat
 

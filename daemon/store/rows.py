@@ -13,14 +13,15 @@ from daemon.domain.jobs import (
     ROW_COMPLETED,
     ROW_FAILED,
     ROW_PENDING,
+    TOOL_ROW,
+    WORKFLOW_ROW,
     Job,
     RowDraft,
     RowRecord,
     RowWork,
+    row_kind,
 )
 from daemon.domain.outcome import RowOutcome, Turn, Usage
-from daemon.domain.tool_config import raw_tool_config
-from daemon.domain.workflow_config import raw_workflow
 from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, row_record
@@ -59,18 +60,20 @@ class RowQueries(SqlBase):
         """The next pending rows, with the tool rounds an earlier run of them stored."""
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
-        found = [(rid, custom_id, model, json.loads(body))
-                 for rid, custom_id, model, body in cursor.fetchall()]
+        found = []
+        for rid, custom_id, model, text in cursor.fetchall():
+            body = json.loads(text)
+            found.append((rid, custom_id, model, body, row_kind(body)))
         # Only rows with an extension can have progress stored: a plain job asks nothing.
-        tools = [rid for rid, _, _, body in found if raw_tool_config(body) is not None]
-        flows = [rid for rid, _, _, body in found if raw_workflow(body) is not None]
+        tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
+        flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
         rounds = self._rounds_of(tools) if tools else {}
         workflows = workflows_of(flows) if flows else {}
         return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
                         model=model or job.model, endpoint=job.endpoint, body=body,
                         job_id=job.id, rounds=tuple(rounds.get(rid, ())),
-                        workspace_id=job.workspace_id, workflow=workflows.get(rid))
-                for rid, custom_id, model, body in found]
+                        workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind)
+                for rid, custom_id, model, body, kind in found]
 
     def _rounds_of(self, row_ids: list[int]) -> dict[int, list[Turn]]:
         by_row: dict[int, list[Turn]] = {}

@@ -38,8 +38,8 @@ def test_a_row_reaching_a_stopping_io_loop_does_not_hang_the_worker(tmp_path, up
     io_loop.start()
     router = Router(config.models, RetryConfig(), transport=FunctionTransport(upstream))
     supervisor = Supervisor.start().proxy()
-    worker = Worker.start(executors=Executors(chat=ChatExecutor(router)), io_loop=io_loop,
-                          supervisor=supervisor, lane=Lane(4)).proxy()
+    worker = Worker.start(job_seq=1, executors=Executors(chat=ChatExecutor(router)),
+                          io_loop=io_loop, supervisor=supervisor, lane=Lane(4)).proxy()
     work = RowWork(id=1, job_seq=1, custom_id="r-1", model=PRIMARY,
                    endpoint="/v1/chat/completions",
                    body={"messages": [{"role": "user", "content": "slow BLOCK"}]})
