@@ -12,6 +12,7 @@ import socket
 import struct
 import time
 from collections import Counter, deque
+from collections.abc import Awaitable
 from typing import Any
 
 from aiohttp import web
@@ -234,12 +235,23 @@ async def sim_tools(request: web.Request) -> web.StreamResponse:
     Every request is recorded on arrival (`status` is filled in when it is answered,
     0 if the client left first)."""
     state = request.app[STATE]
-    entry: dict[str, Any] = {"method": request.method, "path": request.path,
-                             "headers": _tool_headers(request), "body": None,
-                             "status": None, "at": time.time()}
-    state.tool_calls.append(entry)
+    entry = _arrival(request, _tool_headers(request), body=None)
+    return await _recorded(state.tool_calls, entry, _execute_tools(request, state, entry))
+
+
+def _arrival(request: web.Request, headers: dict[str, str | None],
+             **fields: Any) -> dict[str, Any]:
+    """A request's log entry, made as it arrives (`status` is filled in when answered)."""
+    return {"method": request.method, "path": request.path, "headers": headers,
+            **fields, "status": None, "at": time.time()}
+
+
+async def _recorded(log: deque[dict[str, Any]], entry: dict[str, Any],
+                    answering: Awaitable[web.Response]) -> web.Response:
+    """Log `entry`, answer, and note the answer's status (0 if the client left first)."""
+    log.append(entry)
     try:
-        response = await _execute_tools(request, state, entry)
+        response = await answering
     except asyncio.CancelledError:
         entry["status"] = 0
         raise
@@ -310,18 +322,10 @@ async def sim_workflow(request: web.Request) -> web.StreamResponse:
     Relay-Signature); `status` and `answer` are filled in when it is answered
     (`status` 0 if the client left first)."""
     state = request.app[STATE]
-    entry: dict[str, Any] = {"method": request.method, "path": request.path,
-                             "headers": _tool_headers(request, WORKFLOW_HEADERS),
-                             "body": None, "raw": None, "status": None, "answer": None,
-                             "at": time.time()}
-    state.workflow_events.append(entry)
-    try:
-        response = await _answer_workflow(request, state, entry)
-    except asyncio.CancelledError:
-        entry["status"] = 0
-        raise
-    entry["status"] = response.status
-    return response
+    entry = _arrival(request, _tool_headers(request, WORKFLOW_HEADERS), body=None, raw=None,
+                     answer=None)
+    return await _recorded(state.workflow_events, entry,
+                           _answer_workflow(request, state, entry))
 
 
 async def _answer_workflow(request: web.Request, state: SimState,
