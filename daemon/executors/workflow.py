@@ -24,7 +24,7 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.config import RetryConfig
@@ -87,15 +87,14 @@ class WorkflowState:
     requests_total: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    billed: list[list[Any]] | None = None  # [alias, prompt tokens, completion tokens]
-    history: list[dict[str, Any]] | None = None  # each answer, for the row's detail
+    billed: list[list[Any]] = field(default_factory=list)  # [alias, prompt, completion]
+    history: list[dict[str, Any]] = field(default_factory=list)  # each answer, for display
 
     @classmethod
     def resumed(cls, work: RowWork) -> WorkflowState:
         if work.workflow is None:
             body = {k: v for k, v in work.body.items() if k != EXTENSIONS}
-            return cls("deliver", 0, {"type": "workflow.started", "step": 0, "input": body},
-                       billed=[], history=[])
+            return cls("deliver", 0, {"type": "workflow.started", "step": 0, "input": body})
         stored = dict(work.workflow["state"])
         results = {int(i): r for i, r in work.workflow["results"].items()}
         return cls(**(stored | {"results": results if stored["phase"] == "running"
@@ -111,7 +110,7 @@ class WorkflowState:
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
     def turns(self) -> tuple[Turn, ...]:
-        return tuple(Turn(model=m, usage=Usage(p, c)) for m, p, c in self.billed or ())
+        return tuple(Turn(model=m, usage=Usage(p, c)) for m, p, c in self.billed)
 
     def due(self, kind: str, **fields: Any) -> None:
         self.phase, self.seq = "deliver", self.seq + 1
@@ -181,7 +180,6 @@ class WorkflowExecutor:
     async def _take(self, work: RowWork, config: WorkflowConfig, state: WorkflowState,
                     answer: Answer) -> RowOutcome | None:
         """Act on the callback's answer; the outcome when the record ends with it."""
-        assert state.history is not None
         if answer.action == "completed":
             return _completed(answer.output, state)
         if answer.action == "failed":
@@ -203,7 +201,6 @@ class WorkflowExecutor:
 
     def _start_step(self, config: WorkflowConfig, state: WorkflowState,
                     requests: Sequence[dict[str, Any]]) -> None:
-        assert state.history is not None
         if state.requests_total + len(requests) > config.max_requests:
             raise WorkflowEnd("workflow_request_limit", f"step {state.step} asks for "
                               f"{len(requests)} requests after {state.requests_total}; "
@@ -221,12 +218,12 @@ class WorkflowExecutor:
         running = {asyncio.ensure_future(self._request(lane, work, r["body"])): i
                    for i, r in enumerate(state.requests) if i not in state.results}
         try:
+            _check_tokens(config, state)  # a restart may find the budget spent already
             while running:
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
                     await self._finished(work, state, running.pop(task), task.result())
                 _check_tokens(config, state)
-            _check_tokens(config, state)  # also when a restart found every result stored
         finally:
             for task in running:  # the token budget, cancel or a stop: not billed
                 task.cancel()
@@ -243,7 +240,7 @@ class WorkflowExecutor:
 
     async def _finished(self, work: RowWork, state: WorkflowState, index: int,
                         outcome: RowOutcome) -> None:
-        assert state.results is not None and state.billed is not None
+        assert state.results is not None
         result = _result(index, outcome)
         state.results[index] = result
         if outcome.ok:  # billed when it finishes, whatever the record does later
