@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 
@@ -19,3 +20,10 @@ def file_id() -> str:
 
 def api_key() -> str:
     return "rk_" + secrets.token_urlsafe(32)
+
+
+def stable(prefix: str, *parts: object) -> str:
+    """An id derived from `parts`: the same parts give the same id across retries and
+    restarts (for receivers that drop repeats), different parts a different one."""
+    digest = hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
+    return f"{prefix}_{digest[:32]}"

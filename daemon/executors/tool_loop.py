@@ -17,7 +17,6 @@ so an executor can drop the repeat.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from daemon.config import RetryConfig
+from daemon.domain import ids
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
@@ -91,8 +91,7 @@ class ToolCaller(Protocol):
 
 def call_id(batch_id: str, custom_id: str, round_number: int) -> str:
     """Stable across retries and restarts, distinct per batch, record and round."""
-    digest = hashlib.sha256(f"{batch_id}\0{custom_id}\0{round_number}".encode()).hexdigest()
-    return f"call_{digest[:32]}"
+    return ids.stable("call", batch_id, custom_id, round_number)
 
 
 class RoundLog(GroupCommit[tuple[int, int, Turn]]):

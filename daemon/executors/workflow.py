@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
 import json
 import random
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.config import RetryConfig
+from daemon.domain import ids
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome, Turn, Usage
@@ -66,8 +66,7 @@ class WorkflowEnd(Exception):
 
 def event_id(batch_id: str, custom_id: str, seq: int) -> str:
     """Stable across retries and restarts: the same event always has the same id."""
-    digest = hashlib.sha256(f"{batch_id}\0{custom_id}\0event\0{seq}".encode()).hexdigest()
-    return f"evt_{digest[:32]}"
+    return ids.stable("evt", batch_id, custom_id, "event", seq)
 
 
 @dataclass
