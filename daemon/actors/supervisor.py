@@ -2,6 +2,9 @@
 groups, honours cancel and shutdown, and finalizes the job.
 
 All decisions come from the job's `JobRun`; this actor loads, sends and saves.
+Outcomes are written by group commit on the job's own writer thread: one write at a
+time, each carrying everything that finished while the previous one committed, so
+the actor keeps taking outcomes and cancels while a write is under way.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -58,14 +62,18 @@ class JobSupervisor(pykka.ThreadingActor):
         self.notifier = notifier
         self.models = models
         self.clock = clock
-        self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)),
-                          started_at=clock())
+        self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)))
         self.worker: Any = None
         self.lane = Lane(max(1, concurrency))  # requests in flight, whatever the rows
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
+        self.write: Future[bool] | None = None  # the write under way
+        self.me: Any = None
+        self.finished = False
 
     def on_start(self) -> None:
+        self.me = self.actor_ref.proxy()
         self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
                                       io_loop=self.io_loop,
                                       lane=self.lane,
@@ -73,7 +81,8 @@ class JobSupervisor(pykka.ThreadingActor):
         self._pump()
 
     def on_stop(self) -> None:
-        self._flush(self.clock())
+        self._store_all(self.clock())
+        self.writer.shutdown(wait=False)
         if self.worker is not None:
             self.worker.actor_ref.stop(block=False)
 
@@ -87,8 +96,19 @@ class JobSupervisor(pykka.ThreadingActor):
 
     @contained
     def tick(self, now: float) -> None:
-        if self.run.should_flush(now):
-            self._flush(now)
+        """The scheduler's timer: a write that failed is tried again once its backoff
+        has passed."""
+        self._pump()
+
+    @contained
+    def stored(self, write: Future[bool]) -> None:
+        """The writer thread finished `write` (a stale one, already waited for, is
+        ignored)."""
+        if write is not self.write:
+            return
+        self.write = None
+        self.run.stored(ok=write.result(), now=self.clock())
+        self._pump()
 
     @contained
     def cancel(self, ack: threading.Event | None = None) -> None:
@@ -119,9 +139,11 @@ class JobSupervisor(pykka.ThreadingActor):
         """Shutdown: stop dispatching and store what finished; the job stays running
         in the store, so the next start requeues it and runs its pending rows."""
         self.run.stop()
-        self._flush(self.clock())
+        self._store_all(self.clock())
 
     def _pump(self) -> None:
+        if self.finished:  # a message that was queued behind the ending
+            return
         if self.run.wants_rows:
             self.run.add_rows(self.repo.pending_rows(self.job, after_id=self.run.cursor,
                                                      limit=self.run.load_rows))
@@ -129,23 +151,43 @@ class JobSupervisor(pykka.ThreadingActor):
         if starting:
             self.worker.run_rows(starting)
         now = self.clock()
-        if self.run.should_flush(now):
-            self._flush(now)
+        self._flush(now)
         if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
             self._finish(now)
 
     def _flush(self, now: float) -> None:
-        if not self.run.buffer:
+        """Start the next group's write on the writer thread; `stored` hears of its end."""
+        if not self.run.should_flush(now):
             return
-        outcomes = self.run.take_flush(now)
+        outcomes = self.run.take_flush()
+        self.write = self.writer.submit(self._save, outcomes, now)
+        self.write.add_done_callback(self._tell_stored)
+
+    def _tell_stored(self, write: Future[bool]) -> None:
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.me.stored(write)
+
+    def _save(self, outcomes: list[tuple[int, RowOutcome]], now: float) -> bool:
+        """Runs on the writer thread."""
         try:
             self.repo.save_outcomes(self.job.seq, outcomes, now=now)
         except Exception:
             log.exception("job %s: storing %d outcomes failed; will retry", self.job.id,
                           len(outcomes))
-            self.run.buffer[:0] = outcomes
-            return
+            return False
         self.notifier.progress(self.job.seq)
+        return True
+
+    def _store_all(self, now: float) -> None:
+        """Shutdown: wait for the write under way, then store what is left, here."""
+        if self.write is not None:
+            write, self.write = self.write, None
+            self.run.stored(ok=write.result(), now=now)
+        while self.run.buffer:
+            ok = self._save(self.run.take_flush(), now)
+            self.run.stored(ok=ok, now=now)
+            if not ok:
+                return
 
     def _settled(self, outcome: RowOutcome) -> RowOutcome:
         """A row stopped between two calls by the job's ending reads as the rows that
@@ -171,6 +213,7 @@ class JobSupervisor(pykka.ThreadingActor):
 
     def _finish(self, now: float) -> None:
         """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`)."""
+        self.finished = True
         job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
         if job is None:  # a cancel recorded in between: end it again, as cancelled
             job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)

@@ -1,9 +1,15 @@
 """The bookkeeping of one running job, without threads: what to load, dispatch, flush.
 
 The JobSupervisor actor owns a `JobRun` and does exactly what it says: load more
-rows when `wants_rows`, hand out `take_dispatch()`, store `take_flush(now)`,
-finish when `done`. Every rule about a running job lives here and is tested
-by calling these methods with a hand-stepped clock.
+rows when `wants_rows`, hand out `take_dispatch()`, store `take_flush()` and
+report the write with `stored(ok, now)`, finish when `done`. Every rule about a
+running job lives here and is tested by calling these methods with a hand-stepped
+clock.
+
+Outcomes are stored by group commit with no timer: a write starts as soon as there
+is something to store and no write is under way, and carries everything that
+finished meanwhile. A crash therefore re-runs only the rows in flight, those in
+the one write under way, and those that finished during it.
 """
 
 from __future__ import annotations
@@ -15,17 +21,16 @@ from dataclasses import dataclass, field
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 
-FLUSH_ROWS = 256  # outcomes grouped into one transaction
-FLUSH_SECONDS = 1.0  # an outcome waits at most this long before it is stored
+GROUP_ROWS = 2048  # outcomes one transaction carries at most
 LOAD_ROWS = 500  # rows read from the store at a time
+RETRY_BASE_S = 0.5  # a failed write is tried again after this, doubling each time
+RETRY_CAP_S = 30.0
 
 
 @dataclass
 class JobRun:
     concurrency: int
-    started_at: float
-    flush_rows: int = FLUSH_ROWS
-    flush_seconds: float = FLUSH_SECONDS
+    group_rows: int = GROUP_ROWS
     load_rows: int = LOAD_ROWS
     cursor: int = 0  # highest row id loaded so far
     exhausted: bool = False  # the store has no pending rows past `cursor`
@@ -34,10 +39,9 @@ class JobRun:
     in_flight: set[int] = field(default_factory=set)
     holding: set[int] = field(default_factory=set)  # in flight and holding a slot
     buffer: list[tuple[int, RowOutcome]] = field(default_factory=list)
-    last_flush: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.last_flush = self.started_at
+    writing: list[tuple[int, RowOutcome]] = field(default_factory=list)  # the write under way
+    write_failures: int = 0  # failed writes in a row
+    retry_at: float = 0.0  # after a failed write, the next waits until then
 
     @property
     def wants_rows(self) -> bool:
@@ -77,16 +81,25 @@ class JobRun:
         return True
 
     def should_flush(self, now: float) -> bool:
-        if not self.buffer:
-            return False
-        return (len(self.buffer) >= self.flush_rows
-                or now - self.last_flush >= self.flush_seconds
-                or self.done_dispatching)
+        """Something to store, no write under way, and no failed write to wait out."""
+        return bool(self.buffer) and not self.writing and now >= self.retry_at
 
-    def take_flush(self, now: float) -> list[tuple[int, RowOutcome]]:
-        batch, self.buffer = self.buffer, []
-        self.last_flush = now
+    def take_flush(self) -> list[tuple[int, RowOutcome]]:
+        """The next group to write, oldest first; it is under way until `stored`."""
+        batch, self.buffer = self.buffer[:self.group_rows], self.buffer[self.group_rows:]
+        self.writing = batch
         return batch
+
+    def stored(self, *, ok: bool, now: float) -> None:
+        """The write under way ended. A failed one goes back to the front of the
+        buffer and the next write waits, with backoff."""
+        batch, self.writing = self.writing, []
+        if ok:
+            self.write_failures, self.retry_at = 0, 0.0
+            return
+        self.buffer[:0] = batch
+        self.write_failures += 1
+        self.retry_at = now + min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (self.write_failures - 1))
 
     def stop(self) -> None:
         """Dispatch nothing more; rows still queued stay pending in the store."""
@@ -102,4 +115,4 @@ class JobRun:
     @property
     def done(self) -> bool:
         """Every row this run will handle has its outcome stored."""
-        return self.done_dispatching and not self.buffer
+        return self.done_dispatching and not self.buffer and not self.writing

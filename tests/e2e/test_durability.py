@@ -43,9 +43,10 @@ def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
     seen = Counter(r["prompt"] for r in sim.requests())
     assert len(seen) == ROWS
     repeated = sum(n - 1 for n in seen.values())
-    # Only rows in flight or in the last unflushed group (≤ 1 s of work) may run again.
-    per_second = CONCURRENCY * 1000 / LATENCY_MS
-    assert repeated <= CONCURRENCY + per_second, repeated
+    print(f"rows re-run after kill -9: {repeated}")
+    # Group commit with no timer: only the rows in flight, those in the write under way
+    # and those that finished during it may run again.
+    assert repeated <= 3 * CONCURRENCY, repeated
     client.close()
 
 

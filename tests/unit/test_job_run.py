@@ -28,8 +28,7 @@ def make_outcome(ok: bool = True, **overrides: Any) -> RowOutcome:
 
 
 def make_run(**overrides: Any) -> JobRun:
-    fields: dict[str, Any] = {"concurrency": 2, "started_at": START, "load_rows": 4,
-                              "flush_rows": 3, "flush_seconds": 1.0}
+    fields: dict[str, Any] = {"concurrency": 2, "load_rows": 4}
     return JobRun(**(fields | overrides))
 
 
@@ -107,47 +106,70 @@ def test_should_flush_needs_something_buffered() -> None:
     assert not run.should_flush(START + 100)
 
 
-def test_should_flush_by_size() -> None:
-    run = make_run(concurrency=4, flush_rows=3)
+def test_one_outcome_is_written_at_once() -> None:
+    run = make_run(concurrency=4)
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
     run.record(1, make_outcome())
-    run.record(2, make_outcome(ok=False))
-    assert not run.should_flush(START)
+    assert run.should_flush(START)  # no size or age to wait for
+
+
+def test_one_write_at_a_time_carries_what_finished_meanwhile() -> None:
+    run = make_run(concurrency=4)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    assert [rid for rid, _ in run.take_flush()] == [1]
+    run.record(2, make_outcome())
     run.record(3, make_outcome())
+    assert not run.should_flush(START)  # the write of row 1 is under way
+    run.stored(ok=True, now=START)
     assert run.should_flush(START)
+    assert [rid for rid, _ in run.take_flush()] == [2, 3]
 
 
-def test_should_flush_by_age() -> None:
-    run = make_run(concurrency=2, flush_rows=100)
+def test_a_group_is_bounded() -> None:
+    run = make_run(concurrency=4, group_rows=2)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()
+    for rid in (1, 2, 3):
+        run.record(rid, make_outcome())
+    assert [rid for rid, _ in run.take_flush()] == [1, 2]
+    run.stored(ok=True, now=START)
+    assert [rid for rid, _ in run.take_flush()] == [3]
+
+
+def test_a_failed_write_goes_back_first_and_waits_with_backoff() -> None:
+    run = make_run(concurrency=4)
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
     run.record(1, make_outcome())
-    assert not run.should_flush(START + 0.5)
-    assert not run.should_flush(START + 0.999)
-    assert run.should_flush(START + 1.0)
+    run.take_flush()
+    run.record(2, make_outcome())
+    run.stored(ok=False, now=START)
+    assert [rid for rid, _ in run.buffer] == [1, 2]
+    assert not run.should_flush(START + 0.4)
+    assert run.should_flush(START + 0.5)
+    run.take_flush()
+    run.stored(ok=False, now=START + 1)
+    assert not run.should_flush(START + 1.9)  # the wait doubles
+    assert run.should_flush(START + 2)
+    run.take_flush()
+    run.stored(ok=True, now=START + 2)
+    assert run.buffer == [] and run.write_failures == 0
+    run.record(3, make_outcome())
+    assert run.should_flush(START + 2)  # success clears the backoff
 
 
-def test_age_counts_from_the_last_flush() -> None:
-    run = make_run(concurrency=2, flush_rows=100)
-    run.add_rows(works(1, 2, 3, 4))
+def test_backoff_is_capped() -> None:
+    run = make_run(concurrency=1)
+    run.add_rows(works(1))
     run.take_dispatch()
     run.record(1, make_outcome())
-    assert [rid for rid, _ in run.take_flush(START + 5)] == [1]
-    run.record(2, make_outcome())
-    assert not run.should_flush(START + 5.5)
-    assert run.should_flush(START + 6)
-
-
-def test_should_flush_when_done_dispatching() -> None:
-    run = make_run(concurrency=2, flush_rows=100)
-    run.add_rows(works(1, 2))  # short page: exhausted
-    run.take_dispatch()
-    run.record(1, make_outcome())
-    assert not run.should_flush(START)
-    run.record(2, make_outcome())
-    assert run.done_dispatching
-    assert run.should_flush(START)
+    for _ in range(20):
+        run.take_flush()
+        run.stored(ok=False, now=START)
+    assert run.retry_at == START + 30
 
 
 def test_take_flush_hands_over_the_buffer_in_order() -> None:
@@ -157,12 +179,22 @@ def test_take_flush_hands_over_the_buffer_in_order() -> None:
     bad = make_outcome(ok=False)
     run.record(3, bad)
     run.record(1, make_outcome())
-    batch = run.take_flush(START + 2)
+    batch = run.take_flush()
     assert [rid for rid, _ in batch] == [3, 1]
     assert batch[0][1] is bad
     assert run.buffer == []
-    assert run.last_flush == START + 2
-    assert run.take_flush(START + 3) == []
+    assert run.writing == batch
+
+
+def test_not_done_while_a_write_is_under_way() -> None:
+    run = make_run(concurrency=1)
+    run.add_rows(works(1))
+    run.take_dispatch()
+    run.record(1, make_outcome())
+    run.take_flush()
+    assert run.done_dispatching and not run.done
+    run.stored(ok=True, now=START)
+    assert run.done
 
 
 def test_stop_clears_queue_and_stops_dispatch() -> None:
@@ -179,7 +211,8 @@ def test_stop_clears_queue_and_stops_dispatch() -> None:
     assert run.record(2, make_outcome())
     assert run.done_dispatching
     assert not run.done  # their outcomes are not stored yet
-    run.take_flush(START)
+    run.take_flush()
+    run.stored(ok=True, now=START)
     assert run.done
 
 
@@ -192,7 +225,7 @@ def test_stop_before_anything_ran_is_done() -> None:
 
 
 def test_whole_run_to_done() -> None:
-    run = make_run(concurrency=2, load_rows=4, flush_rows=100)
+    run = make_run(concurrency=2, load_rows=4)
     run.add_rows(works(1, 2, 3, 4))
     now = START
     stored: list[int] = []
@@ -204,7 +237,8 @@ def test_whole_run_to_done() -> None:
             run.record(work.id, make_outcome())
         now += 0.25
         if run.should_flush(now):
-            stored += [rid for rid, _ in run.take_flush(now)]
+            stored += [rid for rid, _ in run.take_flush()]
+            run.stored(ok=True, now=now)
     assert sorted(stored) == [1, 2, 3, 4, 5]
     assert run.exhausted
     assert not run.queue and not run.in_flight
