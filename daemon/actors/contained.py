@@ -24,3 +24,12 @@ def contained(method: F) -> F:
             return None
 
     return wrapper  # type: ignore[return-value]
+
+
+def attempt(step: Callable[..., Any], *args: Any) -> None:
+    """Run one step of a message, logging and swallowing its failure, so the message's
+    next steps still run."""
+    try:
+        step(*args)
+    except Exception:
+        log.exception("%s failed", getattr(step, "__qualname__", step))

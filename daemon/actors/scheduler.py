@@ -14,7 +14,7 @@ from typing import Any
 
 import pykka
 
-from daemon.actors.contained import contained
+from daemon.actors.contained import attempt, contained
 from daemon.actors.ending import end_job
 from daemon.dialects import dialect_of
 from daemon.domain import cron
@@ -35,6 +35,7 @@ from daemon.store.interface import Store
 log = logging.getLogger("relay.scheduler")
 
 SupervisorFactory = Callable[[Job, Any], Any]  # (job, scheduler proxy) -> supervisor proxy
+WATCH_S = 5.0  # how often the watchdog looks for running jobs that nothing here runs
 
 
 class Scheduler(pykka.ThreadingActor):
@@ -60,6 +61,7 @@ class Scheduler(pykka.ThreadingActor):
         self.running: dict[int, Any] = {}
         self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
+        self.watched_at = float("-inf")
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -115,16 +117,19 @@ class Scheduler(pykka.ThreadingActor):
 
     @contained
     def tick(self, now: float) -> None:
-        """Timer: spawn due cron runs, restart dead supervisors, let supervisors flush."""
+        """Timer: spawn due cron runs, restart dead supervisors, re-admit orphaned jobs,
+        let supervisors retry a failed write. Each step is contained on its own, so a
+        store that fails one of them does not stop the others."""
         if not self.draining:
-            for run in spawn_due_runs(self.repo, now):
-                self.notifier.job_created(run)
-            self._expire(now)
+            attempt(self._spawn, now)
+            attempt(self._expire, now)
         for seq, supervisor in list(self.running.items()):
             if supervisor.actor_ref.is_alive():
                 supervisor.tick(now)
             else:
-                self._revive(seq)
+                attempt(self._revive, seq)
+        if not self.draining and now - self.watched_at >= WATCH_S:
+            attempt(self._watch, now)
         self._admit()
 
     @contained
@@ -148,6 +153,20 @@ class Scheduler(pykka.ThreadingActor):
             if started is not None:
                 self.running[started.seq] = self.start_supervisor(started, self._me)
                 self.notifier.job_changed(started.seq)
+
+    def _spawn(self, now: float) -> None:
+        for run in spawn_due_runs(self.repo, now):
+            self.notifier.job_created(run)
+
+    def _watch(self, now: float) -> None:
+        """The watchdog: a job the store says is running but no supervisor here runs
+        (its supervisor died while the store could not take the requeue, say) goes
+        back to the queue, as at start after a crash."""
+        for job in self.repo.jobs_in(RUNNING):
+            if job.seq not in self.running:
+                log.warning("job %s was running with no supervisor: requeued", job.id)
+                self.repo.transition(job.seq, QUEUED, now=now)
+        self.watched_at = now
 
     def _expire(self, now: float) -> None:
         """Batches past their completion window end `expired`."""

@@ -58,8 +58,10 @@ class JobRun:
     def take_dispatch(self) -> list[RowWork]:
         """Rows to start now, in input order, keeping at most `concurrency` of those that
         hold a slot in flight (a workflow record holds none: its requests take the
-        job's request slots only while they run)."""
-        if self.stopping:
+        job's request slots only while they run). Nothing starts while outcomes cannot
+        be stored: no call is paid for whose result could not be kept, and the outcomes
+        kept for the next write stay bounded by the rows in flight."""
+        if self.stopping or self.write_failures:
             return []
         batch: list[RowWork] = []
         while self.queue and (not self.queue[0].holds_slot

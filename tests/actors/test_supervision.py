@@ -105,3 +105,21 @@ def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(start_daemon, u
     except TimeoutError:
         pytest.fail(f"the job is left {relay.job(job).status!r} after its supervisor died")
     assert [r.error for r in relay.repo.rows(job.seq)] == ["canceled", "canceled"]
+
+
+def test_the_watchdog_requeues_a_running_job_that_nothing_runs(start_daemon, upstream,
+                                                              clock, caplog):
+    relay = start_daemon(upstream, gateway={"max_running_jobs": 1})
+    blocker = relay.submit(["hold BLOCK"], tag="blocker")
+    wait_until(lambda: upstream.seen("hold BLOCK"), what="the blocker to run")
+    orphan = relay.submit(["orphan"], tag="orphan")
+    # As if its supervisor had died while the store refused the requeue: the store says
+    # running, and no supervisor here runs it.
+    assert relay.repo.transition(orphan.seq, "running", now=clock()) is not None
+    upstream.gate.set()
+    clock.advance(10)  # past the watchdog's interval
+
+    wait_until(lambda: relay.job(orphan).status == COMPLETED, what="the orphan to run")
+    assert relay.job(blocker).status == COMPLETED
+    assert upstream.prompts().count("orphan") == 1
+    assert any("running with no supervisor" in r.getMessage() for r in caplog.records)

@@ -161,6 +161,19 @@ def test_a_failed_write_goes_back_first_and_waits_with_backoff() -> None:
     assert run.should_flush(START + 2)  # success clears the backoff
 
 
+def test_nothing_starts_while_writes_fail() -> None:
+    run = make_run(concurrency=1)
+    run.add_rows(works(1, 2))
+    assert [w.id for w in run.take_dispatch()] == [1]
+    run.record(1, make_outcome())
+    run.take_flush()
+    run.stored(ok=False, now=START)
+    assert run.take_dispatch() == []
+    run.take_flush()
+    run.stored(ok=True, now=START + 1)
+    assert [w.id for w in run.take_dispatch()] == [2]
+
+
 def test_backoff_is_capped() -> None:
     run = make_run(concurrency=1)
     run.add_rows(works(1))
