@@ -24,7 +24,7 @@ from daemon.domain.outcome import RowOutcome
 GROUP_ROWS = 2048  # outcomes one transaction carries at most
 LOAD_ROWS = 500  # rows read from the store at a time
 RETRY_BASE_S = 0.5  # a failed write is tried again after this, doubling each time
-RETRY_CAP_S = 30.0
+RETRY_CAP_S = 5.0  # so a job moves on within seconds of the store healing
 
 
 @dataclass
