@@ -69,11 +69,11 @@ class JobSupervisor(pykka.ThreadingActor):
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
         self.write: Future[bool] | None = None  # the write under way
-        self.me: Any = None
+        self._me: Any = None
         self.finished = False
 
     def on_start(self) -> None:
-        self.me = self.actor_ref.proxy()
+        self._me = self.actor_ref.proxy()
         self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
                                       io_loop=self.io_loop,
                                       lane=self.lane,
@@ -165,7 +165,7 @@ class JobSupervisor(pykka.ThreadingActor):
 
     def _tell_stored(self, write: Future[bool]) -> None:
         with contextlib.suppress(pykka.ActorDeadError):
-            self.me.stored(write)
+            self._me.stored(write)
 
     def _save(self, outcomes: list[tuple[int, RowOutcome]], now: float) -> bool:
         """Runs on the writer thread."""
