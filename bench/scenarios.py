@@ -300,8 +300,9 @@ def small_jobs(b: Bench) -> None:
 
 
 def nothing_left(client: httpx.Client) -> bool:
-    """No job of the workspace is queued or running."""
-    return all(not client.get("/v1/batches", params={"status": s, "limit": 1}).json()["data"]
+    """No job of the workspace (of either dialect) is queued or running."""
+    return all(not client.get("/v1/batches", params={"status": s, "limit": 1,
+                                                     "dialect": "all"}).json()["data"]
                for s in ("queued", "running"))
 
 

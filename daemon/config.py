@@ -25,6 +25,10 @@ class ServerConfig:
     max_body_mb: int = 64
     max_upload_mb: int = 200
     max_concurrent_uploads: int = 4
+    header_timeout_s: float = 10.0  # a request head slower than this closes its connection
+    body_timeout_s: float = 30.0  # a request body with no byte for this long is cut off
+    max_connections: int = 1024  # open at once; past it, connections not in a request close
+    max_parsing_mb: int = 128  # request bodies read at once, in MB (default 2 * max_body_mb)
 
 
 # The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/transport.py).
@@ -37,6 +41,11 @@ class GatewayConfig:
     max_running_jobs: int = 2
     completion_window_s: int = 86_400  # OpenAI batches expire this long after creation
     transport: str = "aiohttp"
+    max_response_mb: int = 8  # the largest answer read from an upstream or a user's URL
+
+    @property
+    def max_response_bytes(self) -> int:
+        return self.max_response_mb * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -133,26 +142,46 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
 
 def _server(t: dict[str, Any]) -> ServerConfig:
     _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb", "max_upload_mb",
-                        "max_concurrent_uploads"}, "server.")
+                        "max_concurrent_uploads", "header_timeout_s", "body_timeout_s",
+                        "max_connections", "max_parsing_mb"}, "server.")
     port = _typed(t, "port", int, 8080, "server.")
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0–65535, got {port}")
     sizes = {key: _typed(t, key, int, default, "server.") for key, default in
-             (("max_body_mb", 64), ("max_upload_mb", 200), ("max_concurrent_uploads", 4))}
+             (("max_body_mb", 64), ("max_upload_mb", 200), ("max_concurrent_uploads", 4),
+              ("max_connections", 1024))}
+    # Unset, the parsing budget is two bodies of the largest size; set, it must hold one.
+    sizes["max_parsing_mb"] = _typed(t, "max_parsing_mb", int, 2 * sizes["max_body_mb"],
+                                     "server.")
     for key, value in sizes.items():
         if value < 1:
             raise ConfigError(f"server.{key}: must be at least 1, got {value}")
+    if sizes["max_parsing_mb"] < sizes["max_body_mb"]:
+        raise ConfigError(f"server.max_parsing_mb: must be at least server.max_body_mb "
+                          f"({sizes['max_body_mb']}), or a body of the largest size could "
+                          f"never be read; got {sizes['max_parsing_mb']}")
+    head_s, body_s = (_seconds(t, key, default) for key, default in
+                      (("header_timeout_s", 10.0), ("body_timeout_s", 30.0)))
     return ServerConfig(
         host=_typed(t, "host", str, "127.0.0.1", "server."),
         port=port,
         data_dir=Path(_typed(t, "data_dir", str, "relay-data", "server.")),
+        header_timeout_s=head_s,
+        body_timeout_s=body_s,
         **sizes,
     )
 
 
+def _seconds(t: dict[str, Any], key: str, default: float) -> float:
+    value = _number(t, key, default, "server.")
+    if value <= 0:
+        raise ConfigError(f"server.{key}: must be positive, got {value}")
+    return value
+
+
 def _gateway(t: dict[str, Any]) -> GatewayConfig:
     _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s",
-                        "transport"}, "gateway.")
+                        "transport", "max_response_mb"}, "gateway.")
     concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
     running = _typed(t, "max_running_jobs", int, 2, "gateway.")
     window = _typed(t, "completion_window_s", int, 86_400, "gateway.")
@@ -160,13 +189,16 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
         raise ConfigError(f"gateway.max_running_jobs: must be at least 1, got {running}")
     if window < 1:
         raise ConfigError(f"gateway.completion_window_s: must be at least 1, got {window}")
+    response_mb = _typed(t, "max_response_mb", int, 8, "gateway.")
+    if response_mb < 1:
+        raise ConfigError(f"gateway.max_response_mb: must be at least 1, got {response_mb}")
     transport = _typed(t, "transport", str, "aiohttp", "gateway.")
     if transport not in TRANSPORTS:
         raise ConfigError(f"gateway.transport: must be one of {', '.join(TRANSPORTS)}, "
                           f"got {transport!r}")
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
                          max_running_jobs=running, completion_window_s=window,
-                         transport=transport)
+                         transport=transport, max_response_mb=response_mb)
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

@@ -13,15 +13,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pykka
-from aiohttp import web
 
+from daemon.actors.health import Health, HealthProbe
 from daemon.actors.notifier import Notifier
 from daemon.actors.scheduler import Scheduler
 from daemon.actors.supervisor import JobSupervisor
+from daemon.actors.sweeper import FileSweeper, sweep_leftovers
 from daemon.actors.validator import Validator
 from daemon.api.app import create_app
 from daemon.api.context import Services
 from daemon.api.events import EventHub
+from daemon.api.listener import Listener
 from daemon.config import Config
 from daemon.dialects import dialect_of
 from daemon.domain.jobs import VALIDATING, Job
@@ -97,7 +99,8 @@ class Daemon:
         self.router = Router(config.models, config.retry,
                              transport=transport or make_transport(
                                  gateway.transport, config.retry,
-                                 connection_limit=connections))
+                                 connection_limit=connections,
+                                 max_response_bytes=gateway.max_response_bytes))
         self.models = {m.alias: m for m in config.models}
         self.hub = EventHub()
 
@@ -107,12 +110,18 @@ class Daemon:
         self.io_loop.start()
         self.io_loop.add_cleanup(self.router.aclose)
         self.outbound = OutboundClient(
-            allow_private=self.config.security.allow_private_targets, resolve=self.resolve)
+            allow_private=self.config.security.allow_private_targets, resolve=self.resolve,
+            max_bytes=self.config.gateway.max_response_bytes)
         self.io_loop.add_cleanup(self.outbound.aclose)
         self.executors = self._executors()
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
                                        deliver=self._deliver, clock=self.clock).proxy()
         self.files = FileStore(self.config.server.data_dir)
+        sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
+        self.sweeper = FileSweeper.start(repo=self.repo, files=self.files).proxy()
+        self.health = Health()
+        self.prober = HealthProbe.start(repo=self.repo, files=self.files,
+                                        health=self.health).proxy()
         self.scheduler = Scheduler.start(
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
@@ -124,13 +133,13 @@ class Daemon:
                                          clock=self.clock).proxy()
         for job in self.repo.jobs_in(VALIDATING):  # left by a previous process
             self.validator.validate(job.seq)
-        self.ticker = Ticker([self.scheduler.tick, self.notifier.tick],
-                             interval=self.tick_interval, clock=self.clock)
+        self.ticker = Ticker([self.scheduler.tick, self.notifier.tick, self.sweeper.tick,
+                              self.prober.tick], interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
                                  notifier=self.notifier, files=self.files, hub=self.hub,
                                  validator=self.validator, clock=self.clock,
-                                 resolve=self.resolve)
+                                 resolve=self.resolve, health=self.health)
         return self.services
 
     def stop(self, budget: float = STOP_BUDGET_S) -> None:
@@ -156,7 +165,8 @@ class Daemon:
         tools, allow_private = self.config.tools, self.config.security.allow_private_targets
         limits = HostLimits(tools.max_concurrency_per_host)
         mcp = McpToolCaller(limits, allow_private=allow_private, resolve=self.resolve,
-                            sessions_per_job=tools.mcp_sessions_per_job)
+                            sessions_per_job=tools.mcp_sessions_per_job,
+                            max_bytes=self.config.gateway.max_response_bytes)
         callers: dict[str, ToolCaller] = {"http": HttpToolCaller(self.outbound, limits),
                                           "mcp": mcp}
         workflows = WorkflowExecutor(
@@ -171,7 +181,7 @@ class Daemon:
             io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
-            clock=self.clock).proxy()
+            clock=self.clock, health=self.health).proxy()
 
     def _deliver(self, job: Job, secret: str, now: float) -> dict[str, Any]:
         """Runs in a notifier thread: the POST itself runs on the I/O loop."""
@@ -184,18 +194,15 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None
     """Run the daemon until SIGTERM or SIGINT, then stop gracefully."""
     daemon = Daemon(config)
     services = await asyncio.to_thread(daemon.start)
-    runner = web.AppRunner(create_app(services), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, config.server.host, config.server.port, shutdown_timeout=1.0)
-    await site.start()
+    listener = await Listener.open(create_app(services), config.server)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    port = runner.addresses[0][1] if runner.addresses else config.server.port
+    port = listener.port or config.server.port
     ready(f"relayd: serving http://{config.server.host}:{port} "
           f"(data in {config.server.data_dir}, {len(config.models)} models)")
     await stop.wait()
     services.accepting = False
     await asyncio.to_thread(daemon.stop)
-    await runner.cleanup()
+    await listener.close()

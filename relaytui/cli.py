@@ -10,7 +10,7 @@ file, 3 relayd cannot be reached. All HTTP goes through `RelayClient`.
 from __future__ import annotations
 
 import argparse
-import csv
+import itertools
 import json
 import os
 import shutil
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
+from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import InputFileError, read_rows
 from relaytui.settings import Settings, resolve
 
@@ -256,21 +257,28 @@ def cancel(client: RelayClient, args: argparse.Namespace) -> int:
 
 
 def results(client: RelayClient, args: argparse.Namespace) -> int:
+    """Pages of results (`RESULTS_PAGE` at a time) are printed or written as they come,
+    so a job of any size streams; --json gathers them into one array."""
     out = args.output
-    if out is not None and out.suffix.lower() not in (".jsonl", ".csv"):
+    if out is not None and out.suffix.lower() not in FORMATS:
         raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
-    answer = client.results(args.id)
-    if answer["status"] not in progress.ENDED:
-        raise Stop(REFUSED, not_ended(args.id, answer["status"]))
-    items = answer["data"]
+    pages = client.result_pages(args.id)
+    first = next(pages)
+    if first["status"] not in progress.ENDED:
+        raise Stop(REFUSED, not_ended(args.id, first["status"]))
+    items = itertools.chain(first["data"], itertools.chain.from_iterable(
+        page["data"] for page in pages))
     if out is not None:
-        written = write_results(items, out)
+        try:
+            count = write_results(out, items)  # whole or not at all
+        except ExportError as exc:
+            raise Stop(USAGE, f"cannot write the results: {exc}") from exc
         if wants_json(args):
-            emit({"id": args.id, "path": str(out), "rows": len(items)})
+            emit({"id": args.id, "path": str(out), "rows": count})
         else:
-            print(f"wrote {len(items)} results of job {args.id} to {written}")
+            print(f"wrote {count} results of job {args.id} to {out}")
     elif wants_json(args):
-        emit(items)
+        emit(list(items))
     else:
         for item in items:
             print(json.dumps(item, ensure_ascii=False))
@@ -283,28 +291,6 @@ def not_ended(job_id: str, job_status: str) -> str:
                 f"(`relay ls` lists them)")
     return (f"job {job_id} has not ended yet ({job_status}); its results are ready when "
             f"it ends (`relay status {job_id}`)")
-
-
-def write_results(items: list[dict[str, Any]], path: Path) -> Path:
-    try:
-        with path.open("w", encoding="utf-8", newline="") as f:
-            if path.suffix.lower() == ".csv":
-                writer = csv.writer(f)
-                writer.writerow(["custom_id", "content", "error"])
-                writer.writerows([item["custom_id"], cell(item.get("content")),
-                                  item.get("error") or ""] for item in items)
-            else:
-                f.writelines(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
-    except OSError as exc:
-        raise Stop(USAGE, f"cannot write {path}: {exc.strerror or exc}") from exc
-    return path
-
-
-def cell(content: Any) -> str:
-    """Chat content is text; an embedding is a list, written as JSON."""
-    if content is None:
-        return ""
-    return content if isinstance(content, str) else json.dumps(content)
 
 
 def dead_letter(client: RelayClient, args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 import httpx
 
+RESULTS_PAGE = 1000  # results asked for at once: a 50,000-row job comes in 50 answers
+
 
 class RelayError(Exception):
     """relayd answered with its error envelope, or could not be reached (`status` None)."""
@@ -91,8 +93,11 @@ class RelayClient:
         return self._call("GET", f"/v1/batches/{job_id}")
 
     def jobs(self, *, limit: int = 100, after: str | None = None, status: str | None = None,
-             template_id: str | None = None) -> dict[str, Any]:
-        params = {"limit": limit, "after": after, "status": status, "template_id": template_id}
+             template_id: str | None = None, dialect: str = "all") -> dict[str, Any]:
+        """A page of jobs, newest first, each in its dialect's shape. relayd lists only
+        OpenAI batches unless asked (its list is OpenAI's): operators see `all`."""
+        params = {"limit": limit, "after": after, "status": status, "template_id": template_id,
+                  "dialect": dialect}
         return self._call("GET", "/v1/batches",
                           params={k: v for k, v in params.items() if v is not None})
 
@@ -108,8 +113,24 @@ class RelayClient:
             after = listing["last_id"]
         return found
 
-    def results(self, job_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/v1/batches/{job_id}/results")
+    def results(self, job_id: str, *, limit: int | None = None,
+                after: str | None = None) -> dict[str, Any]:
+        """A finished job's results in input order: all of them, or with `limit` one page
+        (after the row whose custom_id is `after`) that says `has_more` and `last_id`."""
+        params = {"limit": limit, "after": after}
+        return self._call("GET", f"/v1/batches/{job_id}/results",
+                          params={k: v for k, v in params.items() if v is not None})
+
+    def result_pages(self, job_id: str, *, page: int = RESULTS_PAGE) -> Iterator[dict[str, Any]]:
+        """Each answer of `results`, a page at a time, until `has_more` is false (a job
+        that has not ended answers one empty page)."""
+        after = None
+        while True:
+            answer = self.results(job_id, limit=page, after=after)
+            yield answer
+            if not answer.get("has_more") or not answer["data"]:
+                return
+            after = answer["last_id"]
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         """One row in full (`batch.row`): its request (secrets shown as `***`), final

@@ -272,7 +272,7 @@ def watch(client: RelayClient, jobs: dict[str, str], *, every: float = 0.5,
 def report(client: RelayClient, jobs: DemoJobs) -> None:
     for label, job_id in jobs.watched.items():
         print(f"\n{label}: first results")
-        for item in client.results(job_id)["data"][:3]:
+        for item in client.results(job_id, limit=3)["data"]:
             print(f"  {item['custom_id']}: {item.get('content') or item.get('error')}")
         for entry in client.dead_letter(job_id)["data"]:
             print(f"  dead-letter {entry['custom_id']}: {entry['attempts']} attempts on "

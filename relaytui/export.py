@@ -55,6 +55,9 @@ def write_results(path: str | Path, items: Iterable[dict[str, Any]]) -> int:
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise ExportError(f"{target}: {exc.strerror or exc}") from exc
+    except BaseException:  # `items` failed (a page that did not come): no file either
+        partial.unlink(missing_ok=True)
+        raise
     return count
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from relaytui.client import Event, RelayError
+from relaytui.client import RESULTS_PAGE, Event, RelayError
 
 NOW = datetime(2026, 10, 4, 9, 30, tzinfo=UTC).timestamp()
 REPLAY_S = 30
@@ -416,6 +416,8 @@ class FakeRelay:
         self.retried: list[tuple[str, list[str] | None]] = []
         self.rows_read: list[tuple[str, str]] = []
         self.workflows_read: list[str] = []
+        self.result_pages_read: list[tuple[str, str | None]] = []  # (job, after)
+        self.listed_dialects: list[str] = []
 
     # -- reads ---------------------------------------------------------------------
 
@@ -429,10 +431,12 @@ class FakeRelay:
         return self.jobs(limit=1000, **filters)["data"]
 
     def jobs(self, *, limit: int = 100, after: str | None = None, status: str | None = None,
-             template_id: str | None = None) -> dict[str, Any]:
+             template_id: str | None = None, dialect: str = "all") -> dict[str, Any]:
+        self.listed_dialects.append(dialect)
         data = [self._render(j) for j in sorted(self.jobs_by_id.values(),
                                                 key=lambda j: -j["created_at"])
-                if template_id is None or j["template_id"] == template_id]
+                if (template_id is None or j["template_id"] == template_id)
+                and dialect in ("all", j["dialect"])]
         return {"object": "list", "data": data[:limit], "has_more": False,
                 "first_id": None, "last_id": None}
 
@@ -441,12 +445,32 @@ class FakeRelay:
             raise RelayError(404, f"No batch {job_id}.")
         return self._render(self.jobs_by_id[job_id])
 
-    def results(self, job_id: str) -> dict[str, Any]:
+    def results(self, job_id: str, *, limit: int | None = None,
+                after: str | None = None) -> dict[str, Any]:
         if job_id == WORKFLOW_JOB:  # the finished records (relayd waits for the end)
             data = _workflow_results()
         else:
             data = _digest_results() if job_id == _DIGEST else _results(job_id)
-        return {"id": job_id, "object": "list", "data": data}
+        if limit is None and after is None:
+            return {"id": job_id, "object": "list", "data": data}
+        ids = [item["custom_id"] for item in data]
+        if after is not None and after not in ids:
+            raise RelayError(400, f"No row has custom_id {after!r}.", "after")
+        start = 0 if after is None else ids.index(after) + 1
+        page = data[start:start + (limit or len(data))]
+        self.result_pages_read.append((job_id, after))
+        return {"id": job_id, "object": "list", "data": page,
+                "has_more": start + len(page) < len(data),
+                "last_id": page[-1]["custom_id"] if page else None}
+
+    def result_pages(self, job_id: str, *, page: int = RESULTS_PAGE) -> Iterator[dict[str, Any]]:
+        after = None
+        while True:
+            answer = self.results(job_id, limit=page, after=after)
+            yield answer
+            if not answer["has_more"]:
+                return
+            after = answer["last_id"]
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         self.rows_read.append((job_id, custom_id))

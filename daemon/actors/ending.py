@@ -80,9 +80,11 @@ def _as_ended(row: RowRecord, unrun: tuple[str, str] | None) -> RowRecord:
 
 def _record(job: Job, out: JsonlFile, *, name: str, now: float) -> FileRecord:
     size = out.commit()
+    lifetime = job.output_expires_after_s  # OpenAI's anchor: the file's creation time
     return FileRecord(id=out.path.name, workspace_id=job.workspace_id,
                       filename=f"{job.id}_{name}.jsonl", purpose=purposes.BATCH_OUTPUT,
-                      bytes=size, created_at=now, path=str(out.path))
+                      bytes=size, created_at=now, path=str(out.path),
+                      expires_at=now + lifetime if lifetime is not None else None)
 
 
 def _id(record: FileRecord | None) -> str | None:

@@ -159,14 +159,21 @@ class Scheduler(pykka.ThreadingActor):
             self.notifier.job_created(run)
 
     def _watch(self, now: float) -> None:
-        """The watchdog: a job the store says is running but no supervisor here runs
-        (its supervisor died while the store could not take the requeue, say) goes
-        back to the queue, as at start after a crash."""
-        for job in self.repo.jobs_in(RUNNING):
-            if job.seq not in self.running:
-                log.warning("job %s was running with no supervisor: requeued", job.id)
-                self.repo.transition(job.seq, QUEUED, now=now)
+        """The watchdog: a job the store says is running, cancelling or finalizing but no
+        supervisor here owns (its supervisor died while the store could not take the
+        requeue, or a cancel's ending failed, say) is handled as at start after a
+        crash: requeued, or ended as it was ending."""
         self.watched_at = now
+        for status, action in ((RUNNING, "requeued"), (CANCELLING, "cancelled"),
+                               (FINALIZING, "completed")):
+            for job in self.repo.jobs_in(status):
+                if job.seq in self.running:
+                    continue
+                log.warning("job %s was %s with no supervisor: %s", job.id, status, action)
+                if status == RUNNING:
+                    self.repo.transition(job.seq, QUEUED, now=now)
+                else:
+                    self._end(job.seq, CANCELLED if status == CANCELLING else COMPLETED)
 
     def _expire(self, now: float) -> None:
         """Batches past their completion window end `expired`."""

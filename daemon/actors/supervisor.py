@@ -21,6 +21,7 @@ import pykka
 
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
+from daemon.actors.health import Health
 from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
@@ -30,11 +31,14 @@ from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
 from daemon.executors.lane import STOPPED, Lane
+from daemon.store.faults import store_fault
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
 
 log = logging.getLogger("relay.supervisor")
+
+FINISH_RETRY_S = 2.0
 
 
 class JobSupervisor(pykka.ThreadingActor):
@@ -51,9 +55,11 @@ class JobSupervisor(pykka.ThreadingActor):
         concurrency: int,
         models: Mapping[str, ModelConfig],
         clock: Callable[[], float],
+        health: Health | None = None,
     ) -> None:
         super().__init__()
         self.job = job
+        self.health = health or Health()
         self.repo = repo
         self.files = files
         self.executors = executors
@@ -71,6 +77,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.write: Future[bool] | None = None  # the write under way
         self._me: Any = None
         self.finished = False
+        self.finish_at = 0.0  # after an ending the store refused, the next try waits
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -171,9 +178,15 @@ class JobSupervisor(pykka.ThreadingActor):
         """Runs on the writer thread."""
         try:
             self.repo.save_outcomes(self.job.seq, outcomes, now=now)
-        except Exception:
-            log.exception("job %s: storing %d outcomes failed; will retry", self.job.id,
-                          len(outcomes))
+        except Exception as exc:
+            fault = store_fault(exc)
+            if fault is None:  # not the storage: a bug, with its traceback
+                log.exception("job %s: storing %d outcomes failed; kept, will retry",
+                              self.job.id, len(outcomes))
+                return False
+            log.warning("job %s: storing %d outcomes failed (%s); kept, will retry",
+                        self.job.id, len(outcomes), fault.detail)
+            self.health.record(fault, now=now)
             return False
         self.notifier.progress(self.job.seq)
         return True
@@ -212,11 +225,26 @@ class JobSupervisor(pykka.ThreadingActor):
                              discount=self.discount)
 
     def _finish(self, now: float) -> None:
-        """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`)."""
-        self.finished = True
-        job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
-        if job is None:  # a cancel recorded in between: end it again, as cancelled
+        """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`). An
+        ending the store cannot take (no room for the result files, say) is tried again
+        on a later tick; until then the job stays running, with this supervisor."""
+        if now < self.finish_at:
+            return
+        try:
             job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
+            if job is None:  # a cancel recorded in between: end it again, as cancelled
+                job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
+        except Exception as exc:
+            self.finish_at = now + FINISH_RETRY_S
+            fault = store_fault(exc)
+            if fault is None:
+                log.exception("job %s: ending it failed; will try again", self.job.id)
+                return
+            log.warning("job %s: ending it failed (%s); will try again", self.job.id,
+                        fault.detail)
+            self.health.record(fault, now=now)
+            return
+        self.finished = True
         if job is not None:
             self.notifier.job_ended(job)
         self.scheduler.job_finished(self.job.seq)

@@ -6,7 +6,8 @@ import asyncio
 
 from aiohttp import web
 
-from daemon.api import batches, files, stream
+from daemon.api import batches, files, openapi, stream
+from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_budget
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import auth, envelope, errors
 
@@ -14,11 +15,14 @@ MB = 1024 * 1024
 
 
 def create_app(services: Services) -> web.Application:
-    app = web.Application(middlewares=[errors, auth],
-                          client_max_size=services.config.server.max_body_mb * MB)
+    server = services.config.server
+    app = web.Application(middlewares=[errors, auth, body_budget],
+                          client_max_size=server.max_body_mb * MB)
     app[SERVICES] = services
+    app[BODY_BUDGET] = BodyBudget(server.max_parsing_mb * MB)
     app.add_routes([
         web.get("/healthz", healthz),
+        web.get("/openapi.json", openapi.serve),
         web.get("/v1/models", models),
         web.get("/v1/events", stream.events),
         *batches.routes(),
@@ -33,8 +37,14 @@ async def _bind_hub(app: web.Application) -> None:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    if not request.app[SERVICES].accepting:
+    services = request.app[SERVICES]
+    if not services.accepting:
         return envelope(503, "relayd is shutting down.", code="unavailable")
+    fault = services.health.fault
+    if fault is not None:
+        return web.json_response({"status": "degraded", "reason": fault.code,
+                                  "detail": fault.detail, "since": services.health.since},
+                                 status=503)
     return web.json_response({"status": "ok"})
 
 

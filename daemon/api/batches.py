@@ -16,9 +16,9 @@ from aiohttp import web
 from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
-from daemon.dialects import detect, dialect_of, statuses_for
+from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
 from daemon.domain.errors import InvalidRequest, conflict, no_batch_access, not_found
-from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job
+from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, RowRecord
 from daemon.domain.render import (
     dead_letter_entry,
     relay_result,
@@ -32,6 +32,8 @@ log = logging.getLogger("relay.api")
 ROUTE_ID = "job_id"
 LARGE_BODY = 256 * 1024
 CANCEL_WAIT_S = 5.0
+RESULTS_PAGE_MOST = 10_000  # `?limit=` of the results
+LIST_DIALECTS = (*DIALECTS, EVERY_DIALECT)  # `?dialect=` of the list
 
 
 def render(job: Job) -> dict[str, Any]:
@@ -108,20 +110,31 @@ async def get(request: web.Request) -> web.Response:
 
 
 async def list_jobs(request: web.Request) -> web.Response:
+    """OpenAI's list (the Relay Batches API has none): OpenAI batches unless `dialect`
+    asks for Relay jobs or `all`; each job in its own dialect's shape."""
     services, workspace = context(request)
     query = request.query
     limit = paging.limit(query.get("limit"), default=20, most=100)
-    statuses = _status_filter(query.get("status"))
+    dialects = _dialect_filter(query.get("dialect"))
+    statuses = _status_filter(query.get("status"), dialects)
     jobs, has_more = await asyncio.to_thread(
         services.repo.list_jobs, workspace.id, limit=limit, after=query.get("after") or None,
-        statuses=statuses, template_id=query.get("template_id") or None)
+        statuses=statuses, template_id=query.get("template_id") or None, dialects=dialects)
     return web.json_response(paging.page([render(j) for j in jobs], has_more=has_more))
 
 
-def _status_filter(raw: str | None) -> tuple[str, ...] | None:
+def _dialect_filter(raw: str | None) -> tuple[str, ...]:
+    matched = listed(raw)
+    if matched is None:
+        raise InvalidRequest(f"'dialect' must be one of {', '.join(LIST_DIALECTS)}; "
+                             f"got {raw!r}.", param="dialect")
+    return matched
+
+
+def _status_filter(raw: str | None, dialects: tuple[str, ...]) -> tuple[str, ...] | None:
     if not raw:
         return None
-    matched = statuses_for(raw)
+    matched = statuses_for(raw, first=dialects)
     if matched is None:
         raise InvalidRequest(f"Unknown status {raw!r}.", param="status")
     return matched
@@ -167,14 +180,42 @@ def _cannot_cancel(job: Job) -> InvalidRequest:
 
 
 async def results(request: web.Request) -> web.Response:
+    """Every row's result in input order, empty until the job ends. With `limit`, one
+    page of them (after the row whose custom_id is `after`), with `has_more` and
+    `last_id`; without, all of them, as before paging existed."""
     services, _ = context(request)
     job = await load_job(request)
-    data: list[dict[str, Any]] = []
-    if job.terminal:
-        data = await asyncio.to_thread(
-            lambda: [relay_result(r) for r in services.repo.rows(job.seq)])
-    return web.json_response({"id": job.id, "object": "list",
-                              "status": render(job)["status"], "data": data})
+    query = request.query
+    limit = None
+    if "limit" in query:
+        limit = paging.limit(query["limit"], default=0, most=RESULTS_PAGE_MOST)
+    rows, has_more = await asyncio.to_thread(_result_rows, services, job, limit=limit,
+                                             after=query.get("after"))
+    answer = {"id": job.id, "object": "list", "status": render(job)["status"],
+              "data": [relay_result(r) for r in rows]}
+    if "limit" in query or "after" in query:
+        answer |= {"has_more": has_more, "last_id": rows[-1].custom_id if rows else None}
+    return web.json_response(answer)
+
+
+def _result_rows(services: Services, job: Job, *, limit: int | None,
+                 after: str | None) -> tuple[list[RowRecord], bool]:
+    """A page of rows and whether more follow, paged in the store's query (one row more
+    than asked says whether more follow)."""
+    position = 0
+    if after is not None:
+        cursor = services.repo.row(job.seq, after)
+        if cursor is None:
+            raise InvalidRequest(f"Batch {job.id} has no row with custom_id {after!r}.",
+                                 param="after")
+        position = cursor.position
+    if not job.terminal:
+        return [], False
+    rows = list(services.repo.rows(job.seq, after_position=position,
+                                   limit=None if limit is None else limit + 1))
+    if limit is None or len(rows) <= limit:
+        return rows, False
+    return rows[:limit], True
 
 
 async def dead_letter(request: web.Request) -> web.Response:
@@ -215,10 +256,8 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
     job = await load_job(request)
     body = await read_json(request) if request.can_read_body else {}
     custom_ids, force = _custom_ids(body), _force(body)
-    new_id = dialect_of(job).new_id()
-    created = await asyncio.to_thread(services.repo.retry_dead_letter, job.seq,
-                                      new_id=new_id, custom_ids=custom_ids,
-                                      now=services.clock(), force=force)
+    created = await asyncio.to_thread(redrive, services, job, custom_ids=custom_ids,
+                                      force=force)
     if created is None:
         raise InvalidRequest("This batch has no dead-lettered rows to retry"
                              + (" among the given custom_ids" if custom_ids else "")
@@ -228,6 +267,29 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
                              code="nothing_to_retry")
     announce(services, created)
     return web.json_response(render(created))
+
+
+def redrive(services: Services, job: Job, *, custom_ids: list[str] | None,
+            force: bool) -> Job | None:
+    """A new job of the rows a retry takes, started as the job's dialect starts one (an
+    OpenAI batch's input file is written first, then recorded with the job in the
+    store's one transaction). A retry that lost a race for the rows takes nothing, and
+    its file goes. Blocking: runs in a worker thread."""
+    rows = services.repo.redrivable_rows(job.seq, custom_ids=custom_ids, force=force)
+    if not rows:
+        return None
+    dialect, now = dialect_of(job), services.clock()
+    start = dialect.redrive(services, job, rows, now=now)
+    created = None
+    try:
+        created = services.repo.retry_dead_letter(
+            job.seq, new_id=dialect.new_id(), custom_ids=custom_ids, now=now, force=force,
+            input_file=start.input_file, input_rows=[r.id for r in rows],
+            expires_at=start.expires_at)
+    finally:
+        if created is None and start.input_file is not None:
+            services.files.remove(start.input_file.path)
+    return created
 
 
 def _custom_ids(body: Any) -> list[str] | None:

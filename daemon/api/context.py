@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from daemon.actors.health import Health
 from daemon.api.events import EventHub
 from daemon.config import Config
 from daemon.outbound.policy import Resolver, system_resolver
@@ -28,6 +29,7 @@ class Services:
     clock: Callable[[], float] = time.time
     resolve: Resolver = system_resolver
     accepting: bool = True
+    health: Health = field(default_factory=Health)
 
     def actors_alive(self) -> bool:
         """The actors a new job is handed to are there to take it."""

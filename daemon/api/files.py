@@ -1,31 +1,42 @@
 """`/v1/files`: JSONL uploads for OpenAI-dialect batches and the result files.
 
-Uploads stream to disk chunk by chunk (never held in memory) with a hard size
-cap: past it the client gets 413 at once and the partial file is deleted. A
-workspace has at most `server.max_concurrent_uploads` uploads in progress.
+Uploads stream to disk chunk by chunk (never held in memory) under a temporary name,
+renamed into place once complete, with a hard size cap: past it the client gets 413
+at once and the partial file is deleted. An upload that sends nothing for
+UPLOAD_IDLE_S is refused (408), so no live upload leaves its partial file untouched
+for long (what a start may sweep: `domain/leftovers.py`). A workspace has at most
+`server.max_concurrent_uploads` uploads in progress. A file past its `expires_at`
+(OpenAI's `expires_after`) is gone: 404, and not listed; a timer deletes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import BadHttpMessage
 
 from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.domain import ids
 from daemon.domain.errors import InvalidRequest, no_batch_access, not_found
-from daemon.domain.files import BATCH, FileRecord
+from daemon.domain.files import BATCH, FileRecord, lifetime_from_form
+from daemon.domain.leftovers import UPLOAD_IDLE_S
 from daemon.domain.render_openai import file_object
+from daemon.store.files import PartialFile
 from daemon.store.interface import WorkspaceRecord
 
 CHUNK = 256 * 1024
 MB = 1024 * 1024
 UPLOADS = web.AppKey("uploads_in_progress", Counter)
+LIFETIME = "expires_after"  # sent as the fields expires_after[anchor], expires_after[seconds]
+T = TypeVar("T")
 
 
 def _context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
@@ -47,12 +58,18 @@ async def upload(request: web.Request) -> web.Response:
         record = await _receive(request, services, workspace)
     finally:
         in_progress[workspace.id] -= 1
-    await asyncio.to_thread(services.repo.add_file, record)
+    try:
+        await asyncio.to_thread(services.repo.add_file, record)
+    except BaseException:
+        services.files.remove(record.path)  # no record: the bytes are nobody's
+        raise
     return web.json_response(file_object(record))
 
 
 async def _receive(request: web.Request, services: Services,
                    workspace: WorkspaceRecord) -> FileRecord:
+    """Stream the upload to a partial file; commit it only once the whole body checks out
+    (leaving the `with` block any other way discards it)."""
     if not request.content_type.startswith("multipart/"):
         raise InvalidRequest("Upload a file as multipart/form-data with 'file' and 'purpose'.",
                              param="file")
@@ -60,44 +77,50 @@ async def _receive(request: web.Request, services: Services,
         reader = await request.multipart()
     except ValueError as exc:  # e.g. no boundary: nothing can be read
         raise InvalidRequest(f"The multipart body is malformed: {exc}.", param="file") from exc
-    purpose, stored = None, None
-    file_id = ids.file_id()
-    path = services.files.path_for(file_id)
-    try:
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, BodyPartReader):
-                continue
-            if part.name == "purpose":
-                purpose = (await part.text()).strip()
-            elif part.name == "file" and stored is None:
-                stored = (_clean_name(part.filename),
-                          await _stream(part, path, services.config.server.max_upload_mb))
-    except InvalidRequest:
-        path.unlink(missing_ok=True)
-        raise
-    except ValueError as exc:  # aiohttp's multipart reader: a body cut short or malformed
-        path.unlink(missing_ok=True)
-        raise InvalidRequest(f"The multipart body is malformed: {exc}.", param="file") from exc
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return _checked(file_id, purpose, stored, path, workspace, now=services.clock())
+    purpose, stored, lifetime = None, None, {}
+    with services.files.open_partial(ids.file_id()) as out:
+        try:
+            while (part := await _idle(reader.next())) is not None:
+                if not isinstance(part, BodyPartReader):
+                    continue
+                if part.name == "purpose":
+                    purpose = (await _idle(part.text())).strip()
+                elif (key := _lifetime_key(part.name)) is not None:
+                    lifetime[key] = await _idle(part.text())
+                elif part.name == "file" and stored is None:
+                    stored = (_clean_name(part.filename),
+                              await _stream(part, out, services.config.server.max_upload_mb))
+        except InvalidRequest:
+            raise
+        except (ValueError, BadHttpMessage) as exc:  # a body cut short, malformed part headers
+            raise InvalidRequest(f"The multipart body is malformed: {exc}.",
+                                 param="file") from exc
+        record = _checked(out, purpose, stored, workspace, now=services.clock(),
+                          lifetime=lifetime_from_form(lifetime, param=LIFETIME))
+        await asyncio.to_thread(out.commit)
+    return record
 
 
-def _checked(file_id: str, purpose: str | None, stored: tuple[str, int] | None, path: Path,
-             workspace: WorkspaceRecord, *, now: float) -> FileRecord:
+def _lifetime_key(name: str | None) -> str | None:
+    """`anchor` for the field `expires_after[anchor]`, and so on; None for other fields."""
+    prefix = LIFETIME + "["
+    if name and name.startswith(prefix) and name.endswith("]"):
+        return name[len(prefix):-1]
+    return None
+
+
+def _checked(out: PartialFile, purpose: str | None, stored: tuple[str, int] | None,
+             workspace: WorkspaceRecord, *, now: float, lifetime: int | None) -> FileRecord:
     if stored is None:
-        path.unlink(missing_ok=True)
         raise InvalidRequest("The multipart body has no 'file' part.", param="file")
     if purpose != BATCH:
-        path.unlink(missing_ok=True)
         raise InvalidRequest(f"'purpose' must be 'batch'; got {purpose!r}.", param="purpose")
     filename, size = stored
     if size == 0:
-        path.unlink(missing_ok=True)
         raise InvalidRequest("The uploaded file is empty.", param="file", code="empty_file")
-    return FileRecord(id=file_id, workspace_id=workspace.id, filename=filename,
-                      purpose=purpose, bytes=size, created_at=now, path=str(path))
+    return FileRecord(id=out.path.name, workspace_id=workspace.id, filename=filename,
+                      purpose=purpose, bytes=size, created_at=now, path=str(out.path),
+                      expires_at=now + lifetime if lifetime is not None else None)
 
 
 def _clean_name(filename: str | None) -> str:
@@ -107,24 +130,36 @@ def _clean_name(filename: str | None) -> str:
     return name[:255] or "upload.jsonl"
 
 
-async def _stream(part: BodyPartReader, path: Path, limit_mb: int) -> int:
-    """Copy one part to `path`; 413 (and no file) the moment it passes the cap."""
+async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int) -> int:
+    """Copy one part to `out`; 413 (and no file) the moment it passes the cap."""
     limit, size = limit_mb * MB, 0
-    with path.open("wb") as out:
-        while chunk := await part.read_chunk(CHUNK):
-            size += len(chunk)
-            if size > limit:
-                raise InvalidRequest(f"The upload exceeds the {limit_mb} MB limit.",
-                                     status=413, param="file", code="file_too_large")
-            out.write(chunk)  # 256 KB into the page cache: not worth a thread hop
+    while chunk := await _idle(part.read_chunk(CHUNK)):
+        size += len(chunk)
+        if size > limit:
+            raise InvalidRequest(f"The upload exceeds the {limit_mb} MB limit.",
+                                 status=413, param="file", code="file_too_large")
+        out.append(chunk)  # 256 KB into the page cache: not worth a thread hop
     return size
 
 
+async def _idle(step: Awaitable[T]) -> T:
+    """One read of the upload body, refused (408) if the client sends nothing for
+    UPLOAD_IDLE_S: a partial file is never left untouched for long by a live upload."""
+    try:
+        async with asyncio.timeout(UPLOAD_IDLE_S):
+            return await step
+    except TimeoutError as exc:
+        raise InvalidRequest(f"The upload sent nothing for {UPLOAD_IDLE_S:g} s.", status=408,
+                             param="file", code="upload_timeout") from exc
+
+
 async def _load(request: web.Request) -> FileRecord:
+    """The file the path names; 404 if there is none, or it has expired (the timer that
+    deletes expired files may not have run yet)."""
     services, workspace = _context(request)
     file_id = request.match_info["file_id"]
     record = await asyncio.to_thread(services.repo.file, file_id, workspace_id=workspace.id)
-    if record is None:
+    if record is None or record.expired(services.clock()):
         raise not_found("file", file_id)
     return record
 
@@ -146,7 +181,7 @@ async def content(request: web.Request) -> web.StreamResponse:
 
 async def delete(request: web.Request) -> web.Response:
     services, workspace = _context(request)
-    file_id = request.match_info["file_id"]
+    file_id = (await _load(request)).id
     record = await asyncio.to_thread(services.repo.delete_file, file_id,
                                      workspace_id=workspace.id, now=services.clock())
     if record is None:
@@ -164,7 +199,7 @@ async def list_files(request: web.Request) -> web.Response:
     files, has_more = await asyncio.to_thread(
         services.repo.list_files, workspace.id, limit=limit,
         after=request.query.get("after") or None, purpose=request.query.get("purpose") or None,
-        ascending=order == "asc")
+        ascending=order == "asc", now=services.clock())
     return web.json_response(paging.page([file_object(f) for f in files], has_more=has_more))
 
 

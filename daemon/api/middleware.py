@@ -11,6 +11,7 @@ from aiohttp import web
 from daemon.api.context import SERVICES
 from daemon.dialects import error_envelope
 from daemon.domain.errors import InvalidRequest
+from daemon.store.faults import SPACE, StoreFault, store_fault
 
 log = logging.getLogger("relay.api")
 
@@ -19,7 +20,8 @@ WORKSPACE = "workspace"
 API_KEY = "api_key"
 
 _HTTP_TYPES = {401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
-               413: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable"}
+               413: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable",
+               507: "server_error"}
 
 
 def envelope(status: int, message: str, *, param: str | None = None,
@@ -42,14 +44,37 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return envelope(exc.status, exc.reason or "error", code=exc.reason.lower()
-                        .replace(" ", "_") if exc.reason else None)
+        answer = envelope(exc.status, exc.reason or "error", code=exc.reason.lower()
+                          .replace(" ", "_") if exc.reason else None)
+        if "Allow" in exc.headers:  # a 405 names the route's methods (RFC 9110)
+            answer.headers["Allow"] = exc.headers["Allow"]
+        return answer
     except (asyncio.CancelledError, ConnectionResetError):
         raise
-    except Exception:
+    except Exception as exc:
+        fault = store_fault(exc)
+        if fault is not None:
+            return _store_fault(request, fault)
         log.exception("unhandled error on %s %s", request.method, request.path)
         return envelope(500, "Internal error; the daemon's log has the details.",
                         code="internal_error", type="server_error")
+
+
+def _store_fault(request: web.Request, fault: StoreFault) -> web.Response:
+    """The store could not write: said with its own status and code, naming where, and
+    reported to health at once. The write was one transaction, so nothing of the
+    request was kept."""
+    services = request.app[SERVICES]
+    services.health.record(fault, now=services.clock())
+    log.warning("%s %s refused: the store cannot write (%s)", request.method, request.path,
+                fault.detail)
+    where = (f"the data directory {services.config.server.data_dir}"
+             if fault.code == SPACE or not services.config.database_url
+             else "the database")
+    what = "is out of space" if fault.code == SPACE else "cannot be written"
+    return envelope(fault.status, f"Relay's store {what} ({where}: {fault.detail}); "
+                    "nothing of this request was kept. Retry once the storage recovers.",
+                    code=fault.code, type="server_error")
 
 
 @web.middleware

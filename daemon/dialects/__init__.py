@@ -9,18 +9,24 @@ being the catch-all for bodies, is asked last by `detect`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from daemon.dialects.base import Dialect, Intake, error_envelope
+from daemon.dialects.base import Dialect, Intake, Redrive, error_envelope
 from daemon.dialects.openai import OpenAIDialect
 from daemon.dialects.relay import RelayDialect
 from daemon.domain.jobs import Job
 from daemon.domain.render import event_fields
 
-__all__ = ["DIALECTS", "Dialect", "Intake", "detect", "dialect_of", "error_envelope",
-           "event_view", "statuses_for"]
+__all__ = ["DIALECTS", "Dialect", "Intake", "Redrive", "detect", "dialect_of",
+           "error_envelope", "event_view", "listed", "statuses_for"]
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (RelayDialect(), OpenAIDialect())}
+
+# The Relay Batches API defines no list route, so `GET /v1/batches` is OpenAI's list:
+# an OpenAI client must only ever read OpenAI batches from it unless it asks otherwise.
+LISTED_BY_DEFAULT = OpenAIDialect.name
+EVERY_DIALECT = "all"
 
 
 def dialect_of(job: Job) -> Dialect:
@@ -35,10 +41,20 @@ def detect(body: Any) -> Dialect:
     return next((d for d in others if d.recognises(body)), native)
 
 
-def statuses_for(name: str) -> tuple[str, ...] | None:
-    """A list's `status` filter: a status name of any dialect (the Relay names first,
-    as the native API's), or None when no dialect knows it."""
-    for dialect in DIALECTS.values():
+def listed(name: str | None) -> tuple[str, ...] | None:
+    """The dialects `GET /v1/batches?dialect=` lists: OpenAI's when not given, one by
+    name, or every one for `all`; None for a name no dialect has."""
+    if name == EVERY_DIALECT:
+        return tuple(DIALECTS)
+    name = LISTED_BY_DEFAULT if name is None else name
+    return (name,) if name in DIALECTS else None
+
+
+def statuses_for(name: str, *, first: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """A list's `status` filter: a status name of any dialect (those named in `first`,
+    then the Relay names, as the native API's), or None when no dialect knows it."""
+    asked = [*first, *(n for n in DIALECTS if n not in first)]
+    for dialect in (DIALECTS[n] for n in asked):
         matched = dialect.statuses_for(name)
         if matched is not None:
             return matched

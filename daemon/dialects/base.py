@@ -11,12 +11,14 @@ dialect names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
 from daemon.config import Config
 from daemon.domain.errors import InvalidRequest
+from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowRecord
 from daemon.outbound.policy import Resolver
 from daemon.store.files import FileStore
@@ -36,6 +38,14 @@ class Intake(Protocol):
     def clock(self) -> Callable[[], float]: ...
     @property
     def resolve(self) -> Resolver: ...
+
+
+@dataclass(frozen=True)
+class Redrive:
+    """What a dead-letter retry's new job starts with besides its rows."""
+
+    input_file: FileRecord | None = None  # written already; the store records it
+    expires_at: float | None = None
 
 
 class Dialect(Protocol):
@@ -75,6 +85,11 @@ class Dialect(Protocol):
 
     def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
         """Which result file ("output" or "errors") a row goes to, and its line."""
+
+    def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
+                now: float) -> Redrive:
+        """The start of a dead-letter retry of `job` taking `rows` (blocking: it may
+        write an input file)."""
 
 
 def error_envelope(error: InvalidRequest) -> dict[str, Any]:

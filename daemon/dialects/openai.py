@@ -5,10 +5,11 @@ and the batch rate for the standard tier."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake
+from daemon.dialects.base import Intake, Redrive
 from daemon.domain import ids, render_openai
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.files import BATCH, FileRecord
@@ -62,6 +63,7 @@ class OpenAIDialect:
             priority=0, created_at=now, tier=request.tier, metadata=request.metadata,
             input_file_id=file_id,
             expires_at=now + intake.config.gateway.completion_window_s,
+            output_expires_after_s=request.output_expires_after_s,
         )
 
     def new_id(self) -> str:
@@ -94,12 +96,25 @@ class OpenAIDialect:
             return "output", render_openai.output_line(job, row)
         return "errors", render_openai.error_line(job, row)
 
+    def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
+                now: float) -> Redrive:
+        """A retried batch is a batch like any other: its own input file (the retried
+        records as they were submitted; the source's file holds every record, and may be
+        deleted) and its own completion window."""
+        file_id = ids.file_id()
+        path, size, _ = intake.files.write_jsonl(
+            file_id, (render_openai.request_line(job, row) for row in rows))
+        record = FileRecord(id=file_id, workspace_id=job.workspace_id,
+                            filename=f"{job.id}-dead-letter-retry.jsonl", purpose=BATCH,
+                            bytes=size, created_at=now, path=str(path))
+        return Redrive(record, expires_at=now + intake.config.gateway.completion_window_s)
+
 
 def _input_file(intake: Intake, workspace: WorkspaceRecord, request: CreateRequest, *,
                 now: float) -> str:
     if request.input_file_id is not None:
         record = intake.repo.file(request.input_file_id, workspace_id=workspace.id)
-        if record is None:
+        if record is None or record.expired(now):
             raise InvalidRequest(f"No file found with id '{request.input_file_id}'.",
                                  param="input_file_id", code="file_not_found")
         if record.purpose != BATCH:

@@ -4,10 +4,11 @@ webhookUrl}`, checked whole at submit; seed 000's job view, six status names and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake
+from daemon.dialects.base import Intake, Redrive
 from daemon.domain import cron, ids, render
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.relay_input import CHAT, Submission, parse_submission
@@ -73,3 +74,7 @@ class RelayDialect:
     def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
         name = "output" if row.status == ROW_COMPLETED else "errors"
         return name, render.relay_result(row)
+
+    def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
+                now: float) -> Redrive:
+        return Redrive()  # a Relay job has no input file and no completion window

@@ -17,7 +17,7 @@ def check(expr: str) -> None:
         raise InvalidRequest(
             f"'cron' must have exactly 5 fields (minute hour day month weekday); "
             f"got {len(fields)} in {expr!r}.", param="cron", code="invalid_cron")
-    if not croniter.is_valid(expr, strict=True):
+    if not croniter.is_valid(_as_croniter_reads_it(expr), strict=True):
         raise InvalidRequest(f"'cron' {expr!r} is not a valid expression or never fires.",
                              param="cron", code="invalid_cron")
     for field in fields:
@@ -30,7 +30,22 @@ def check(expr: str) -> None:
 
 def next_after(expr: str, now: float) -> float:
     """The first tick strictly after `now` (unix seconds, UTC)."""
-    return float(croniter(expr, datetime.fromtimestamp(now, UTC)).get_next(float))
+    return float(croniter(_as_croniter_reads_it(expr), datetime.fromtimestamp(now, UTC))
+                 .get_next(float))
+
+
+def _as_croniter_reads_it(expr: str) -> str:
+    """`expr` with each one-value range (`5-5`, `5-5/2`) written as its value: croniter
+    7 reads such a range as `*`, so `0 9 * * 1-1` would fire every day, not Mondays."""
+    return " ".join(",".join(_one_value(part) for part in field.split(","))
+                    for field in expr.split())
+
+
+def _one_value(part: str) -> str:
+    low, dash, high = part.split("/", 1)[0].partition("-")
+    same = low.lower() == high.lower() or (low.isdigit() and high.isdigit()
+                                           and int(low) == int(high))
+    return low if dash and same else part
 
 
 def due_tick(expr: str, *, next_run_at: float, now: float) -> tuple[float, float] | None:

@@ -106,6 +106,7 @@ class JobDraft:
     input_file_id: str | None = None
     expires_at: float | None = None
     retry_of: str | None = None  # a dead-letter retry: the job its rows came from
+    output_expires_after_s: int | None = None  # result files expire this long after written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,6 +120,8 @@ class Job(JobDraft):
     dead_letter: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0  # of the input tokens, read from an upstream's prompt cache
+    reasoning_tokens: int = 0  # of the output tokens, spent reasoning
     cost_nano_usd: int = 0
     started_at: float | None = None
     finished_at: float | None = None

@@ -17,6 +17,7 @@ from typing import Any
 
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.extensions import EXTENSIONS as RESERVED
+from daemon.domain.files import lifetime_from_json
 from daemon.domain.jobs import RowDraft
 from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
 from daemon.domain.workflow_config import WORKFLOW, WorkflowConfigError, parse_workflow
@@ -29,7 +30,7 @@ MAX_RECORDS = 50_000
 MAX_METADATA = 16
 MAX_ERRORS = 100  # file-level errors reported before giving up
 _CREATE_KEYS = frozenset({"completion_window", "endpoint", "input_file_id", "metadata",
-                          "model", "priority", "requests"})
+                          "model", "output_expires_after", "priority", "requests"})
 _RECORD_KEYS = frozenset({"custom_id", "method", "url", "body"})
 
 
@@ -41,6 +42,7 @@ class CreateRequest:
     metadata: dict[str, str] | None
     model_hint: str | None
     tier: str
+    output_expires_after_s: int | None = None  # the result files' lifetime
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ def parse_create(body: Any) -> CreateRequest:
         metadata=_metadata(body.get("metadata")),
         model_hint=_optional_string(body, "model"),
         tier=tier,
+        output_expires_after_s=lifetime_from_json(body.get("output_expires_after"),
+                                                  param="output_expires_after"),
     )
 
 

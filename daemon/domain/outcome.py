@@ -25,12 +25,20 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens one or more model calls took, as upstream chat completions report them
+    (`usage.prompt_tokens_details.cached_tokens`,
+    `usage.completion_tokens_details.reasoning_tokens`; 0 where not reported)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, read from the upstream's prompt cache
+    reasoning_tokens: int = 0  # of the completion tokens, spent reasoning
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.prompt_tokens + other.prompt_tokens,
-                     self.completion_tokens + other.completion_tokens)
+                     self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Rendering for the OpenAI Batch dialect (seed 002): the batch object, the file
-object and the lines of the output and error files. Pure: records in, dicts out."""
+object, the lines of the output and error files, and a row as an input file's record.
+Pure: records in, dicts out."""
 
 from __future__ import annotations
 
@@ -58,15 +59,32 @@ def batch(job: Job) -> dict[str, Any]:
         "metadata": job.metadata,
         "model": job.model or None,
         "priority": job.tier,
-        "usage": {"input_tokens": job.input_tokens, "output_tokens": job.output_tokens,
-                  "cost_nano_usd": job.cost_nano_usd} if progressed else None,
+        "usage": usage(job) if progressed else None,
     } | ({"retry_of": job.retry_of} if job.retry_of else {})
+
+
+def usage(job: Job) -> dict[str, Any]:
+    """OpenAI's `BatchUsage` (every field it requires), plus seed 002's `cost_nano_usd`."""
+    return {
+        "input_tokens": job.input_tokens,
+        "input_tokens_details": {"cached_tokens": job.cached_tokens},
+        "output_tokens": job.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": job.reasoning_tokens},
+        "total_tokens": job.input_tokens + job.output_tokens,
+        "cost_nano_usd": job.cost_nano_usd,
+    }
 
 
 def file_object(f: FileRecord) -> dict[str, Any]:
     return {"id": f.id, "object": "file", "bytes": f.bytes, "created_at": int(f.created_at),
             "filename": f.filename, "purpose": f.purpose, "status": f.status,
-            "status_details": None}
+            "status_details": None, "expires_at": _ts(f.expires_at)}
+
+
+def request_line(job: Job, row: RowRecord) -> dict[str, Any]:
+    """A row as a line of an input file: the record it was submitted as."""
+    return {"custom_id": row.custom_id, "method": "POST", "url": job.endpoint,
+            "body": row.body}
 
 
 def _line_ids(job: Job, row: RowRecord) -> tuple[str, str]:

@@ -10,7 +10,8 @@ record names no `tools`, the server's `tools/list` is asked once per session and
 tools are given to the model as function tools.
 
 The URL policy is checked when a session opens, and the session's requests are pinned
-to the address that was checked (`outbound.pinned`).
+to the address that was checked (`outbound.pinned`), which also holds each answer to
+`max_bytes` (`[gateway] max_response_mb`; an event stream's events to the same size).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from daemon.domain.tool_config import ToolConfig
 from daemon.executors.http_tools import PARAM
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import ToolCallFailed, ToolRequest, ToolResult
+from daemon.outbound.body import MAX_BYTES
 from daemon.outbound.policy import Resolver, check_url, system_resolver
 
 if TYPE_CHECKING:
@@ -88,8 +90,10 @@ class McpSession:
 
 class McpToolCaller:
     def __init__(self, limits: HostLimits, *, allow_private: bool,
-                 resolve: Resolver = system_resolver, sessions_per_job: int = 8) -> None:
+                 resolve: Resolver = system_resolver, sessions_per_job: int = 8,
+                 max_bytes: int = MAX_BYTES) -> None:
         self.limits = limits
+        self.max_bytes = max_bytes
         self.allow_private = allow_private
         self.resolve = resolve
         self.sessions_per_job = sessions_per_job
@@ -207,8 +211,9 @@ class McpToolCaller:
 
         headers = {"Authorization": config.authorization} if config.authorization else {}
         http = httpx2.AsyncClient(headers=headers, timeout=config.timeout_ms / 1000,
-                                  transport=PinnedTransport(address))
-        return Client(streamable_http_client(config.url, http_client=http))
+                                  transport=PinnedTransport(address, max_bytes=self.max_bytes))
+        return Client(streamable_http_client(config.url, http_client=http,
+                                             max_sse_event_size=self.max_bytes))
 
 
 def function_tool(tool: Any) -> dict[str, Any]:

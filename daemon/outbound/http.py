@@ -14,13 +14,14 @@ policy (`daemon.outbound.policy`) twice:
   SNI, the certificate check and the Host header all use the name.
 
 Redirects are never followed, cookies are never kept, proxies from the environment
-are never used, and the answer's body is read up to `max_bytes`.
+are never used, and the answer's body is read up to the client's `max_bytes`
+(`[gateway] max_response_mb`) or a smaller cap the call names (`outbound.body`).
 
     OutboundError
       kind "refused"      the policy refuses the URL or an address its host resolves to
       kind "timeout"      no complete answer within `timeout_s`
       kind "connection"   unresolvable name, refused, reset, disconnected, truncated body
-      kind "too_large"    the answer's body is over `max_bytes` (`status` is set)
+      kind "too_large"    the answer's body is over the cap (`status` is set)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from aiohttp.helpers import is_ip_address
 from yarl import URL
 
 from daemon.domain.errors import InvalidRequest
+from daemon.outbound.body import MAX_BYTES, BodyTooLarge, read_capped, size_text
 from daemon.outbound.policy import (
     Resolver,
     check_addresses,
@@ -49,10 +51,8 @@ from daemon.outbound.policy import (
     system_resolver,
 )
 
-MAX_BYTES = 8 * 1024 * 1024
 TARGETS_KEPT = 1024  # URLs whose form was checked, remembered
 DEFAULT_TIMEOUT_S = 10.0
-CHUNK_BYTES = 64 * 1024
 USER_AGENT = "relayd/1"
 
 _NUMERIC_FLAGS = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
@@ -147,8 +147,11 @@ class OutboundClient:
     def __init__(self, *, allow_private: bool, resolve: Resolver = system_resolver,
                  connection_limit: int = 100, dns_ttl_s: int | None = 10,
                  ssl_context: ssl.SSLContext | None = None,
-                 user_agent: str = USER_AGENT) -> None:
+                 user_agent: str = USER_AGENT, max_bytes: int = MAX_BYTES) -> None:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
         self.allow_private = allow_private
+        self.max_bytes = max_bytes
         self.resolver = PolicyResolver(resolve, allow_private=allow_private)
         self._limit = max(1, connection_limit)
         self._dns_ttl_s = dns_ttl_s
@@ -167,19 +170,21 @@ class OutboundClient:
         headers: Mapping[str, str] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         param: str = "url",
-        max_bytes: int = MAX_BYTES,
+        max_bytes: int | None = None,
     ) -> OutboundReply:
         """POST `payload` (raw JSON bytes, or a mapping to encode) to `url` once and
         return the answer, whatever its status. `param` names the URL's field in a
-        refusal. Raises `OutboundError`."""
-        if max_bytes < 0:
+        refusal; `max_bytes` lowers the client's cap for this call (a webhook's answer
+        is never used), never raises it. Raises `OutboundError`."""
+        if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
+        limit = self.max_bytes if max_bytes is None else min(max_bytes, self.max_bytes)
         target = self._checked(url, param)
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         sent = {"Content-Type": "application/json", "User-Agent": self._user_agent,
                 **(headers or {})}
         try:
-            return await self._post(target, body, sent, timeout_s, max_bytes)
+            return await self._post(target, body, sent, timeout_s, limit)
         except TargetRefused as exc:
             refusal = forbidden_target(exc.address, param=param)
             raise OutboundError("refused", refusal.message, code=refusal.code) from exc
@@ -243,21 +248,17 @@ class OutboundClient:
             timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
         async with session.post(url, data=body, headers=headers, timeout=timeout,
                                 allow_redirects=False) as resp:
-            declared = resp.content_length
-            if declared is not None and declared > max_bytes:
-                resp.close()
-                raise _too_large(url, resp.status, max_bytes)
-            if declared is not None:  # known and within the cap: one read
-                return OutboundReply(status=resp.status, headers=resp.headers,
-                                     body=await resp.read())
-            received = bytearray()
-            async for chunk in resp.content.iter_chunked(CHUNK_BYTES):
-                received += chunk
-                if len(received) > max_bytes:
-                    resp.close()
-                    raise _too_large(url, resp.status, max_bytes)
-            return OutboundReply(status=resp.status, headers=resp.headers,
-                                 body=bytes(received))
+            try:
+                body = await read_capped(resp, max_bytes)
+            except BodyTooLarge:
+                resp.close()  # the rest is never read: drop the connection
+                raise self._too_large(url, resp.status, max_bytes) from None
+            return OutboundReply(status=resp.status, headers=resp.headers, body=body)
+
+    def _too_large(self, url: URL, status: int, limit: int) -> OutboundError:
+        setting = " ([gateway] max_response_mb)" if limit == self.max_bytes else ""
+        return OutboundError("too_large", f"the answer from {url} is over the "
+                             f"{size_text(limit)} limit{setting}", status=status)
 
     def _open(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -272,11 +273,6 @@ class OutboundClient:
             connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar())
         self._loop = loop
         return self._session
-
-
-def _too_large(url: URL, status: int, max_bytes: int) -> OutboundError:
-    return OutboundError("too_large", f"the answer from {url} is over {max_bytes} bytes",
-                         status=status)
 
 
 def _describe(exc: BaseException) -> str:

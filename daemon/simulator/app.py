@@ -48,6 +48,8 @@ TOOL_HEADERS = ("Authorization", "Relay-Batch-Id", "Relay-Round", "Relay-Call-Id
 WORKFLOW_HEADERS = ("Authorization", "Content-Type", "Relay-Event-Id", "Relay-Signature")
 _MODELS_CREATED = 1_700_000_000
 _MAX_BODY = 64 * 1024 * 1024
+MB = 1024 * 1024
+_PADDING = b"x" * MB  # what a huge answer is padded with, written a megabyte at a time
 _GARBAGE = "<html>SIMULATED garbage: this body is deliberately not JSON {"
 
 
@@ -152,7 +154,33 @@ async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
     state.record(call.model, call.prompt, outcome.status)
     if outcome.delay_s:
         await asyncio.sleep(outcome.delay_s)
+    if outcome.kind == "huge":
+        body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
+        return await _padded_response(request, body, outcome.huge_mb * MB)
     return _respond(request, state, call, outcome)
+
+
+async def _padded_response(request: web.Request, body: dict[str, Any],
+                          size: int) -> web.StreamResponse:
+    """A 200 of `size` bytes of valid JSON: `body` with a `"padding"` string added,
+    streamed chunked (no Content-Length, so a client cannot refuse it up front and
+    must count) without ever holding it whole. A client that hangs up early ends it."""
+    text = json.dumps(body).encode()
+    head, tail = text[:-1] + b', "padding": "', b'"}'
+    left = max(0, size - len(head) - len(tail))
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    try:
+        await response.write(head)
+        while left > 0:
+            await response.write(_PADDING[:min(left, MB)])
+            left -= MB
+        await response.write(tail)
+        await response.write_eof()
+    except ConnectionError:  # the client stopped reading: what it was meant to do
+        pass
+    return response
 
 
 def _refuse(state: SimState, exc: BadRequest, call: Call | None) -> web.Response:
@@ -247,7 +275,7 @@ def _arrival(request: web.Request, headers: dict[str, str | None],
 
 
 async def _recorded(log: deque[dict[str, Any]], entry: dict[str, Any],
-                    answering: Awaitable[web.Response]) -> web.Response:
+                    answering: Awaitable[web.StreamResponse]) -> web.StreamResponse:
     """Log `entry`, answer, and note the answer's status (0 if the client left first)."""
     log.append(entry)
     try:
@@ -268,7 +296,7 @@ def _tool_headers(request: web.Request, names: tuple[str, ...] = TOOL_HEADERS
 
 
 async def _execute_tools(request: web.Request, state: SimState,
-                         entry: dict[str, Any]) -> web.Response:
+                         entry: dict[str, Any]) -> web.StreamResponse:
     raw = await request.read()
     try:
         entry["body"] = body = json.loads(raw)
@@ -293,8 +321,10 @@ async def _execute_tools(request: web.Request, state: SimState,
             return _tool_fault(directive.tool_fail)
     if directive.tool_garbage:
         return web.Response(text=_GARBAGE, content_type="application/json")
-    return web.json_response(
-        {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch)})
+    results = {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch)}
+    if directive.tool_huge_mb is not None:
+        return await _padded_response(request, results, directive.tool_huge_mb * MB)
+    return web.json_response(results)
 
 
 def _int_or_none(text: str) -> int | None:

@@ -16,6 +16,7 @@ from daemon.simulator.app import (
     build_app,
 )
 from daemon.simulator.faults import (
+    MAX_HUGE_MB,
     SimOptions,
 )
 
@@ -37,6 +38,16 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _megabytes(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of MB: {text!r}") from None
+    if not 1 <= size <= MAX_HUGE_MB:
+        raise argparse.ArgumentTypeError(f"must be 1–{MAX_HUGE_MB} MB, got {size}")
+    return size
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -51,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relayd simulate",
         description="Run a SIMULATED OpenAI-compatible upstream for demos, tests and "
-                    "benchmarks. Prompts may carry [sim:...] directives.")
+                    "benchmarks. Prompts may carry [sim:...] directives, e.g. "
+                    "[sim:fail=503 times=1] or [sim:huge=100] (a 100 MB answer).")
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     add("--port", type=_port, required=True, help="port to bind; 0 picks a free one")
@@ -59,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--jitter-ms", type=_non_negative, default=0.0, help="uniform ± spread around it")
     for fault in ("429", "5xx", "timeout", "reset"):
         add(f"--rate-{fault}", type=_rate, default=0.0, help=f"probability of a {fault} fault")
+    add("--rate-huge", type=_rate, default=0.0,
+        help="probability of a huge answer: a 200 whose valid JSON body is padded to "
+             "--huge-mb, streamed without Content-Length (tests a client's response cap)")
+    add("--huge-mb", type=_megabytes, default=100,
+        help="size of a huge answer (--rate-huge, or a prompt's [sim:huge]) in MB of "
+             "2^20 bytes, 1–4096 (default 100); [sim:huge=MB] names its own")
     add("--retry-after", type=_non_negative, default=1.0, help="Retry-After seconds on 429s")
     add("--timeout-s", type=_non_negative, default=30.0,
         help="how long a simulated timeout hangs before answering 504")
@@ -73,6 +91,7 @@ def options_from(args: argparse.Namespace) -> SimOptions:
     return SimOptions(
         latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rate_429=args.rate_429,
         rate_5xx=args.rate_5xx, rate_timeout=args.rate_timeout, rate_reset=args.rate_reset,
+        rate_huge=args.rate_huge, huge_mb=args.huge_mb,
         retry_after_s=args.retry_after, timeout_s=args.timeout_s, seed=args.seed)
 
 

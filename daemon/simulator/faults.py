@@ -20,14 +20,18 @@ class SimOptions:
     rate_5xx: float = 0
     rate_timeout: float = 0
     rate_reset: float = 0
+    rate_huge: float = 0
     retry_after_s: float = 1
     timeout_s: float = 30
+    huge_mb: int = 100  # the size of a huge answer (MB = 2^20 bytes)
     seed: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("latency_ms", "jitter_ms", "retry_after_s", "timeout_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
+        if not 1 <= self.huge_mb <= MAX_HUGE_MB:
+            raise ValueError(f"huge_mb must be 1–{MAX_HUGE_MB}")
         rates = [rate for _, rate in self.fault_bands]
         if not all(0 <= rate <= 1 for rate in rates):
             raise ValueError("fault rates must be between 0 and 1")
@@ -38,11 +42,13 @@ class SimOptions:
     def fault_bands(self) -> tuple[tuple[int | str, float], ...]:
         """(fault, probability) in the fixed order one draw is compared against."""
         return ((429, self.rate_429), (503, self.rate_5xx),
-                ("timeout", self.rate_timeout), ("reset", self.rate_reset))
+                ("timeout", self.rate_timeout), ("reset", self.rate_reset),
+                ("huge", self.rate_huge))
 
 
+MAX_HUGE_MB = 4096
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
-_FLAGS = {"garbage", "reset", "timeout", "tool_garbage", "tool_mismatch", "wf_fail",
+_FLAGS = {"garbage", "huge", "reset", "timeout", "tool_garbage", "tool_mismatch", "wf_fail",
           "wf_garbage"}
 
 
@@ -52,6 +58,9 @@ class Directive:
 
     fail: int | None = None
     garbage: bool = False
+    # A 200 whose valid JSON body is padded to `huge_mb` MB (None: the --huge-mb option).
+    huge: bool = False
+    huge_mb: int | None = None
     reset: bool = False
     timeout: bool = False
     times: int | None = None
@@ -68,6 +77,7 @@ class Directive:
     tool_sleep_ms: float = 0.0
     tool_garbage: bool = False
     tool_mismatch: bool = False
+    tool_huge_mb: int | None = None  # valid results padded to this many MB
     tool_round: int | None = None  # the executor faults hit only this Relay-Round
     # The workflow callback (`POST /_sim/workflow`), which reads these from the last user
     # message of a workflow record's input (see workflow.py).
@@ -83,12 +93,14 @@ class Directive:
 
     @property
     def fault(self) -> int | str | None:
-        """The fault asked for; if several, reset > timeout > fail > garbage."""
+        """The fault asked for; if several, reset > timeout > fail > garbage > huge."""
         if self.reset or self.timeout:
             return "reset" if self.reset else "timeout"
         if self.fail is not None:
             return self.fail
-        return "garbage" if self.garbage else None
+        if self.garbage:
+            return "garbage"
+        return "huge" if self.huge or self.huge_mb is not None else None
 
     def applies_to(self, model: str) -> bool:
         """Whether the fault (if any) is scoped to this requested model."""
@@ -99,10 +111,12 @@ def parse_directive(text: str) -> Directive | None:
     """Read every `[sim:...]` token in `text` into one `Directive`; None if none.
 
     Words inside the brackets are separated by spaces or commas:
-    `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `reset`,
+    `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `huge` or
+    `huge=MB` (1–4096: a 200 whose valid JSON body is that big), `reset`,
     `timeout`, `sleep=MS`; for tool calling `tool_rounds=N` (0–100),
     `tool_calls=K` (1–100); for the tool executors `tool_fail=CODE` (400–599),
-    `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, and
+    `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, `tool_huge=MB`
+    (1–4096: valid results that big; MCP: `lookup` only), and
     `tool_round=N` (those faults hit only round N); for the workflow callback
     (`POST /_sim/workflow`, read from a workflow input's last user message)
     `wf_fanout=K` (1–256 map requests), `wf_wait=MS` (0–10⁹: the first answer waits; Relay
@@ -162,6 +176,8 @@ def _sleep_value(key: str, value: str) -> float:
 _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "fail": ("fail", lambda k, v: _int_value(k, v, 400, 599)),
     "times": ("times", lambda k, v: _int_value(k, v, 0, 10**9)),
+    "huge": ("huge_mb", lambda k, v: _int_value(k, v, 1, MAX_HUGE_MB)),
+    "tool_huge": ("tool_huge_mb", lambda k, v: _int_value(k, v, 1, MAX_HUGE_MB)),
     "model": ("model", lambda k, v: v),
     "sleep": ("sleep_ms", _sleep_value),
     "tool_rounds": ("tool_rounds", lambda k, v: _int_value(k, v, 0, 100)),
@@ -193,13 +209,15 @@ class Outcome:
     """What the server does with one request, decided when it arrives.
 
     `kind` is "answer" (the normal body for 200, an error envelope otherwise),
-    "garbage" (200 with a non-JSON body) or "reset" (no answer at all).
+    "garbage" (200 with a non-JSON body), "huge" (200 with the normal body padded to
+    `huge_mb` MB, streamed) or "reset" (no answer at all).
     `status` is what the request log records: 0 means the connection was reset.
     """
 
     kind: str
     status: int
     delay_s: float = 0.0
+    huge_mb: int = 0
 
 
 def plan(directive: Directive | None, *, model: str, seen: int, draw: Draw,
@@ -207,8 +225,10 @@ def plan(directive: Directive | None, *, model: str, seen: int, draw: Draw,
     """Decide one request's fate. `seen`: earlier in-scope requests with this prompt."""
     delay = latency_s(options, draw.jitter) + (directive.sleep_ms / 1000 if directive else 0)
     if directive is None:
-        return _outcome(random_fault(options, draw.fault), delay, options)
-    return _outcome(directed_fault(directive, model, seen), delay, options)
+        return _outcome(random_fault(options, draw.fault), delay, options,
+                        huge_mb=options.huge_mb)
+    return _outcome(directed_fault(directive, model, seen), delay, options,
+                    huge_mb=directive.huge_mb or options.huge_mb)
 
 
 def latency_s(options: SimOptions, u: float) -> float:
@@ -233,9 +253,12 @@ def directed_fault(directive: Directive, model: str, seen: int) -> int | str | N
     return directive.fault
 
 
-def _outcome(fault: int | str | None, delay_s: float, options: SimOptions) -> Outcome:
+def _outcome(fault: int | str | None, delay_s: float, options: SimOptions, *,
+             huge_mb: int) -> Outcome:
     if fault is None or isinstance(fault, int):
         return Outcome("answer", fault or 200, delay_s)
     if fault == "timeout":  # hang, then answer 504 (the client has usually given up)
         return Outcome("answer", 504, delay_s + options.timeout_s)
+    if fault == "huge":
+        return Outcome("huge", 200, delay_s, huge_mb=huge_mb)
     return Outcome(fault, 200 if fault == "garbage" else 0, delay_s)

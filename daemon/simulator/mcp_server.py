@@ -5,7 +5,9 @@ served by uvicorn on its own port, in the simulator's process and event loop.
 Tools: `lookup(query: str) -> str` answers "lookup:QUERY", `add(a: int, b: int) -> int`,
 `fail(reason: str)` always fails (a result with isError). `lookup` and `fail` honour
 `[sim:tool_sleep=MS]` and `[sim:tool_fail=CODE times=K]` in their arguments (a failure
-is an isError result; `times` counts per tool and arguments).
+is an isError result; `times` counts per tool and arguments); `lookup` honours
+`[sim:tool_huge=MB]` too (its answer padded to that many MB, built whole in memory:
+keep it small).
 
 Every tools/call is recorded in `SimState.mcp_calls` (read at `GET /_sim/mcp_calls` on
 the simulator's main port): the tool, its arguments, the request's `_meta`, the HTTP
@@ -27,8 +29,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from daemon.simulator.app import TOOL_HEADERS, SimState
-from daemon.simulator.faults import parse_directive
+from daemon.simulator.app import MB, TOOL_HEADERS, SimState
+from daemon.simulator.faults import Directive, parse_directive
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "relay-simulator"
@@ -43,8 +45,9 @@ def build_mcp_server(state: SimState) -> MCPServer[Any]:
     @server.tool(description="Look up QUERY in the SIMULATED knowledge base: "
                              "answers 'lookup:QUERY'.")
     async def lookup(query: str) -> str:
-        await _directed(state, "lookup", {"query": query})
-        return f"lookup:{query}"
+        directive = await _directed(state, "lookup", {"query": query})
+        huge_mb = directive.tool_huge_mb if directive is not None else None
+        return f"lookup:{query}" + ("x" * huge_mb * MB if huge_mb else "")
 
     @server.tool(description="Add two integers.")
     def add(a: int, b: int) -> int:
@@ -58,15 +61,17 @@ def build_mcp_server(state: SimState) -> MCPServer[Any]:
     return server
 
 
-async def _directed(state: SimState, tool: str, arguments: dict[str, Any]) -> None:
-    """Apply `[sim:tool_sleep=MS]` and `[sim:tool_fail=CODE times=K]` from the arguments."""
+async def _directed(state: SimState, tool: str, arguments: dict[str, Any]
+                    ) -> Directive | None:
+    """Apply `[sim:tool_sleep=MS]` and `[sim:tool_fail=CODE times=K]` from the arguments;
+    the directive, for what the tool itself honours."""
     text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     try:
         directive = parse_directive(text)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     if directive is None:
-        return
+        return None
     if directive.tool_sleep_ms:
         await asyncio.sleep(directive.tool_sleep_ms / 1000)
     if directive.tool_fail is not None:
@@ -75,6 +80,7 @@ async def _directed(state: SimState, tool: str, arguments: dict[str, Any]) -> No
         state.mcp_seen[key] += 1
         if directive.tool_times is None or seen < directive.tool_times:
             raise ToolError(f"SIMULATED tool failure (code {directive.tool_fail})")
+    return directive
 
 
 class CallRecorder:

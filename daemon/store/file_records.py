@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from daemon.domain.files import FileRecord
 from daemon.store.models import FileModel
 from daemon.store.records import file_record
 from daemon.store.sql import SqlBase
+
+_IN_CHUNK = 500  # ids per IN (...) list: far below any backend's parameter limit
 
 
 def insert_file(record: FileRecord) -> None:
     """One file record (inside the caller's transaction)."""
     FileModel.create(id=record.id, workspace=record.workspace_id, filename=record.filename,
                      purpose=record.purpose, bytes=record.bytes, status=record.status,
-                     path=record.path, created_at=record.created_at)
+                     path=record.path, created_at=record.created_at,
+                     expires_at=record.expires_at)
 
 
 class FileQueries(SqlBase):
@@ -32,9 +37,10 @@ class FileQueries(SqlBase):
         return file_record(row) if row else None
 
     def list_files(self, workspace_id: int, *, limit: int, after: str | None = None,
-                   purpose: str | None = None,
-                   ascending: bool = False) -> tuple[list[FileRecord], bool]:
-        """A page of files, newest first (or oldest first); `after` is the last id seen."""
+                   purpose: str | None = None, ascending: bool = False,
+                   now: float | None = None) -> tuple[list[FileRecord], bool]:
+        """A page of files, newest first (or oldest first); `after` is the last id seen.
+        With `now`, files expired by then are left out."""
         query = FileModel.select().where(FileModel.workspace == workspace_id,
                                          FileModel.deleted_at.is_null())
         if after:
@@ -46,6 +52,8 @@ class FileQueries(SqlBase):
                                 else FileModel.seq < cursor.seq)
         if purpose:
             query = query.where(FileModel.purpose == purpose)
+        if now is not None:
+            query = query.where(FileModel.expires_at.is_null() | (FileModel.expires_at > now))
         order = FileModel.seq.asc() if ascending else FileModel.seq.desc()
         rows = list(query.order_by(order).limit(limit + 1))
         return [file_record(r) for r in rows[:limit]], len(rows) > limit
@@ -55,4 +63,23 @@ class FileQueries(SqlBase):
             found = self.file(file_id, workspace_id=workspace_id)
             if found is not None:
                 FileModel.update(deleted_at=now).where(FileModel.id == file_id).execute()
+        return found
+
+    def expire_files(self, *, now: float) -> list[FileRecord]:
+        """Delete the records of the files whose `expires_at` has passed, and return them
+        (their bytes are the caller's to remove)."""
+        due = (FileModel.deleted_at.is_null(), FileModel.expires_at <= now)
+        with self.write():  # IMMEDIATE: what is read is what is updated
+            rows = list(FileModel.select().where(*due))
+            if rows:
+                FileModel.update(deleted_at=now).where(*due).execute()
+        return [file_record(r) for r in rows]
+
+    def recorded_files(self, file_ids: Collection[str]) -> set[str]:
+        """The ids among `file_ids` that a live (not deleted) record names."""
+        ids, found = list(file_ids), set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start:start + _IN_CHUNK]
+            found |= {r.id for r in FileModel.select(FileModel.id).where(
+                FileModel.id.in_(chunk), FileModel.deleted_at.is_null())}
         return found

@@ -1,7 +1,8 @@
 """The bytes of files: uploads and result files live under `<data_dir>/files/<id>`.
 
 A file is written under a temporary name, flushed to disk, then renamed into place,
-so a file id never names half a file: a crash leaves at most a `.partial` file.
+so a file id never names half a file: a crash leaves at most a `.partial` file (what a
+start sweeps is decided in `domain/leftovers.py`).
 """
 
 from __future__ import annotations
@@ -13,19 +14,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from daemon.domain.leftovers import TEMP_SUFFIX, DiskFile
 
-class JsonlFile:
-    """One JSONL file being written: `write` lines, then `commit` (or `discard`)."""
+
+class PartialFile:
+    """One file being written under `<name>.partial`: `append`, then `commit` (or
+    `discard`); leaving a `with` block uncommitted discards it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.partial = path.with_name(path.name + ".partial")
-        self.count = 0
+        self.partial = path.with_name(path.name + TEMP_SUFFIX)
         self._out = self.partial.open("wb")
 
-    def write(self, line: dict[str, Any]) -> None:
-        self._out.write(json.dumps(line).encode() + b"\n")  # ASCII: any text survives
-        self.count += 1
+    def append(self, data: bytes) -> None:
+        self._out.write(data)
 
     def commit(self) -> int:
         """Flush to disk and move into place; returns the size in bytes."""
@@ -39,7 +41,7 @@ class JsonlFile:
         self._out.close()
         self.partial.unlink(missing_ok=True)
 
-    def __enter__(self) -> JsonlFile:
+    def __enter__(self) -> PartialFile:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -48,13 +50,47 @@ class JsonlFile:
             self.discard()
 
 
+class JsonlFile(PartialFile):
+    """One JSONL file being written: `write` lines, then `commit` (or `discard`)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.count = 0
+
+    def write(self, line: dict[str, Any]) -> None:
+        self.append(json.dumps(line).encode() + b"\n")  # ASCII: any text survives
+        self.count += 1
+
+    def __enter__(self) -> JsonlFile:
+        return self
+
+
+PROBE_NAME = ".probe"
+PROBE_BYTES = 4096
+
+
 class FileStore:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "files"
 
+    def probe(self) -> None:
+        """Write a small file to disk and remove it: proof the data directory takes
+        writes (beside the files folder, so no listing of files ever sees it)."""
+        path = self.root.parent / PROBE_NAME
+        try:
+            with path.open("wb") as out:
+                out.write(b"\0" * PROBE_BYTES)
+                out.flush()
+                os.fsync(out.fileno())
+        finally:
+            path.unlink(missing_ok=True)
+
     def path_for(self, file_id: str) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         return self.root / file_id
+
+    def open_partial(self, file_id: str) -> PartialFile:
+        return PartialFile(self.path_for(file_id))
 
     def open_jsonl(self, file_id: str) -> JsonlFile:
         return JsonlFile(self.path_for(file_id))
@@ -67,6 +103,22 @@ class FileStore:
                 out.write(line)
             size = out.commit()
         return out.path, size, out.count
+
+    def listing(self) -> list[DiskFile]:
+        """Every regular file in the folder, with its last write time (a file that
+        vanishes while listed is left out)."""
+        found = []
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    found.append(DiskFile(entry.name, entry.stat(follow_symlinks=False).st_mtime))
+            except FileNotFoundError:
+                continue
+        return found
 
     def remove(self, path: str | Path) -> None:
         Path(path).unlink(missing_ok=True)

@@ -4,9 +4,10 @@ validation results."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     EXPIRED,
     QUEUED,
@@ -19,6 +20,7 @@ from daemon.domain.jobs import (
     Job,
     JobDraft,
     RowDraft,
+    RowRecord,
     can_transition,
     draft_from,
     sources_of,
@@ -26,10 +28,21 @@ from daemon.domain.jobs import (
 from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
-from daemon.store.records import draft_fields, job_record
+from daemon.store.records import draft_fields, job_record, row_record
 from daemon.store.rows import insert_rows
 from daemon.store.sql import COPY_ROWS, SqlBase
 from daemon.store.webhooks import WEBHOOK_QUEUED
+
+
+def _redrivable(seq: int, custom_ids: Sequence[str] | None, *, force: bool) -> list[RowModel]:
+    """A job's dead-lettered rows (those of `custom_ids` when given), less the ones
+    re-driven already unless `force`."""
+    query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
+    if custom_ids:
+        query = query.where(RowModel.custom_id.in_(list(custom_ids)))
+    if not force:
+        query = query.where(RowModel.redriven_to.is_null())
+    return list(query.order_by(RowModel.position))
 
 
 class JobQueries(SqlBase):
@@ -65,9 +78,13 @@ class JobQueries(SqlBase):
         after: str | None = None,
         statuses: Sequence[str] | None = None,
         template_id: str | None = None,
+        dialects: Sequence[str] | None = None,
     ) -> tuple[list[Job], bool]:
-        """Newest first; returns the page and whether more follow."""
+        """Newest first; returns the page and whether more follow. Every filter is part
+        of the query, so a page is always full when more jobs match."""
         query = JobModel.select().where(JobModel.workspace == workspace_id)
+        if dialects is not None:
+            query = query.where(JobModel.dialect.in_(list(dialects)))
         if after:
             cursor = JobModel.get_or_none(JobModel.id == after,
                                           JobModel.workspace == workspace_id)
@@ -145,26 +162,36 @@ class JobQueries(SqlBase):
         requeued = (self.transition(seq, QUEUED, now=now) for seq in seqs)
         return [job for job in requeued if job is not None]
 
+    def redrivable_rows(self, seq: int, *, custom_ids: Sequence[str] | None = None,
+                        force: bool = False) -> list[RowRecord]:
+        """The rows `retry_dead_letter` would take now, in input order."""
+        return [row_record(r) for r in _redrivable(seq, custom_ids, force=force)]
+
     def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
-                          now: float, force: bool = False) -> Job | None:
+                          now: float, force: bool = False, input_file: FileRecord | None = None,
+                          input_rows: Collection[int] = (),
+                          expires_at: float | None = None) -> Job | None:
         """A new queued job from a job's dead-lettered rows (optionally only some), in
         one transaction. A row re-driven already is not taken again unless `force`, so
         retries sent at once make one job. The new job records `retry_of`; each row
-        taken records where it went."""
+        taken records where it went.
+
+        `input_file`, written by the caller from the rows `redrivable_rows` gave (ids
+        `input_rows`), is recorded as the new job's input file; the retry then takes
+        exactly those rows or nothing, so the file and the job hold the same rows."""
         with self.write():
             source = JobModel.get_by_id(seq)
-            query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
-            if custom_ids:
-                query = query.where(RowModel.custom_id.in_(list(custom_ids)))
-            if not force:
-                query = query.where(RowModel.redriven_to.is_null())
-            taken = list(query.order_by(RowModel.position))
-            if not taken:
+            taken = _redrivable(seq, custom_ids, force=force)
+            if not taken or (input_file is not None
+                             and {r.id for r in taken} != set(input_rows)):
                 return None
+            if input_file is not None:
+                insert_file(input_file)
             draft = draft_from(job_record(source), id=new_id, status=QUEUED, created_at=now,
                                name=f"{source.name} (dead-letter retry)", cron=None,
-                               next_run_at=None, template_id=None, input_file_id=None,
-                               expires_at=None, retry_of=source.id)
+                               next_run_at=None, template_id=None,
+                               input_file_id=input_file.id if input_file else None,
+                               expires_at=expires_at, retry_of=source.id)
             job = self.create_job(draft, [RowDraft(custom_id=r.custom_id,
                                                    body=json.loads(r.body), model=r.model)
                                           for r in taken])

@@ -72,6 +72,8 @@ class JobModel(BaseModel):
     dead_letter = IntegerField(default=0)
     input_tokens = IntegerField(default=0)
     output_tokens = IntegerField(default=0)
+    cached_tokens = IntegerField(default=0)  # of input_tokens (schema version 8)
+    reasoning_tokens = IntegerField(default=0)  # of output_tokens (schema version 8)
     cost_nano_usd = IntegerField(default=0)
     created_at = FloatField()
     started_at = FloatField(null=True)
@@ -92,6 +94,7 @@ class JobModel(BaseModel):
     expires_at = FloatField(null=True)
     stamps = TextField(default="{}")  # JSON: status -> unix seconds
     retry_of = TextField(null=True)  # the job whose dead-lettered rows this one re-drives
+    output_expires_after_s = IntegerField(null=True)  # its result files' lifetime
 
     class Meta:
         table_name = "job"
@@ -121,7 +124,8 @@ class RowModel(BaseModel):
 
     class Meta:
         table_name = "row"
-        indexes = ((("job", "status", "id"), False), (("job", "position"), False))
+        indexes = ((("job", "status", "id"), False), (("job", "position"), False),
+                   (("job", "custom_id"), False))
 
 
 class AttemptModel(BaseModel):
@@ -196,11 +200,22 @@ class FileModel(BaseModel):
     path = TextField()
     created_at = FloatField()
     deleted_at = FloatField(null=True)
+    expires_at = FloatField(null=True)  # OpenAI's expires_after; None: kept until deleted
 
     class Meta:
         table_name = "file"
         indexes = ((("workspace", "seq"), False),)
 
 
+class ProbeModel(BaseModel):
+    """One row the health probe rewrites every few seconds: proof that writes work."""
+
+    id = IntegerField(primary_key=True)
+    at = FloatField()
+
+    class Meta:
+        table_name = "probe"
+
+
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
-          WorkflowModel, WorkflowResultModel, FileModel]
+          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel]

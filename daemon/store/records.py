@@ -57,7 +57,7 @@ def job_record(r: JobModel) -> Job:
 def file_record(r: FileModel) -> FileRecord:
     return FileRecord(id=r.id, workspace_id=r.workspace_id, filename=r.filename,
                       purpose=r.purpose, bytes=r.bytes, created_at=r.created_at, path=r.path,
-                      status=r.status)
+                      status=r.status, expires_at=r.expires_at)
 
 
 def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> RowRecord:

@@ -98,13 +98,15 @@ class RowQueries(SqlBase):
                               sum(1 for _, o in done if not o.ok and o.dead_letter))
             self._update_rows(done, now=now)
             self._insert_attempts(done)
+            usage = sum((o.usage for _, o in done), Usage())
             JobModel.update(
                 completed=JobModel.completed + flushed.completed,
                 failed=JobModel.failed + flushed.failed,
                 dead_letter=JobModel.dead_letter + flushed.dead_letter,
-                input_tokens=JobModel.input_tokens + sum(o.usage.prompt_tokens for _, o in done),
-                output_tokens=JobModel.output_tokens
-                + sum(o.usage.completion_tokens for _, o in done),
+                input_tokens=JobModel.input_tokens + usage.prompt_tokens,
+                output_tokens=JobModel.output_tokens + usage.completion_tokens,
+                cached_tokens=JobModel.cached_tokens + usage.cached_tokens,
+                reasoning_tokens=JobModel.reasoning_tokens + usage.reasoning_tokens,
                 cost_nano_usd=JobModel.cost_nano_usd + sum(o.cost_nano_usd for _, o in done),
             ).where(JobModel.seq == job_seq).execute()
         return flushed

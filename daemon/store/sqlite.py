@@ -14,9 +14,11 @@ from peewee import SqliteDatabase
 
 from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
+from daemon.store.health import HealthQueries
 from daemon.store.jobs import JobQueries
 from daemon.store.models import (
     TABLES,
+    ProbeModel,
     RoundModel,
     SchemaVersion,
     WorkflowModel,
@@ -69,15 +71,37 @@ def _redrives(db: SqliteDatabase) -> None:
     db.execute_sql('ALTER TABLE "row" ADD COLUMN redriven_to TEXT')
 
 
+def _file_lifetimes(db: SqliteDatabase) -> None:
+    """Version 7: when a file expires, and how long a batch's result files live."""
+    db.execute_sql("ALTER TABLE file ADD COLUMN expires_at REAL")
+    db.execute_sql("ALTER TABLE job ADD COLUMN output_expires_after_s INTEGER")
+
+
+def _token_details(db: SqliteDatabase) -> None:
+    """Version 8: a job's cached input tokens and reasoning output tokens (OpenAI's
+    `usage.input_tokens_details` and `output_tokens_details`)."""
+    db.execute_sql("ALTER TABLE job ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0")
+    db.execute_sql("ALTER TABLE job ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0")
+
+
+def _probe_and_row_lookup(db: SqliteDatabase) -> None:
+    """Version 9: the health probe's row, and finding a job's row by its custom_id
+    without a scan (the results' `after` cursor, the row route)."""
+    db.create_tables([ProbeModel])
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_custom_id" '
+                   'ON "row" ("job_id", "custom_id")')
+
+
 # Each migration takes the database from version N-1 to N. Version 1 is the initial
 # schema; a new database is created from the models at the latest version.
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
-    2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives}
-SCHEMA_VERSION = 6
+    2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
+    7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup}
+SCHEMA_VERSION = 9
 
 
 class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
-                  WorkflowQueries):
+                  WorkflowQueries, HealthQueries):
     """The `Store` on one SQLite file."""
 
     def __init__(self, db: SqliteDatabase) -> None:

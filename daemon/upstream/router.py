@@ -23,6 +23,7 @@ from daemon.domain.retry import is_transient_status, retry_delay
 from daemon.upstream.transport import Reply, Transport, TransportError
 
 MESSAGE_LIMIT = 200
+TOO_LARGE = "response_too_large"
 
 Kind = Literal["success", "transient", "permanent"]
 
@@ -64,7 +65,11 @@ def classify(reply: Reply, *, alias: str) -> Verdict:
 
 
 def classify_error(exc: TransportError) -> Verdict:
-    """No answer at all: always worth another try."""
+    """No answer at all: always worth another try. An answer over the size cap is
+    permanent: the same request would get the same answer (another model may not)."""
+    if exc.kind == "too_large":
+        return Verdict("permanent", status=exc.status, error=f"{TOO_LARGE}: {exc.message}",
+                       what=exc.message, code=TOO_LARGE)
     what = "timeout" if exc.kind == "timeout" else "connection error"
     return Verdict("transient", error=f"{exc.kind}: {exc}", what=what)
 
@@ -102,7 +107,15 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 def usage_of(response: Mapping[str, Any]) -> Usage:
     usage = response.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+    return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+                 cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+                 reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"))
+
+
+def _detail(usage: Mapping[str, Any], group: str, name: str) -> int:
+    """A count inside one of the usage's `*_details` objects; 0 when not reported."""
+    details = usage.get(group)
+    return _count(details.get(name)) if isinstance(details, dict) else 0
 
 
 def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
@@ -120,7 +133,7 @@ def summarize(failures: Sequence[Failure]) -> str:
 
 
 def _primary_phrase(failure: Failure) -> str:
-    if failure.verdict.code == "invalid_response":
+    if failure.verdict.code in ("invalid_response", TOO_LARGE):
         return f"{failure.alias} {failure.verdict.what}"
     return f"{failure.verdict.what} from {failure.alias}{_tries(failure)}"
 

@@ -7,6 +7,8 @@ any answer is an exception:
     TransportError
       kind "timeout"      no complete answer within the configured time
       kind "connection"   refused, reset, disconnected, truncated body
+      kind "too_large"    the body is over `[gateway] max_response_mb` (`status` is set);
+                          the read stops there, the connection is dropped
 
 `AiohttpTransport` is the real one (one pooled `ClientSession` on the I/O loop);
 `TRANSPORTS` names the real ones `[gateway] transport` may choose, so a second
@@ -24,6 +26,7 @@ import aiohttp
 from multidict import CIMultiDict
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.outbound.body import MAX_BYTES, BodyTooLarge, read_capped, size_text
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,14 @@ class Reply:
 
 
 class TransportError(Exception):
-    """No answer came back: `kind` is "timeout" or "connection"."""
+    """No usable answer came back: `kind` is "timeout", "connection" or "too_large"
+    (then `status` is the answer's status)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.status = status
 
 
 class Transport(Protocol):
@@ -71,11 +76,13 @@ def request_headers(model: ModelConfig) -> dict[str, str]:
 class AiohttpTransport:
     """Posts through one pooled aiohttp session, created on first use on the running loop."""
 
-    def __init__(self, retry: RetryConfig, *, connection_limit: int = 100) -> None:
+    def __init__(self, retry: RetryConfig, *, connection_limit: int = 100,
+                 max_response_bytes: int = MAX_BYTES) -> None:
         self._timeout = aiohttp.ClientTimeout(
             total=retry.request_timeout_s, sock_connect=retry.connect_timeout_s
         )
         self._limit = max(1, connection_limit)
+        self._max_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
 
     async def send(self, model: ModelConfig, endpoint: str, payload: bytes) -> Reply:
@@ -97,7 +104,11 @@ class AiohttpTransport:
     async def _post(self, url: str, payload: bytes, headers: dict[str, str]) -> Reply:
         session = self._open()
         async with session.post(url, data=payload, headers=headers, allow_redirects=False) as resp:
-            body = await resp.read()
+            try:
+                body = await read_capped(resp, self._max_bytes)
+            except BodyTooLarge as exc:
+                resp.close()  # the rest is never read: drop the connection
+                raise too_large(resp.status, exc.limit) from exc
             return Reply(status=resp.status, headers=CIMultiDict(resp.headers), body=body)
 
     def _open(self) -> aiohttp.ClientSession:
@@ -108,6 +119,12 @@ class AiohttpTransport:
         return self._session
 
 
+def too_large(status: int, limit: int) -> TransportError:
+    """The error of an answer over the cap; its message is the row's phrase for it."""
+    return TransportError("too_large", f"answered {status} with a body over the "
+                          f"{size_text(limit)} limit ([gateway] max_response_mb)", status=status)
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -116,9 +133,11 @@ def _describe(exc: BaseException) -> str:
 TRANSPORTS: dict[str, Callable[..., Transport]] = {"aiohttp": AiohttpTransport}
 
 
-def make_transport(name: str, retry: RetryConfig, *, connection_limit: int) -> Transport:
+def make_transport(name: str, retry: RetryConfig, *, connection_limit: int,
+                   max_response_bytes: int = MAX_BYTES) -> Transport:
     """The upstream HTTP client `[gateway] transport` names (see `config.TRANSPORTS`)."""
-    return TRANSPORTS[name](retry, connection_limit=connection_limit)
+    return TRANSPORTS[name](retry, connection_limit=connection_limit,
+                            max_response_bytes=max_response_bytes)
 
 
 class FunctionTransport:

@@ -1,9 +1,9 @@
-"""The results of a finished job: browse (the highlighted one in full below), search,
-open a row in full (its request, tool rounds and attempts), and save them all to a
-`.jsonl` or `.csv` file (writing is `relaytui.export`). A job with tool-calling records
-gets a Rounds column: each row's tool rounds, marked when the round limit ended the
-loop or a tool answered with an error; a finished workflow record shows its steps
-there."""
+"""The results of a finished job, read a page at a time (`RelayClient.result_pages`):
+browse (the highlighted one in full below), search, open a row in full (its request,
+tool rounds and attempts), and save them all to a `.jsonl` or `.csv` file (writing is
+`relaytui.export`). A job with tool-calling records gets a Rounds column: each row's
+tool rounds, marked when the round limit ended the loop or a tool answered with an
+error; a finished workflow record shows its steps there."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
+from textual.worker import get_current_worker
 
 from relaytui.client import RelayError
 from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
@@ -88,12 +89,24 @@ class ResultsScreen(RelayScreen):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False,
           name="loading results")
     def _load(self) -> None:
+        """Every page of the results (search and save need them all), counted on the
+        summary line as they come; the table appears once the last one is in."""
+        worker = get_current_worker()
+        items: list[dict[str, Any]] = []
         try:
-            items = self.client.results(self.job.id)["data"]
+            for page in self.client.result_pages(self.job.id):
+                if worker.is_cancelled:  # the screen was closed
+                    return
+                items.extend(page["data"])
+                if page.get("has_more"):
+                    self.app.call_from_thread(self._loading, len(items))
         except RelayError as exc:
             self.app.call_from_thread(self._problem, exc.message)
             return
         self.app.call_from_thread(self._loaded, items)
+
+    def _loading(self, count: int) -> None:
+        self.query_one("#results-summary", Static).update(f"Loading results… {count:,} so far")
 
     def _loaded(self, items: list[dict[str, Any]]) -> None:
         self.items = items

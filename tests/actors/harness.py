@@ -58,6 +58,7 @@ class Upstream:
         self.pause = threading.Event()
         self.outage = True
         self.delay = 0.0
+        self.usage: dict[str, Any] = {"prompt_tokens": 3, "completion_tokens": 2}  # per reply
         self.calls: list[tuple[str, str]] = []  # (alias, prompt), in arrival order
         self.active: Counter[str] = Counter()
         self.peak: Counter[str] = Counter()
@@ -89,7 +90,7 @@ class Upstream:
         if "GARBAGE" in prompt:
             return Reply(200, JSON_HEADERS, b"<html>not json</html>")
         body = {"choices": [{"message": {"role": "assistant", "content": answer(prompt)}}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+                "usage": self.usage}
         return Reply(200, JSON_HEADERS, json.dumps(body).encode())
 
     def count(self, prompt: str) -> int:

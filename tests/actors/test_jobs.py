@@ -3,6 +3,8 @@ they finish (group commit, no timer), and a job whose model is gone fails as a w
 
 from __future__ import annotations
 
+import errno
+
 from tests.actors.harness import wait_until
 
 
@@ -54,3 +56,25 @@ def test_a_failed_write_is_kept_and_tried_again_without_rerunning_rows(
 
     assert done.completed == 2
     assert upstream.count("one") == upstream.count("two") == 1
+
+
+def test_an_ending_the_store_refuses_is_tried_again_on_a_later_tick(
+        start_daemon, upstream, clock, monkeypatch):
+    relay = start_daemon(upstream)
+    end = relay.repo.end_job
+    refused = []
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not refused:
+            refused.append(True)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return end(*args, **kwargs)
+
+    monkeypatch.setattr(relay.repo, "end_job", full_disk)
+    job = relay.submit(["only"])
+    wait_until(lambda: refused, what="the refused ending")
+    assert relay.job(job).status == "running"
+
+    clock.advance(5)  # past the retry's wait: the next tick ends it
+    wait_until(lambda: relay.job(job).status == "completed", what="the job to end")
+    assert upstream.count("only") == 1

@@ -48,6 +48,15 @@ def batch(*prompts: str, **fields: Any) -> dict[str, Any]:
     return {"model": PRIMARY, "requests": rows(*prompts), **fields}
 
 
+def openai_batch(*prompts: str, **fields: Any) -> dict[str, Any]:
+    """An OpenAI-dialect submit body (inline `requests`) with one record per prompt."""
+    chat = "/v1/chat/completions"
+    records = [{"custom_id": f"o-{i}", "method": "POST", "url": chat,
+                "body": {"model": PRIMARY, "messages": [{"role": "user", "content": p}]}}
+               for i, p in enumerate(prompts, 1)]
+    return {"endpoint": chat, "completion_window": "24h", "requests": records, **fields}
+
+
 @dataclass
 class Relay:
     """The app under test, reached over HTTP with a workspace's key."""
@@ -91,8 +100,15 @@ class Relay:
     async def results(self, job_id: str) -> list[dict[str, Any]]:
         return (await self.ok("GET", f"/v1/batches/{job_id}/results"))["data"]
 
-    async def listing(self, query: str = "") -> dict[str, Any]:
+    async def listing(self, query: str = "", *, dialect: str | None = "all") -> dict[str, Any]:
+        """`GET /v1/batches` + `query`, of every dialect's jobs unless `dialect` says
+        otherwise (None: the default, OpenAI batches only)."""
+        if dialect is not None:
+            query += ("&" if query else "?") + f"dialect={dialect}"
         return await self.ok("GET", f"/v1/batches{query}")
+
+    async def results_page(self, job_id: str, query: str) -> dict[str, Any]:
+        return await self.ok("GET", f"/v1/batches/{job_id}/results{query}")
 
     async def tick(self, now: float) -> None:
         """Run the scheduler's timer message at `now` and wait until it is handled."""

@@ -42,6 +42,6 @@ async def test_lists_show_only_the_keys_workspace(relay):
     theirs = await relay.submit(batch("theirs"), key=other_key)
 
     assert [j["id"] for j in (await relay.listing())["data"]] == [mine["id"]]
-    page = await relay.ok("GET", "/v1/batches", key=other_key)
+    page = await relay.ok("GET", "/v1/batches?dialect=relay", key=other_key)
     assert [j["id"] for j in page["data"]] == [theirs["id"]]
     assert (await relay.listing(f"?after={theirs['id']}"))["data"] == []

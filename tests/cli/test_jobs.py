@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from relaytui.client import RelayClient
 from tests.e2e.harness import rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
@@ -147,6 +148,27 @@ def test_results_as_jsonl_on_stdout_and_to_files(relay, submit, tmp_path):
     assert records[3][2].startswith("upstream_error: 503")
     assert records[4] == ["quoted", lines[3]["content"], ""]
     assert 'say "hi", then go' in records[4][1]
+
+
+def test_results_are_read_a_page_at_a_time(relay, submit, tmp_path, monkeypatch):
+    pages: list[list[str]] = []
+    whole_pages = RelayClient.result_pages
+
+    def small_pages(self, job_id, *, page=2):
+        for answer in whole_pages(self, job_id, page=2):
+            pages.append([r["custom_id"] for r in answer["data"]])
+            yield answer
+
+    monkeypatch.setattr(RelayClient, "result_pages", small_pages)
+    job = submit(rows(5))
+    run = relay("results", job["id"])
+    assert [json.loads(line)["custom_id"] for line in run.out.splitlines()] == [
+        f"r-{i}" for i in range(5)]
+    assert pages == [["r-0", "r-1"], ["r-2", "r-3"], ["r-4"]]
+    out = tmp_path / "all.csv"
+    assert relay("results", job["id"], "-o", out, "--json").json()["rows"] == 5
+    assert len(out.read_text().splitlines()) == 6
+    assert [len(page) for page in pages[3:]] == [2, 2, 1]
 
 
 def test_results_refuses_other_extensions_and_templates(relay, submit, tmp_path):

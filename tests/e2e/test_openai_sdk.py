@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai.types import Batch
 
 from tests.e2e.harness import RELAYD, Relayd, Simulator, wait_until
 
@@ -334,6 +335,43 @@ def test_inline_requests_become_an_input_file(simulator_factory, relayd_factory)
                for i in output.values())
 
 
+def test_file_lifetimes_expires_after_and_output_expires_after(simulator_factory,
+                                                               relayd_factory):
+    """The SDK's `expires_after` on an upload and `output_expires_after` on a batch set
+    `expires_at` on the file objects (anchor: each file's own `created_at`)."""
+    relayd = relayd_factory(simulator_factory()).start()
+    client = sdk(relayd)
+    uploaded = client.files.create(
+        file=("requests.jsonl", jsonl([chat("ok", "Classify: fine"),
+                                       chat("refused", "no [sim:fail=400]")])),
+        purpose="batch", expires_after={"anchor": "created_at", "seconds": 7200})
+    assert uploaded.expires_at == uploaded.created_at + 7200
+    assert client.files.retrieve(uploaded.id).expires_at == uploaded.expires_at
+
+    created = client.batches.create(
+        input_file_id=uploaded.id, endpoint=CHAT, completion_window="24h",
+        output_expires_after={"anchor": "created_at", "seconds": 3600})
+    done = finished(client, created.id)
+    assert done.status == "completed"
+    for file_id in (done.output_file_id, done.error_file_id):
+        assert file_id is not None
+        result = client.files.retrieve(file_id)
+        assert result.purpose == "batch_output"
+        assert result.expires_at == result.created_at + 3600
+    assert [line["custom_id"] for line in lines(client, done.output_file_id)] == ["ok"]
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.files.create(file=("a.jsonl", jsonl([chat("a", "hi")])), purpose="batch",
+                            expires_after={"anchor": "created_at", "seconds": 60})
+    assert refused.value.body["param"] == "expires_after[seconds]"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.batches.create(input_file_id=uploaded.id, endpoint=CHAT,
+                              completion_window="24h",
+                              output_expires_after={"anchor": "created_at",
+                                                    "seconds": 2_592_001})
+    assert refused.value.body["param"] == "output_expires_after.seconds"  # type: ignore[index]
+
+
 def test_an_untidy_file_still_runs(simulator_factory, relayd_factory):
     """Blank lines, CRLF endings, a 10 MB line and a last line without a newline."""
     sim = simulator_factory()
@@ -503,6 +541,41 @@ def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
         for bad in ("0", "101", "x"):
             reply = http.get("/v1/batches", params={"limit": bad})
             assert reply.status_code == 400 and reply.json()["error"]["param"] == "limit"
+
+
+def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(simulator_factory,
+                                                                       relayd_factory):
+    """An OpenAI client never reads a Relay job from the list (ISO times, no
+    request_counts), and a dead-letter retry reads as a batch like any other."""
+    relayd = relayd_factory(simulator_factory()).start()
+    client = sdk(relayd)
+    dead = chat("dead", "Classify: gone [sim:fail=503]")
+    source = finished(client, create(client, requests=[chat("ok", "Classify: fine"),
+                                                       dead]).id)
+    assert source.request_counts.to_dict() == {"total": 2, "completed": 1, "failed": 1}
+    with relayd.client() as http:
+        native = http.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": [
+            {"custom_id": "n-1", "messages": [{"role": "user", "content": "Classify: ok"}]}]})
+        retry_id = http.post(f"/v1/batches/{source.id}/dead_letter/retry").json()["id"]
+        every = [j["id"] for j in http.get("/v1/batches?dialect=all").json()["data"]]
+
+    retried = client.batches.retrieve(retry_id)
+    assert retried.input_file_id and retried.input_file_id != source.input_file_id
+    assert retried.expires_at == retried.created_at + 86_400
+    assert retried.to_dict()["retry_of"] == source.id
+    assert lines(client, retried.input_file_id) == [dead]
+    listed = list(client.batches.list())
+    assert [b.id for b in client.batches.list(limit=1)] == [b.id for b in listed] == [
+        retry_id, source.id]  # one per page: the Relay job between them is not a page
+    for b in listed:
+        assert isinstance(b.created_at + 1, int)
+        assert b.request_counts is not None and b.endpoint == CHAT and b.input_file_id
+        Batch.model_validate(b.to_dict(), strict=True)
+    assert every == [retry_id, native.json()["id"], source.id]
+    done = finished(client, retry_id)
+    assert done.status == "completed"  # its one record failed again, and cost nothing
+    assert done.usage is not None and done.usage.total_tokens == 0
+    assert done.request_counts.to_dict() == {"total": 1, "completed": 0, "failed": 1}
 
 
 # -- refusals -----------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_private_or_plain_http_webhooks_are_refused(simulator_factory, relayd_fa
                                                  "webhookUrl": url})
         assert reply.status_code == 400
         assert reply.json()["error"]["param"] == "webhookUrl"
-        assert client.get("/v1/batches").json()["data"] == []
+        assert client.get("/v1/batches?dialect=all").json()["data"] == []
 
 
 def test_events_stream_a_running_job(simulator_factory, relayd_factory):

@@ -103,7 +103,7 @@ def test_a_malformed_tool_config_is_a_400_naming_the_field(simulator_factory, re
     error = reply.json()["error"]
     assert (error["param"], error["code"]) == ("requests[1].body.openrelay.tool_config.type",
                                                "invalid_tool_config")
-    assert client.get("/v1/batches").json()["data"] == []
+    assert client.get("/v1/batches?dialect=all").json()["data"] == []
 
 
 def test_a_private_executor_is_refused_under_the_strict_policy(simulator_factory,

@@ -187,6 +187,22 @@ def test_list_jobs_workspace_isolation(repo: Store, make_job: MakeJob) -> None:
     assert repo.list_jobs(mine.workspace_id, limit=10, after=theirs.id) == ([], False)
 
 
+def test_list_jobs_dialect_filter_pages_within_the_filtered_jobs(
+        repo: Store, make_job: MakeJob) -> None:
+    made = [make_job(repo, rows=1, dialect=d) for d in ("openai", "relay") * 3]
+    ws = made[0].workspace_id
+    openai = [j.id for j in made if j.dialect == "openai"][::-1]
+    page, more = repo.list_jobs(ws, limit=2, dialects=["openai"])
+    assert ([j.id for j in page], more) == (openai[:2], True)
+    page, more = repo.list_jobs(ws, limit=2, after=page[-1].id, dialects=["openai"])
+    assert ([j.id for j in page], more) == (openai[2:], False)  # no relay job after it
+    page, more = repo.list_jobs(ws, limit=3, dialects=["openai"])
+    assert (len(page), more) == (3, False)
+    both, _ = repo.list_jobs(ws, limit=10, dialects=["openai", "relay"])
+    assert [j.id for j in both] == [j.id for j in made[::-1]]
+    assert repo.list_jobs(ws, limit=10, dialects=[]) == ([], False)
+
+
 # -- scheduling -------------------------------------------------------------------
 
 
@@ -402,6 +418,55 @@ def test_a_row_is_re_driven_once_unless_forced(repo: Store, make_job: MakeJob,
     assert forced is not None and forced.total == 2
 
 
+def test_redrivable_rows_are_what_a_retry_would_take(
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+    seq, _ = dead_lettered(repo, make_job, make_outcome)
+    assert [r.custom_id for r in repo.redrivable_rows(seq)] == ["r-1", "r-3"]
+    assert [r.custom_id for r in repo.redrivable_rows(seq, custom_ids=["r-3", "r-2"])] == [
+        "r-3"]
+    repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-1"], now=NOW)
+    assert [r.custom_id for r in repo.redrivable_rows(seq)] == ["r-3"]
+    assert [r.custom_id for r in repo.redrivable_rows(seq, force=True)] == ["r-1", "r-3"]
+    assert repo.redrivable_rows(seq)[0].body == {
+        "messages": [{"role": "user", "content": "prompt 3"}]}
+
+
+def retry_input(repo: Store, seq: int, tmp_path: Path) -> FileRecord:
+    job = repo.job_by_seq(seq)
+    assert job is not None
+    return FileRecord(id=ids.file_id(), workspace_id=job.workspace_id,
+                      filename="retry.jsonl", purpose="batch", bytes=42,
+                      created_at=NOW + 50, path=str(tmp_path / "retry"))
+
+
+def test_retry_with_an_input_file_records_it_and_its_window(
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome, tmp_path: Path) -> None:
+    seq, source_id = dead_lettered(repo, make_job, make_outcome)
+    record = retry_input(repo, seq, tmp_path)
+    retry = repo.retry_dead_letter(seq, new_id=ids.openai_batch_id(), custom_ids=None,
+                                   now=NOW + 50, input_file=record,
+                                   input_rows=[r.id for r in repo.redrivable_rows(seq)],
+                                   expires_at=NOW + 50 + 86_400)
+    assert retry is not None
+    assert (retry.input_file_id, retry.expires_at, retry.retry_of) == (
+        record.id, NOW + 50 + 86_400, source_id)
+    assert repo.file(record.id) == record
+    assert [r.custom_id for r in repo.rows(retry.seq)] == ["r-1", "r-3"]
+
+
+def test_retry_with_an_input_file_takes_all_its_rows_or_none(
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome, tmp_path: Path) -> None:
+    seq, _ = dead_lettered(repo, make_job, make_outcome)
+    written = [r.id for r in repo.redrivable_rows(seq)]
+    repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-3"], now=NOW)
+    jobs, files = count(repo, "job"), count(repo, "file")
+    record = retry_input(repo, seq, tmp_path)  # written for r-1 and r-3; r-3 went meanwhile
+    assert repo.retry_dead_letter(seq, new_id=ids.openai_batch_id(), custom_ids=None,
+                                  now=NOW, input_file=record, input_rows=written) is None
+    assert (count(repo, "job"), count(repo, "file")) == (jobs, files)
+    assert [r.custom_id for r in repo.redrivable_rows(seq)] == ["r-1"]
+
+
 def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None:
     n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)
@@ -411,3 +476,15 @@ def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None
     bodies = [json.loads(b) for (b,) in repo.db.execute_sql(
         'SELECT body FROM "row" WHERE job_id = ? AND position = ?', (job.seq, n))]
     assert bodies == [{"messages": [{"role": "user", "content": f"prompt {n}"}]}]
+
+
+# -- results, a page at a time -------------------------------------------------------
+
+
+def test_rows_page_in_input_order_after_a_position(repo: Store, make_job: MakeJob) -> None:
+    job = make_job(repo, rows=5)
+    first = list(repo.rows(job.seq, limit=2))
+    assert [r.custom_id for r in first] == ["r-1", "r-2"]
+    rest = list(repo.rows(job.seq, after_position=first[-1].position, limit=10))
+    assert [r.custom_id for r in rest] == ["r-3", "r-4", "r-5"]
+    assert list(repo.rows(job.seq, after_position=5, limit=10)) == []

@@ -4,6 +4,7 @@ always equal what the row table says, even when a row is reported twice."""
 from __future__ import annotations
 
 from daemon.domain.jobs import Job
+from daemon.domain.outcome import Usage
 from daemon.store.interface import Flushed, Store
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
 
@@ -50,6 +51,20 @@ def test_counters_equal_row_counts(repo: Store, make_job: MakeJob,
     assert (stored.input_tokens, stored.output_tokens) == (150, 25)
     assert stored.cost_nano_usd == 1234
     assert repo.row_counts(job.seq)["pending"] == 2
+
+
+def test_cached_and_reasoning_tokens_add_up_on_the_job(repo: Store, make_job: MakeJob,
+                                                      make_outcome: MakeOutcome) -> None:
+    job = make_job(repo, rows=3)
+    ids = row_ids(repo, job)
+    repo.save_outcomes(job.seq, [(ids[0], make_outcome(usage=Usage(100, 20, 64, 8))),
+                                 (ids[1], make_outcome(usage=Usage(50, 5)))], now=NOW)
+    repo.save_outcomes(job.seq, [(ids[2], make_outcome(usage=Usage(30, 9, 16, 4))),
+                                 (ids[0], make_outcome(usage=Usage(1, 1, 1, 1)))],  # a repeat
+                       now=NOW + 1)
+    stored = assert_counters_match_rows(repo, job)
+    assert (stored.input_tokens, stored.cached_tokens) == (180, 80)
+    assert (stored.output_tokens, stored.reasoning_tokens) == (34, 12)
 
 
 def test_counters_accumulate_over_flushes(repo: Store, make_job: MakeJob,

@@ -80,6 +80,12 @@ def _version_1_database(path: Path) -> None:
     store.db.execute_sql('DROP TABLE "workflow"')
     store.db.execute_sql("ALTER TABLE job DROP COLUMN retry_of")
     store.db.execute_sql('ALTER TABLE "row" DROP COLUMN redriven_to')
+    store.db.execute_sql("ALTER TABLE file DROP COLUMN expires_at")
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN output_expires_after_s")
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN cached_tokens")
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN reasoning_tokens")
+    store.db.execute_sql('DROP TABLE "probe"')
+    store.db.execute_sql('DROP INDEX "rowmodel_job_id_custom_id"')
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due
@@ -103,8 +109,32 @@ def test_migrations_from_version_1(tmp_path: Path) -> None:
     store = open_sqlite(path)
     states = dict(store.db.execute_sql("SELECT seq, webhook_state FROM job").fetchall())
     assert states == {1: "queued", 2: "sending", 3: "done", 4: None}
-    assert versions(store) == [1, 2, 3, 4, 5, 6]
+    assert versions(store) == list(range(1, SCHEMA_VERSION + 1))
     assert store.workspace("acme").workflows is False  # type: ignore[union-attr]
     assert [j.seq for j in store.unsent_webhooks()] == [1]
     assert store.abandon_claimed_webhooks(now=NOW) == 1
     store.close()
+
+
+def test_jobs_from_before_token_details_read_zero_of_them(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    _version_1_database(path)
+    store = open_sqlite(path)
+    job = store.job_by_seq(1)
+    store.close()
+    assert job is not None and (job.cached_tokens, job.reasoning_tokens) == (0, 0)
+
+
+def test_a_migrated_database_finds_rows_by_custom_id_with_an_index(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    _version_1_database(path)
+    store = open_sqlite(path)
+    plan = store.db.execute_sql(
+        'EXPLAIN QUERY PLAN SELECT id FROM "row" WHERE job_id = 1 AND custom_id = \'x\''
+    ).fetchall()
+    store.probe_write(now=NOW)
+    store.probe_write(now=NOW + 1)
+    probes = store.db.execute_sql("SELECT id, at FROM probe").fetchall()
+    store.close()
+    assert any("rowmodel_job_id_custom_id" in str(step) for step in plan), plan
+    assert probes == [(1, NOW + 1)]

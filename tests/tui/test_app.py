@@ -85,7 +85,7 @@ async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
 
 
 class BrokenRelay(FakeRelay):
-    def results(self, job_id):
+    def results(self, job_id, **paging):
         raise RuntimeError("the disk is on fire")
 
     def dead_letter(self, job_id):

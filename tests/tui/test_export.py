@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from relaytui.client import RelayError
 from relaytui.export import ExportError, matches, result_text, write_results
 
 ITEMS = [{"custom_id": "r-1", "content": "positive"},
@@ -19,6 +20,16 @@ def test_jsonl_keeps_every_item_as_is(tmp_path):
     path = tmp_path / "out.jsonl"
     assert write_results(path, ITEMS) == 4
     assert [json.loads(line) for line in path.read_text().splitlines()] == ITEMS
+
+
+def test_items_that_fail_midway_leave_no_file(tmp_path):
+    def pages():
+        yield from ITEMS[:2]
+        raise RelayError(None, "cannot reach relayd")  # the next page did not come
+
+    with pytest.raises(RelayError):
+        write_results(tmp_path / "out.jsonl", pages())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_csv_has_one_record_per_result_even_with_newlines(tmp_path):

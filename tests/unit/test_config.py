@@ -289,3 +289,62 @@ def test_every_transport_the_config_names_exists() -> None:
     from daemon.upstream.transport import TRANSPORTS
 
     assert set(TRANSPORTS) == set(NAMED)
+
+
+def test_server_limits_default_to_the_documented_values() -> None:
+    server = parse({}, environ={}).server
+    assert (server.header_timeout_s, server.body_timeout_s) == (10.0, 30.0)
+    assert server.max_connections == 1024
+    assert server.max_parsing_mb == 128 == 2 * server.max_body_mb
+
+
+def test_server_limits_are_read() -> None:
+    server = parse({"server": {"header_timeout_s": 2, "body_timeout_s": 0.5,
+                               "max_connections": 64, "max_parsing_mb": 300}},
+                   environ={}).server
+    assert (server.header_timeout_s, server.body_timeout_s) == (2.0, 0.5)
+    assert (server.max_connections, server.max_parsing_mb) == (64, 300)
+
+
+def test_unset_parsing_budget_follows_the_body_cap() -> None:
+    assert parse({"server": {"max_body_mb": 200}}, environ={}).server.max_parsing_mb == 400
+
+
+@pytest.mark.parametrize("server", [{"max_parsing_mb": 63},
+                                    {"max_body_mb": 100, "max_parsing_mb": 99}])
+def test_a_parsing_budget_smaller_than_one_body_is_refused(server: dict[str, Any]) -> None:
+    message = refusal({"server": server}, environ={})
+    assert message.startswith("server.max_parsing_mb: must be at least server.max_body_mb")
+
+
+def test_a_parsing_budget_of_exactly_one_body_is_allowed() -> None:
+    server = parse({"server": {"max_body_mb": 10, "max_parsing_mb": 10}}, environ={}).server
+    assert server.max_parsing_mb == 10
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("header_timeout_s", 0, "must be positive"),
+    ("header_timeout_s", -1.5, "must be positive"),
+    ("header_timeout_s", "10", "must be a number"),
+    ("body_timeout_s", 0.0, "must be positive"),
+    ("body_timeout_s", True, "must be a number"),
+    ("max_connections", 0, "must be at least 1"),
+    ("max_connections", 10.5, "must be int"),
+    ("max_parsing_mb", 0, "must be at least 1"),
+    ("max_parsing_mb", "256", "must be int"),
+])
+def test_bad_server_limits_are_refused_by_name(key: str, value: Any, says: str) -> None:
+    assert refusal({"server": {key: value}}, environ={}).startswith(f"server.{key}: {says}")
+
+
+def test_max_response_mb_defaults_to_8_and_is_read() -> None:
+    assert parse({}, environ={}).gateway.max_response_mb == 8
+    assert parse({}, environ={}).gateway.max_response_bytes == 8 * 1024 * 1024
+    gateway = parse({"gateway": {"max_response_mb": 1}}, environ={}).gateway
+    assert (gateway.max_response_mb, gateway.max_response_bytes) == (1, 1024 * 1024)
+
+
+@pytest.mark.parametrize("value", [0, -1, "8", 8.5, True, [8]])
+def test_max_response_mb_must_be_a_whole_number_of_at_least_1(value: Any) -> None:
+    message = refusal({"gateway": {"max_response_mb": value}}, environ={})
+    assert message.startswith("gateway.max_response_mb: must be ")

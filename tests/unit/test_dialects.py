@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from daemon.dialects import DIALECTS, detect, event_view, statuses_for
+from daemon.dialects import DIALECTS, detect, event_view, listed, statuses_for
 from daemon.domain.jobs import STATUSES, Job
 from daemon.domain.render import relay_status
 
@@ -74,6 +74,21 @@ def test_status_filters(name: str, internal: set[str]) -> None:
 @pytest.mark.parametrize("name", ["", "QUEUED", "done", "in progress"])
 def test_unknown_status_filters(name: str) -> None:
     assert statuses_for(name) is None
+
+
+def test_a_status_filter_asks_the_listed_dialects_first() -> None:
+    assert statuses_for("failed") == ("failed", "expired")  # the Relay name
+    assert statuses_for("failed", first=["openai"]) == ("failed",)
+    assert statuses_for("canceled", first=["openai"]) == ("cancelled",)  # Relay's, still
+
+
+@pytest.mark.parametrize(("name", "dialects"), [
+    (None, ("openai",)), ("openai", ("openai",)), ("relay", ("relay",)),
+    ("all", ("relay", "openai")), ("", None), ("ALL", None), ("anthropic", None),
+])
+def test_which_dialects_the_list_shows(name: str | None,
+                                       dialects: tuple[str, ...] | None) -> None:
+    assert listed(name) == dialects
 
 
 def test_ids() -> None:

@@ -149,3 +149,19 @@ async def test_calls_to_one_host_share_its_limit(executor: Any) -> None:
     limited = HttpToolCaller(caller.client, HostLimits(2))
     await asyncio.gather(*(limited.call(config, REQUEST) for _ in range(6)))
     assert (len(seen), most) == (6, 2)
+
+
+async def test_an_answer_over_the_response_cap_fails_the_call_for_good(executor: Any) -> None:
+    padded = {"results": [{"tool_call_id": c["id"], "content": "x"} for c in CALLS],
+              "padding": "p" * 5000}
+    _, config, _ = await executor(lambda _: web.json_response(padded))
+    client = OutboundClient(allow_private=True, max_bytes=4096)
+    try:
+        with pytest.raises(ToolCallFailed) as failed:
+            await HttpToolCaller(client, HostLimits(1)).call(config, REQUEST)
+    finally:
+        await client.aclose()
+    assert failed.value.transient is False
+    assert failed.value.message.startswith("too_large: the answer from http://127.0.0.1:")
+    assert failed.value.message.endswith(
+        "is over the 4096 bytes limit ([gateway] max_response_mb)")

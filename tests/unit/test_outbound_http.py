@@ -5,6 +5,7 @@ server on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import shutil
 import socket
@@ -50,6 +51,7 @@ class Receiver:
         app.router.add_post("/slow", self.slow)
         app.router.add_post("/big/{size}", self.big)
         app.router.add_post("/stream/{size}", self.stream)
+        app.router.add_post("/gzip/{size}", self.gzipped)
         app.router.add_post("/cookie", self.cookie)
         return app
 
@@ -89,6 +91,12 @@ class Receiver:
             left -= 1000
         await response.write_eof()
         return response
+
+    async def gzipped(self, request: web.Request) -> web.Response:
+        """`size` bytes once decoded, a few hundred on the wire."""
+        await self.record(request)
+        body = gzip.compress(b"z" * int(request.match_info["size"]))
+        return web.Response(body=body, headers={"Content-Encoding": "gzip"})
 
     async def cookie(self, request: web.Request) -> web.Response:
         await self.record(request)
@@ -409,6 +417,38 @@ async def test_body_over_max_bytes_is_too_large(receiver, clients, path: str) ->
 
 async def test_default_cap_is_8_mib() -> None:
     assert MAX_BYTES == 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize("path", ["big", "stream", "gzip"])
+async def test_the_clients_cap_holds_for_every_call(receiver, clients, path: str) -> None:
+    _, port = receiver
+    client = clients(allow_private=True, max_bytes=5000)
+    error = await refusal(client, f"http://127.0.0.1:{port}/{path}/5001")
+    assert (error.kind, error.status) == ("too_large", 200)
+    assert error.message.endswith("is over the 5000 bytes limit ([gateway] max_response_mb)")
+    reply = await client.post_json(f"http://127.0.0.1:{port}/{path}/5000", {})
+    assert len(reply.body) == 5000
+
+
+async def test_a_call_may_lower_the_cap_but_never_raise_it(receiver, clients) -> None:
+    _, port = receiver
+    client = clients(allow_private=True, max_bytes=5000)
+    raised = await refusal(client, f"http://127.0.0.1:{port}/stream/6000", max_bytes=10_000)
+    assert "5000 bytes limit ([gateway] max_response_mb)" in raised.message
+    lowered = await refusal(client, f"http://127.0.0.1:{port}/big/200", max_bytes=100)
+    assert lowered.message.endswith("is over the 100 bytes limit")  # not the setting's
+
+
+async def test_the_cap_is_named_in_megabytes(receiver, clients) -> None:
+    _, port = receiver
+    client = clients(allow_private=True, max_bytes=1024 * 1024)
+    error = await refusal(client, f"http://127.0.0.1:{port}/big/{1024 * 1024 + 1}")
+    assert "over the 1 MB limit ([gateway] max_response_mb)" in error.message
+
+
+def test_a_negative_cap_is_refused() -> None:
+    with pytest.raises(ValueError):
+        OutboundClient(allow_private=True, max_bytes=-1)
 
 
 async def test_redirect_is_returned_not_followed(receiver, clients) -> None:

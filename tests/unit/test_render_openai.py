@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from openai.types import Batch, BatchUsage
 
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import STATUSES, Job, RowRecord
@@ -16,6 +17,7 @@ from daemon.domain.render_openai import (
     file_object,
     openai_status,
     output_line,
+    request_line,
 )
 
 CREATED = 1_791_105_164.0  # 2026-10-04T09:12:44Z
@@ -160,11 +162,34 @@ def test_usage_appears_once_there_is_progress() -> None:
     assert batch(make_job(completed=0, failed=0))["usage"] is None
     view = batch(make_job(completed=2, input_tokens=120, output_tokens=30,
                           cost_nano_usd=18_000))
-    assert view["usage"] == {"input_tokens": 120, "output_tokens": 30,
-                             "cost_nano_usd": 18_000}
+    assert view["usage"] == {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 0},
+                             "output_tokens": 30,
+                             "output_tokens_details": {"reasoning_tokens": 0},
+                             "total_tokens": 150, "cost_nano_usd": 18_000}
     failed_only = batch(make_job(completed=0, failed=1))
-    assert failed_only["usage"] == {"input_tokens": 0, "output_tokens": 0,
-                                    "cost_nano_usd": 0}
+    assert failed_only["usage"] == {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+                                    "output_tokens": 0,
+                                    "output_tokens_details": {"reasoning_tokens": 0},
+                                    "total_tokens": 0, "cost_nano_usd": 0}
+
+
+def test_usage_has_the_cached_and_reasoning_tokens_openai_requires() -> None:
+    usage = batch(make_job(input_tokens=120, cached_tokens=64, output_tokens=30,
+                           reasoning_tokens=12))["usage"]
+    assert usage["input_tokens_details"] == {"cached_tokens": 64}
+    assert usage["output_tokens_details"] == {"reasoning_tokens": 12}
+    assert usage["total_tokens"] == 150
+    BatchUsage.model_validate(usage, strict=True)
+
+
+@pytest.mark.parametrize("status", [s for s in STATUSES if s != "scheduled"])  # cron: Relay's
+def test_every_status_of_a_batch_validates_as_the_sdks_batch(status: str) -> None:
+    stamps = {s: CREATED + n for n, s in enumerate(STATUSES)}
+    view = batch(make_job(status=status, stamps=stamps, metadata={"name": "October"},
+                          errors=[{"code": "empty_file", "message": "no records",
+                                   "line": None}] if status == "failed" else None))
+    typed = Batch.model_validate(view, strict=True)
+    assert typed.request_counts is not None and typed.input_file_id == INPUT_ID
 
 
 def test_the_tier_is_the_priority() -> None:
@@ -257,3 +282,12 @@ def test_output_and_error_lines_of_one_row_share_the_line_id() -> None:
     job, row = make_job(), make_row(status="failed", response=None, status_code=None,
                                     error="x", error_code="batch_cancelled")
     assert error_line(job, row)["id"] == output_line(job, row)["id"]
+
+
+# -- a row as an input file's record -------------------------------------------------------
+
+
+def test_a_row_reads_back_as_the_record_it_was_submitted_as() -> None:
+    row = make_row()
+    assert request_line(make_job(), row) == {"custom_id": "request-1", "method": "POST",
+                                              "url": "/v1/chat/completions", "body": row.body}

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.outcome import Usage
 from daemon.upstream.router import Router, classify, classify_error, upstream_message
-from daemon.upstream.transport import FunctionTransport, Reply, TransportError
+from daemon.upstream.transport import FunctionTransport, Reply, TransportError, too_large
 
 ENDPOINT = "/v1/chat/completions"
 BODY = {"messages": [{"role": "user", "content": "hi"}]}
@@ -168,9 +169,19 @@ async def test_success_first_try() -> None:
 
 
 async def test_usage_missing_or_malformed_is_zero() -> None:
-    router, _, _ = make_router({"main": [ok(prompt_tokens="12", completion_tokens=True)]})
+    router, _, _ = make_router({"main": [ok(prompt_tokens="12", completion_tokens=True,
+                                            prompt_tokens_details=[3],
+                                            completion_tokens_details={"reasoning_tokens": "2"})]})
     outcome = await router.call("main", ENDPOINT, BODY)
-    assert (outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (0, 0)
+    assert outcome.usage == Usage()
+
+
+async def test_usage_reads_cached_and_reasoning_tokens() -> None:
+    router, _, _ = make_router({"main": [ok(prompt_tokens=40, completion_tokens=9,
+                                            prompt_tokens_details={"cached_tokens": 32},
+                                            completion_tokens_details={"reasoning_tokens": 5})]})
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert outcome.usage == Usage(40, 9, cached_tokens=32, reasoning_tokens=5)
 
 
 async def test_transient_statuses_are_retried_with_backoff() -> None:
@@ -376,3 +387,46 @@ async def test_aclose_closes_the_transport() -> None:
 async def test_aclose_without_a_closable_transport_is_harmless() -> None:
     router, _, _ = make_router({})
     await router.aclose()
+
+
+# An answer over [gateway] max_response_mb
+
+def too_big() -> TransportError:
+    return too_large(200, 8 * 1024 * 1024)
+
+
+def test_classify_an_answer_over_the_cap_as_permanent() -> None:
+    verdict = classify_error(too_big())
+    assert (verdict.kind, verdict.code, verdict.status) == ("permanent", "response_too_large", 200)
+    assert verdict.error == ("response_too_large: answered 200 with a body over the 8 MB "
+                             "limit ([gateway] max_response_mb)")
+
+
+async def test_an_answer_over_the_cap_is_not_retried_and_fails_the_row() -> None:
+    router, upstream, delays = make_router({"main": [too_big()]})
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert not outcome.ok and not outcome.dead_letter
+    assert outcome.error_code == "response_too_large" and outcome.status_code == 200
+    assert outcome.error == ("response_too_large: main answered 200 with a body over the "
+                             "8 MB limit ([gateway] max_response_mb)")
+    assert len(upstream.sent) == 1 and delays == []
+    assert outcome.attempts[0].transient is False
+
+
+async def test_an_answer_over_the_cap_falls_back_like_other_permanent_failures() -> None:
+    router, upstream, delays = make_router({"main": [too_big()], "backup": [ok()]}, CHAIN)
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert outcome.ok and outcome.model == "backup"
+    assert [alias for alias, _, _ in upstream.sent] == ["main", "backup"] and delays == []
+
+
+async def test_every_model_over_the_cap_names_each() -> None:
+    script: dict[str, list[Reply | Exception]] = {"main": [too_big()], "backup": [too_big()],
+                                                  "last": [status(400)]}
+    router, _, _ = make_router(script, CHAIN)
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert not outcome.dead_letter and outcome.error_code == "response_too_large"
+    assert outcome.error == (
+        "response_too_large: main answered 200 with a body over the 8 MB limit ([gateway] "
+        "max_response_mb); fallback backup: answered 200 with a body over the 8 MB limit "
+        "([gateway] max_response_mb) (not retried); fallback last: 400 (not retried)")

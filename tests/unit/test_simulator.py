@@ -1152,3 +1152,92 @@ def test_the_simulator_process_serves_the_workflow_callback() -> None:
         assert sim.workflow_events() == []
     finally:
         sim.stop()
+
+
+# --- huge answers (a client's response cap) -------------------------------------------
+
+MiB = 1024 * 1024
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sim:huge]", Directive(huge=True)),
+    ("[sim:huge=5]", Directive(huge_mb=5)),
+    ("[sim:huge=4096 model=sim-large]", Directive(huge_mb=4096, model="sim-large")),
+    ("[sim:tool_huge=2]", Directive(tool_huge_mb=2)),
+])
+def test_parse_huge_directives(text: str, expected: Directive) -> None:
+    assert parse_directive(text) == expected
+
+
+@pytest.mark.parametrize("text", ["[sim:huge=0]", "[sim:huge=4097]", "[sim:huge=big]",
+                                  "[sim:tool_huge]"])
+def test_parse_huge_directives_refuses_nonsense(text: str) -> None:
+    with pytest.raises(ValueError, match="sim"):
+        parse_directive(text)
+
+
+def test_huge_is_the_weakest_fault() -> None:
+    assert Directive(huge=True).fault == Directive(huge_mb=3).fault == "huge"
+    assert Directive(garbage=True, huge=True).fault == "garbage"
+    assert Directive(fail=503, huge_mb=3).fault == 503
+    assert Directive(tool_huge_mb=3).fault is None  # the executor's, not the upstream's
+
+
+def test_a_huge_answer_is_planned_at_its_size() -> None:
+    options = SimOptions(huge_mb=7)
+    sized = plan(Directive(huge_mb=3), model="m", seen=0, draw=Draw(0, 0), options=options)
+    default = plan(Directive(huge=True), model="m", seen=0, draw=Draw(0, 0), options=options)
+    assert (sized.kind, sized.status, sized.huge_mb) == ("huge", 200, 3)
+    assert (default.kind, default.huge_mb) == ("huge", 7)
+    scoped = Directive(huge_mb=3, model="sim-large")
+    assert plan(scoped, model="sim-small", seen=0, draw=Draw(0, 0), options=options).kind \
+        == "answer"
+
+
+def test_rate_huge_is_the_last_band_of_the_draw() -> None:
+    options = SimOptions(rate_reset=0.5, rate_huge=0.25, huge_mb=2)
+    assert random_fault(options, 0.6) == "huge" and random_fault(options, 0.8) is None
+    outcome = plan(None, model="m", seen=0, draw=Draw(0, 0.6), options=options)
+    assert (outcome.kind, outcome.huge_mb) == ("huge", 2)
+
+
+@pytest.mark.parametrize("bad", [{"huge_mb": 0}, {"huge_mb": 4097}, {"rate_huge": 1.5}])
+def test_options_refuse_impossible_huge_values(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must"):
+        SimOptions(**bad)
+
+
+async def test_a_huge_answer_is_valid_json_of_its_size_without_content_length(
+        make_sim: Any) -> None:
+    client = await make_sim()
+    resp = await client.post("/v1/chat/completions", json=chat_body("hi [sim:huge=1]"))
+    raw = await resp.read()
+    assert resp.status == 200 and "Content-Length" not in resp.headers
+    assert len(raw) == MiB
+    body = json.loads(raw)
+    assert body["object"] == "chat.completion" and body["choices"][0]["message"]["content"]
+    assert set(body["padding"]) == {"x"}
+
+
+async def test_tool_huge_answers_valid_results_of_its_size(make_sim: Any) -> None:
+    client = await make_sim()
+    resp = await execute(client, executor_body("a [sim:tool_huge=1]"))
+    raw = await resp.read()
+    assert resp.status == 200 and len(raw) == MiB
+    assert [r["tool_call_id"] for r in json.loads(raw)["results"]] == ["call_0"]
+
+
+def test_the_huge_flags_reach_the_options() -> None:
+    from daemon.simulator.cli import build_parser, options_from
+
+    args = build_parser().parse_args(["--port", "0", "--rate-huge", "0.5", "--huge-mb", "3"])
+    options = options_from(args)
+    assert (options.rate_huge, options.huge_mb) == (0.5, 3)
+    assert build_parser().parse_args(["--port", "0"]).huge_mb == 100
+
+
+@pytest.mark.parametrize("size", ["0", "4097", "1.5"])
+def test_main_refuses_a_bad_huge_mb(size: str, capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--port", "1", "--huge-mb", size])
+    assert exit_.value.code == 2 and "--huge-mb" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gzip
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -15,7 +16,12 @@ from aiohttp.test_utils import TestServer
 
 from daemon.config import ModelConfig, RetryConfig
 from daemon.upstream.ioloop import IOLoop
-from daemon.upstream.transport import AiohttpTransport, TransportError, endpoint_url
+from daemon.upstream.transport import (
+    AiohttpTransport,
+    TransportError,
+    endpoint_url,
+    make_transport,
+)
 
 ENDPOINT = "/v1/chat/completions"
 PAYLOAD = b'{"model": "m", "messages": []}'
@@ -198,3 +204,115 @@ def test_io_loop_closes_a_transport_on_stop() -> None:
 
 async def _open_session(transport: AiohttpTransport) -> None:
     transport._open()
+
+
+# The response cap ([gateway] max_response_mb)
+
+LIMIT = 64 * 1024
+
+
+class Oversized:
+    """Answers `/sized/N` (Content-Length), `/chunked/N` (no Content-Length), `/gzip/N`
+    (N bytes once decoded, a few hundred on the wire) and `/endless` (chunks until the
+    client hangs up, counting what it wrote)."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.hung_up = asyncio.Event()
+        self.app = web.Application()
+        self.app.router.add_post("/v1/sized/{size}", self.sized)
+        self.app.router.add_post("/v1/chunked/{size}", self.chunked)
+        self.app.router.add_post("/v1/gzip/{size}", self.gzipped)
+        self.app.router.add_post("/v1/endless", self.endless)
+
+    async def sized(self, request: web.Request) -> web.Response:
+        return web.Response(body=b"s" * int(request.match_info["size"]))
+
+    async def chunked(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        left = int(request.match_info["size"])
+        while left > 0:
+            await response.write(b"c" * min(left, 1000))
+            left -= 1000
+        await response.write_eof()
+        return response
+
+    async def gzipped(self, request: web.Request) -> web.Response:
+        body = gzip.compress(b"z" * int(request.match_info["size"]))
+        return web.Response(body=body, headers={"Content-Encoding": "gzip"})
+
+    async def endless(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        try:
+            while self.written < 1024 * 1024 * 1024:  # 1 GiB: far past any socket buffer
+                await response.write(b"e" * 65536)
+                self.written += 65536
+        except ConnectionError:
+            pass
+        finally:  # a hang-up cancels the handler, or fails its write
+            self.hung_up.set()
+        return response
+
+
+@pytest.fixture
+async def oversized() -> AsyncIterator[tuple[Oversized, AiohttpTransport, ModelConfig]]:
+    fake = Oversized()
+    server = TestServer(fake.app, host="127.0.0.1")
+    await server.start_server()
+    transport = AiohttpTransport(RetryConfig(request_timeout_s=10), max_response_bytes=LIMIT)
+    yield fake, transport, make_model(str(server.make_url("/v1")))
+    await transport.close()
+    await server.close()
+
+
+@pytest.mark.parametrize("kind", ["sized", "chunked", "gzip"])
+async def test_a_body_over_the_cap_is_too_large(oversized: Any, kind: str) -> None:
+    _, transport, model = oversized
+    with pytest.raises(TransportError) as caught:
+        await transport.send(model, f"/v1/{kind}/{LIMIT + 1}", PAYLOAD)
+    assert (caught.value.kind, caught.value.status) == ("too_large", 200)
+    assert caught.value.message == ("answered 200 with a body over the 65536 bytes limit "
+                                    "([gateway] max_response_mb)")
+
+
+@pytest.mark.parametrize("kind", ["sized", "chunked", "gzip"])
+async def test_a_body_exactly_at_the_cap_is_read_whole(oversized: Any, kind: str) -> None:
+    _, transport, model = oversized
+    reply = await transport.send(model, f"/v1/{kind}/{LIMIT}", PAYLOAD)
+    assert reply.status == 200 and len(reply.body) == LIMIT
+
+
+async def test_an_endless_body_is_read_no_further_than_the_cap(oversized: Any) -> None:
+    fake, transport, model = oversized
+    with pytest.raises(TransportError) as caught:
+        await transport.send(model, "/v1/endless", PAYLOAD)
+    assert caught.value.kind == "too_large"
+    await asyncio.wait_for(fake.hung_up.wait(), 10)  # the connection was dropped
+    assert fake.written < 64 * 1024 * 1024  # socket buffers, never the whole gigabyte
+
+
+async def test_the_cap_is_named_in_megabytes(oversized: Any) -> None:
+    _, _, model = oversized
+    transport = AiohttpTransport(RetryConfig(), max_response_bytes=1024 * 1024)
+    try:
+        with pytest.raises(TransportError) as caught:
+            await transport.send(model, f"/v1/sized/{1024 * 1024 + 1}", PAYLOAD)
+    finally:
+        await transport.close()
+    assert "over the 1 MB limit ([gateway] max_response_mb)" in caught.value.message
+
+
+async def test_the_session_serves_the_next_request_after_a_refusal(oversized: Any) -> None:
+    _, transport, model = oversized
+    with pytest.raises(TransportError):
+        await transport.send(model, f"/v1/chunked/{LIMIT * 4}", PAYLOAD)
+    assert (await transport.send(model, "/v1/sized/10", PAYLOAD)).body == b"s" * 10
+
+
+def test_make_transport_passes_the_cap() -> None:
+    transport = make_transport("aiohttp", RetryConfig(), connection_limit=4,
+                               max_response_bytes=123)
+    assert isinstance(transport, AiohttpTransport) and transport._max_bytes == 123

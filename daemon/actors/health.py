@@ -1,0 +1,80 @@
+"""Health: whether the store takes writes. A probe writes one database row and one
+small file every few seconds, even when the daemon is idle; `/healthz` answers from
+what it last found, so a supervisor or a load balancer can act on a full disk or a
+failing database, and sees it heal with the first good write.
+
+Anything else that meets a storage fault (an API request) reports it at once, so
+health does not wait for the next probe to say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pykka
+
+from daemon.actors.contained import contained
+from daemon.store.faults import UNAVAILABLE, StoreFault, store_fault
+from daemon.store.files import FileStore
+from daemon.store.interface import Store
+
+log = logging.getLogger("relay.health")
+
+PROBE_EVERY_S = 5.0
+
+
+@dataclass
+class Health:
+    """The store's health as last seen. Written by the probe and the API, read by
+    `/healthz`; each write replaces one field, so a reader never needs a lock."""
+
+    fault: StoreFault | None = None
+    since: float | None = None  # when the current fault was first seen
+
+    def record(self, fault: StoreFault | None, *, now: float) -> None:
+        if fault is None:
+            if self.fault is not None:
+                log.warning("the store takes writes again, after %.0f s",
+                            now - (self.since or now))
+            self.fault, self.since = None, None
+            return
+        if self.fault is None:
+            log.error("the store cannot write: %s (%s)", fault.code, fault.detail)
+            self.since = now
+        self.fault = fault
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None
+
+
+def probe(repo: Store, files: FileStore, *, now: float) -> StoreFault | None:
+    """One probe write to the database and one to the files folder."""
+    try:
+        repo.probe_write(now=now)
+        files.probe()
+    except Exception as exc:
+        return store_fault(exc) or StoreFault(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+class HealthProbe(pykka.ThreadingActor):
+    """Runs `probe` every `every` seconds of `tick(now)`, on its own thread, so the
+    timer never waits on a slow disk."""
+
+    def __init__(self, *, repo: Store, files: FileStore, health: Health,
+                 every: float = PROBE_EVERY_S) -> None:
+        super().__init__()
+        self.repo = repo
+        self.files = files
+        self.health = health
+        self.every = every
+        self.due_at: float | None = None  # None: at the first tick
+
+    @contained
+    def tick(self, now: float) -> None:
+        if self.due_at is not None and now < self.due_at:
+            return
+        self.due_at = now + self.every
+        self.health.record(probe(self.repo, self.files, now=now), now=now)

@@ -1,0 +1,67 @@
+"""Faults of the store's own storage: a full disk, a quota, a read-only filesystem, a
+database I/O error. `store_fault` tells them apart from everything else, so the API
+answers them with their own status and code, and health reports them.
+
+    StoreFault
+     ├── space (507 insufficient_storage): no room left (ENOSPC, EDQUOT, SQLITE_FULL)
+     └── unavailable (503 store_unavailable): anything else the storage refused
+         (EROFS, EIO, a locked or unreachable database)
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from dataclasses import dataclass
+
+import peewee
+
+SPACE = "insufficient_storage"
+UNAVAILABLE = "store_unavailable"
+
+_SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_STORAGE_ERRNOS = {errno.EROFS, errno.EIO}
+_SPACE_WORDS = ("database or disk is full", "disk is full", "no space left")
+
+
+@dataclass(frozen=True)
+class StoreFault:
+    code: str  # SPACE or UNAVAILABLE
+    detail: str  # what the storage said
+
+    @property
+    def status(self) -> int:
+        return 507 if self.code == SPACE else 503
+
+
+def store_fault(exc: BaseException) -> StoreFault | None:
+    """The storage fault `exc` is (or was caused by), or None for any other error. A
+    lack of space anywhere in the chain wins: SQLite's "cannot rollback" after a full
+    disk is, underneath, the full disk."""
+    faults = [f for f in map(_classify, _chain(exc)) if f is not None]
+    space = [f for f in faults if f.code == SPACE]
+    return next(iter(space or faults), None)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _classify(exc: BaseException) -> StoreFault | None:
+    text = str(exc)
+    # Only operational errors: an integrity or programming error is a bug, not storage.
+    if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError):
+        if any(word in text.lower() for word in _SPACE_WORDS):
+            return StoreFault(SPACE, text)
+        return StoreFault(UNAVAILABLE, text)
+    if isinstance(exc, OSError) and exc.errno is not None:
+        if exc.errno in _SPACE_ERRNOS:
+            return StoreFault(SPACE, text)
+        if exc.errno in _STORAGE_ERRNOS:
+            return StoreFault(UNAVAILABLE, text)
+    return None

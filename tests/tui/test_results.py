@@ -1,0 +1,76 @@
+"""Results a page at a time and jobs of every dialect: what `RelayClient` asks relayd
+(over a `MockTransport`), and the results screen reading every page of a job's results
+from the in-memory `FakeRelay`."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import httpx
+from textual.widgets import DataTable
+
+from relaytui.client import RelayClient
+from relaytui.testing import FakeRelay, job_id
+from tests.tui.conftest import SIZE, wait_for
+from tests.tui.test_app import app_on
+from tests.tui.test_row_detail import open_results, text
+
+RESULTS = [{"custom_id": f"r-{n}", "content": f"answer {n}"} for n in range(1, 6)]
+
+
+def paging_relayd(asked: list[dict[str, str]]) -> httpx.MockTransport:
+    """Results as relayd pages them; every query asked is recorded."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        query = dict(request.url.params)
+        asked.append(query)
+        if request.url.path == "/v1/batches":
+            return httpx.Response(200, json={"object": "list", "data": [], "has_more": False,
+                                             "first_id": None, "last_id": None})
+        ids = [r["custom_id"] for r in RESULTS]
+        start = ids.index(query["after"]) + 1 if "after" in query else 0
+        page = RESULTS[start:start + int(query.get("limit", len(RESULTS)))]
+        body: dict[str, Any] = {"id": "j1", "object": "list", "status": "completed",
+                                "data": page}
+        if "limit" in query:
+            body |= {"has_more": start + len(page) < len(RESULTS),
+                     "last_id": page[-1]["custom_id"] if page else None}
+        return httpx.Response(200, json=body)
+
+    return httpx.MockTransport(answer)
+
+
+def test_result_pages_follow_last_id_until_has_more_is_false():
+    asked: list[dict[str, str]] = []
+    with RelayClient("http://relayd", "rk_x", transport=paging_relayd(asked)) as client:
+        pages = list(client.result_pages("j1", page=2))
+        whole = client.results("j1")
+    assert [[r["custom_id"] for r in p["data"]] for p in pages] == [
+        ["r-1", "r-2"], ["r-3", "r-4"], ["r-5"]]
+    assert asked[:3] == [{"limit": "2"}, {"limit": "2", "after": "r-2"},
+                         {"limit": "2", "after": "r-4"}]
+    assert (asked[3], whole["data"]) == ({}, RESULTS)  # no limit: all of them, as before
+
+
+def test_jobs_are_listed_of_every_dialect():
+    asked: list[dict[str, str]] = []
+    with RelayClient("http://relayd", "rk_x", transport=paging_relayd(asked)) as client:
+        client.all_jobs()
+        client.jobs(dialect="openai")
+    assert [q["dialect"] for q in asked] == ["all", "openai"]
+
+
+async def test_the_results_screen_reads_every_page():
+    fake = FakeRelay(replay=False)
+    fake.result_pages = functools.partial(fake.result_pages, page=5)  # 18 results: 4 pages
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        results = await open_results(pilot, job_id(5))
+        await wait_for(pilot, lambda: results.query_one(DataTable).row_count == 18)
+        assert [after for _, after in fake.result_pages_read] == [
+            None, "review-0005", "review-0010", "review-0015"]
+        assert [r["custom_id"] for r in results.items] == [
+            f"review-{n:04d}" for n in range(1, 19)]
+        assert "18 results, 1 error" in text(results, "#results-summary")
+    assert set(fake.listed_dialects) == {"all"}  # the jobs list shows both dialects

@@ -1,0 +1,72 @@
+"""Telling the store's storage faults apart from every other error."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+import peewee
+import pytest
+
+from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
+
+
+@pytest.mark.parametrize(("exc", "code"), [
+    (sqlite3.OperationalError("database or disk is full"), SPACE),
+    (peewee.OperationalError("database or disk is full"), SPACE),
+    (OSError(errno.ENOSPC, "No space left on device"), SPACE),
+    (OSError(errno.EDQUOT, "Disk quota exceeded"), SPACE),
+    (OSError(errno.EFBIG, "File too large"), SPACE),
+    (sqlite3.OperationalError("disk I/O error"), UNAVAILABLE),
+    (peewee.OperationalError("attempt to write a readonly database"), UNAVAILABLE),
+    (peewee.OperationalError("database is locked"), UNAVAILABLE),
+    (OSError(errno.EROFS, "Read-only file system"), UNAVAILABLE),
+    (OSError(errno.EIO, "Input/output error"), UNAVAILABLE),
+])
+def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
+    fault = store_fault(exc)
+    assert fault is not None and fault.code == code
+    assert fault.status == (507 if code == SPACE else 503)
+    assert fault.detail == str(exc)
+
+
+@pytest.mark.parametrize("exc", [
+    ValueError("bad input"),
+    KeyError("x"),
+    sqlite3.IntegrityError("UNIQUE constraint failed"),
+    peewee.IntegrityError("UNIQUE constraint failed"),
+    sqlite3.ProgrammingError("bad binding"),
+    FileNotFoundError(errno.ENOENT, "No such file"),
+    PermissionError(errno.EACCES, "Permission denied"),
+    OSError("no errno"),
+])
+def test_other_errors_are_not_storage_faults(exc: BaseException) -> None:
+    assert store_fault(exc) is None
+
+
+def test_a_fault_is_found_behind_the_error_it_caused() -> None:
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as inner:
+            raise RuntimeError("writing the result file failed") from inner
+    except RuntimeError as outer:
+        fault = store_fault(outer)
+    assert fault is not None and fault.code == SPACE
+
+
+def test_a_cycle_of_causes_ends() -> None:
+    a, b = RuntimeError("a"), RuntimeError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert store_fault(a) is None
+
+
+def test_a_full_disk_behind_a_failed_rollback_is_a_full_disk() -> None:
+    try:
+        try:
+            raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.OperationalError:
+            raise peewee.OperationalError("cannot rollback - no transaction is active")  # noqa: B904 - as SQLite chains it
+    except peewee.OperationalError as outer:
+        fault = store_fault(outer)
+    assert fault is not None and fault.code == SPACE
