@@ -9,6 +9,7 @@ every `min_interval` seconds, the last one always sent.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,12 +19,14 @@ import pykka
 from daemon.actors.contained import contained
 from daemon.dialects import event_view
 from daemon.domain.jobs import Job
+from daemon.store.faults import store_fault
 from daemon.store.interface import Store
 
 log = logging.getLogger("relay.notifier")
 
 Publish = Callable[[int, str, dict[str, Any]], None]  # (workspace_id, event type, data)
 Deliver = Callable[[Job, str, float], dict[str, Any]]  # (job, secret, now) -> outcome
+SAVE_WAITS_S = (0.5, 1.0, 2.0, 4.0) + (5.0,) * 10  # between tries to store an outcome
 
 
 class Notifier(pykka.ThreadingActor):
@@ -38,6 +41,7 @@ class Notifier(pykka.ThreadingActor):
         self.last_sent: dict[int, float] = {}
         self.dirty: set[int] = set()
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="relay-webhook")
+        self.save_waits: tuple[float, ...] = SAVE_WAITS_S
 
     def on_stop(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=False)
@@ -85,12 +89,34 @@ class Notifier(pykka.ThreadingActor):
             self.publish(job.workspace_id, "job.progress", event_view(job))
 
     def _webhook(self, job: Job) -> None:
-        """Deliver at most once: claim the delivery in the store before sending."""
+        """Deliver at most once: claim the delivery in the store before sending. A claim
+        the store refuses leaves the webhook queued, and the scheduler's watchdog sends
+        it again; an outcome the store refuses is kept trying for about a minute."""
         try:
             if not self.repo.claim_webhook(job.seq, now=self.clock()):
                 return
             secret = self.repo.webhook_secret(job.workspace_id)
             outcome = self.deliver(job, secret, self.clock())
-            self.repo.save_webhook(job.seq, outcome)
-        except Exception:
-            log.exception("webhook of job %s failed", job.id)
+        except Exception as exc:
+            _log_failure(f"webhook of job {job.id} failed", exc)
+            return
+        self._save(job, outcome)
+
+    def _save(self, job: Job, outcome: dict[str, Any]) -> None:
+        for wait in (*self.save_waits, None):
+            try:
+                self.repo.save_webhook(job.seq, outcome)
+                return
+            except Exception as exc:
+                _log_failure(f"storing the webhook outcome of job {job.id} failed", exc)
+                if wait is None:  # the next start records it as interrupted
+                    return
+                time.sleep(wait)
+
+
+def _log_failure(what: str, exc: Exception) -> None:
+    fault = store_fault(exc)
+    if fault is None:
+        log.exception(what)
+    else:
+        log.warning("%s: %s", what, fault.detail)

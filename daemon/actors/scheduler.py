@@ -162,7 +162,8 @@ class Scheduler(pykka.ThreadingActor):
         """The watchdog: a job the store says is running, cancelling or finalizing but no
         supervisor here owns (its supervisor died while the store could not take the
         requeue, or a cancel's ending failed, say) is handled as at start after a
-        crash: requeued, or ended as it was ending."""
+        crash: requeued, or ended as it was ending. A webhook still queued is sent (its
+        claim in the store keeps it to at most once)."""
         self.watched_at = now
         for status, action in ((RUNNING, "requeued"), (CANCELLING, "cancelled"),
                                (FINALIZING, "completed")):
@@ -174,6 +175,8 @@ class Scheduler(pykka.ThreadingActor):
                     self.repo.transition(job.seq, QUEUED, now=now)
                 else:
                     self._end(job.seq, CANCELLED if status == CANCELLING else COMPLETED)
+        for job in self.repo.unsent_webhooks():  # e.g. a claim the store refused
+            self.notifier.send_webhook(job)
 
     def _expire(self, now: float) -> None:
         """Batches past their completion window end `expired`."""

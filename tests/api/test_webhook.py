@@ -107,3 +107,51 @@ async def _webhook_recorded(relay, job_id: str) -> dict | None:
     job = await relay.job(job_id)
     webhook = job["webhook"]
     return job if webhook and "status_code" in webhook else None
+
+
+async def test_a_claim_the_store_refuses_is_sent_later_once(make_relay, aiohttp_server,
+                                                           monkeypatch):
+    relay = await make_relay(security={"allow_private_targets": True})
+    repo = relay.services.repo
+    claim, refused = repo.claim_webhook, []
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not refused:
+            refused.append(True)
+            raise OSError(28, "No space left on device")
+        return claim(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "claim_webhook", full_disk)
+    receiver = Receiver()
+    job, _ = await job_with_webhook(relay, receiver, aiohttp_server, "ok")
+    await relay.wait_status(job["id"], "completed")
+    await wait_for(lambda: refused, what="the refused claim")
+    assert receiver.received == []
+
+    await relay.tick(relay.clock.advance(10))  # the watchdog finds it queued
+    await wait_for(lambda: _webhook_recorded(relay, job["id"]), what="the outcome")
+    await relay.tick(relay.clock.advance(10))  # done: not sent again
+    await asyncio.sleep(0.1)
+    assert len(receiver.received) == 1
+
+
+async def test_an_outcome_the_store_refuses_is_stored_on_a_later_try(make_relay, aiohttp_server,
+                                                                     monkeypatch):
+    relay = await make_relay(security={"allow_private_targets": True})
+    repo = relay.services.repo
+    save, refused = repo.save_webhook, []
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(refused) < 2:
+            refused.append(True)
+            raise OSError(28, "No space left on device")
+        return save(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "save_webhook", full_disk)
+    relay.daemon.notifier.save_waits = (0.01, 0.01, 0.01)  # type: ignore[attr-defined]
+    receiver = Receiver()
+    job, _ = await job_with_webhook(relay, receiver, aiohttp_server, "ok")
+
+    shown = await wait_for(lambda: _webhook_recorded(relay, job["id"]), what="the outcome")
+    assert shown["webhook"]["status_code"] == 200
+    assert len(refused) == 2 and len(receiver.received) == 1
