@@ -1,6 +1,7 @@
 """A real full disk under a running relayd: its data directory is a small tmpfs, filled
 mid-run and freed again. Nothing is lost or paid twice, `/healthz` tells the truth, a
-submit gets a 507, and every job finishes with no restart."""
+submit and an upload get a 507 (the upload leaves no partial file), and every job
+finishes with no restart."""
 
 from __future__ import annotations
 
@@ -77,6 +78,10 @@ def test_a_disk_that_fills_mid_run_and_frees_loses_nothing_and_needs_no_restart(
                                                        "requests": rows(3, prefix="late")})
             assert refused.status_code == 507, refused.text
             assert refused.json()["error"]["code"] == "insufficient_storage"
+            upload = client.post("/v1/files", data={"purpose": "batch"},
+                                 files={"file": ("in.jsonl", b'{"x": 1}\n' * 50_000)})
+            assert upload.status_code == 507, upload.text
+            assert not any(p.name.endswith(".partial") for p in (relayd.data / "files").glob("*"))
             stalled = client.get(f"/v1/batches/{job['id']}").json()
             assert stalled["status"] == "running" and stalled["completed"] < ROWS
 
