@@ -8,8 +8,8 @@ default:
     @just --list
 
 # Simulator + relayd + the sample batches, with live progress (all SIMULATED).
-demo:
-    python -m relaytui.demo
+demo *ARGS:
+    python -m relaytui.demo {{ARGS}}
 
 # The whole test suite (unit, store, actors, api, end-to-end).
 test *ARGS:

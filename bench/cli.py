@@ -24,7 +24,7 @@ from bench.scenarios import (
 RESULTS = ROOT / "bench" / "results"
 FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "status": 1, "small-jobs": 1, "submit": 2,
-              "rss": 1, "restart": 1, "tools": 1, "workflows": 1}
+              "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",

@@ -50,11 +50,14 @@ def simulator(latency_ms: float, *, seed: int = 1) -> Simulator:
     return Simulator.start("--latency-ms", str(latency_ms), "--seed", str(seed))
 
 
-def config_tables(models: dict[str, Simulator]) -> dict[str, Any]:
+def config_tables(models: dict[str, Simulator], *,
+                  transport: str | None = None) -> dict[str, Any]:
     """The bench config (`Relayd.write_config`'s keywords): `batch_concurrency` 32,
     `[retry]` defaults, and one alias per simulator with `max_concurrency` 64 so the
-    model limit is never the bottleneck."""
-    return {"gateway": {"batch_concurrency": 32, "max_running_jobs": 2},
+    model limit is never the bottleneck; `transport`, the upstream client, if not the
+    default."""
+    gateway = {"batch_concurrency": 32, "max_running_jobs": 2}
+    return {"gateway": gateway | ({"transport": transport} if transport else {}),
             "security": {"allow_private_targets": True},  # the tool executor on loopback
             "models": [simulated_model(alias, sim, max_concurrency=64)
                        for alias, sim in models.items()]}
@@ -69,11 +72,12 @@ class Relayd(testing.Relayd):
     _clients: list[httpx.Client] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
-    def create(cls, home: Path, models: dict[str, Simulator], *, seed: Seed) -> Relayd:
+    def create(cls, home: Path, models: dict[str, Simulator], *, seed: Seed,
+               transport: str | None = None) -> Relayd:
         """A daemon whose data dir starts as a copy of the seed's (one workspace, one key)."""
         daemon = cls(home=home, key=seed.key)
         shutil.copytree(seed.data, daemon.data)
-        return daemon.write_config(**config_tables(models))
+        return daemon.write_config(**config_tables(models, transport=transport))
 
     def client(self, *, pool: int = 4) -> httpx.Client:
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)

@@ -100,6 +100,7 @@ def figures() -> dict[str, Figure]:
                "records/s"),
         Figure("workflow_cpu_ms_per_step", "workflows",
                "relayd CPU per step, beyond its requests", "ms"),
+        *client_figures(),
     ]
     return {f.name: f for f in listed}
 
@@ -127,13 +128,13 @@ class Bench:
             self._sims[latency_ms] = simulator(latency_ms)
         return self._sims[latency_ms]
 
-    def daemon(self, models: dict[str, Simulator]) -> Relayd:
+    def daemon(self, models: dict[str, Simulator], *, transport: str | None = None) -> Relayd:
         """A fresh relayd (own data dir, own port), not yet started."""
         if self._seed is None:
             self._seed = Seed.make(self.home)
         home = self.home / f"relayd-{len(self._daemons)}"
         home.mkdir()
-        daemon = Relayd.create(home, models, seed=self._seed)
+        daemon = Relayd.create(home, models, seed=self._seed, transport=transport)
         self._daemons.append(daemon)
         return daemon
 
@@ -422,6 +423,45 @@ def cpu_of(daemon: Relayd, timed: Callable[[], float]) -> tuple[float, float]:
     return daemon.cpu_seconds() - before, seconds
 
 
+# --- the upstream clients ([gateway] transport) side by side ---------------------------
+
+CLIENTS = ("aiohttp", "pyreqwest")  # the second is compared with the first
+
+
+def client_figures() -> list[Figure]:
+    per_client = [fig for name in CLIENTS for fig in (
+        Figure(f"clients_{name}_rows_per_s", "clients", f"{name}: Relay rows/s", "rows/s"),
+        Figure(f"clients_{name}_cpu_s_per_1k_rows", "clients",
+               f"{name}: relayd CPU per 1,000 rows", "s"))]
+    new, old = CLIENTS[1], CLIENTS[0]
+    return [*per_client,
+            Figure("clients_rows_ratio", "clients", f"rows/s, {new} ÷ {old}", ""),
+            Figure("clients_cpu_ratio", "clients", f"relayd CPU per row, {new} ÷ {old}", "")]
+
+
+def clients(b: Bench) -> None:
+    """The overhead job through one relayd per upstream client, on the same zero-latency
+    simulator, one after the other (the order alternating between runs)."""
+    n, sim = b.sizes.overhead_rows, b.sim(0)
+    daemons = {name: b.daemon({"fast": sim}, transport=name).start() for name in CLIENTS}
+    for i in range(b.runs["clients"]):
+        took: dict[str, tuple[float, float]] = {}  # CPU seconds, wall seconds
+        for name in CLIENTS if i % 2 == 0 else CLIENTS[::-1]:
+            body = job_body("fast", prompts(n, f"cl{i}{name}"), tag=f"cl{i}{name}")
+            client = daemons[name].client()
+            sim.reset()
+            took[name] = cpu_of(daemons[name], lambda body=body, client=client: jobs.timed_job(
+                client, body, timeout=job_timeout(n)))
+        for name, (cpu, seconds) in took.items():
+            b.figures[f"clients_{name}_rows_per_s"].add(n / seconds)
+            b.figures[f"clients_{name}_cpu_s_per_1k_rows"].add(cpu / n * 1000)
+        (old_cpu, old_s), (new_cpu, new_s) = took[CLIENTS[0]], took[CLIENTS[1]]
+        b.figures["clients_rows_ratio"].add(old_s / new_s)
+        b.figures["clients_cpu_ratio"].add(new_cpu / old_cpu)
+        b.say(f"[clients] run {i + 1}: {n} rows, " + ", ".join(
+            f"{name} {s:.2f} s ({cpu:.2f} CPU s)" for name, (cpu, s) in took.items()))
+
+
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "latency": latency,
     "overhead": overhead,
@@ -432,6 +472,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "restart": restart,
     "tools": tools,
     "workflows": workflows,
+    "clients": clients,
 }
 
 

@@ -91,6 +91,9 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"relayd: cannot serve on {config.server.host}:{config.server.port}: {exc}",
               file=sys.stderr)
+        if stuck_threads():  # an actor thread would keep a failed start alive
+            sys.stderr.flush()
+            os._exit(1)
         return 1
     if stuck_threads():  # the store is consistent; a stuck thread must not block exit
         logging.error("exiting with threads still running: %s", ", ".join(stuck_threads()))

@@ -31,8 +31,8 @@ class ServerConfig:
     max_parsing_mb: int = 128  # request bodies read at once, in MB (default 2 * max_body_mb)
 
 
-# The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/transport.py).
-TRANSPORTS = ("aiohttp",)
+# The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/clients.py).
+TRANSPORTS = ("aiohttp", "pyreqwest")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,14 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """`GET /metrics`: an operator's view, with no workspace key."""
+
+    token: str | None = None  # unset: open (bind to a private interface); set: Bearer token
+    per_workspace: bool = False  # label series by workspace too
+
+
+@dataclass(frozen=True)
 class RetryConfig:
     """How the router retries one model before it falls back to the next."""
 
@@ -83,6 +91,8 @@ class ModelConfig:
     max_concurrency: int = 32
     input_usd_per_mtok: float = 0.0
     output_usd_per_mtok: float = 0.0
+    rpm: int | None = None  # requests a minute this model takes, shared by all jobs
+    tpm: int | None = None  # tokens a minute (estimated before a call, corrected after)
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,7 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     models: tuple[ModelConfig, ...] = ()
 
     @property
@@ -101,7 +112,8 @@ class Config:
         return self.database_url or f"sqlite:///{self.server.data_dir / 'relay.db'}"
 
 
-_SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "models"}
+_SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "metrics",
+             "models"}
 
 
 def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
@@ -136,6 +148,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
         security=_security(_table(raw, "security")),
         retry=_retry(_table(raw, "retry")),
         tools=_tools(_table(raw, "tools")),
+        metrics=_metrics(_table(raw, "metrics")),
         models=models,
     )
 
@@ -235,9 +248,18 @@ def _tools(t: dict[str, Any]) -> ToolsConfig:
     return ToolsConfig(**values)
 
 
+def _metrics(t: dict[str, Any]) -> MetricsConfig:
+    _reject_unknown(t, {"token", "per_workspace"}, "metrics.")
+    token = _typed(t, "token", str, "", "metrics.")
+    if token and token != token.strip():
+        raise ConfigError("metrics.token: must not start or end with spaces")
+    return MetricsConfig(token=token or None,
+                         per_workspace=_typed(t, "per_workspace", bool, False, "metrics."))
+
+
 _MODEL_KEYS = {
     "alias", "base_url", "model", "api_key_env", "fallbacks", "max_concurrency",
-    "input_usd_per_mtok", "output_usd_per_mtok",
+    "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm",
 }
 
 
@@ -287,8 +309,22 @@ def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfi
         api_key=env.get(key_env) or None if key_env else None,
         fallbacks=tuple(fallbacks),
         max_concurrency=concurrency,
-        **prices,
+        input_usd_per_mtok=prices["input_usd_per_mtok"],
+        output_usd_per_mtok=prices["output_usd_per_mtok"],
+        rpm=_rate_limit(t, "rpm", where),
+        tpm=_rate_limit(t, "tpm", where),
     )
+
+
+def _rate_limit(t: dict[str, Any], key: str, where: str) -> int | None:
+    """`rpm` or `tpm`: unset means no limit of Relay's own (the upstream's headers may
+    still announce one)."""
+    if key not in t:
+        return None
+    value: int = _typed(t, key, int, None, where)
+    if value < 1:
+        raise ConfigError(f"{where}{key}: must be at least 1, got {value}")
+    return value
 
 
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:

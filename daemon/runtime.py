@@ -33,19 +33,22 @@ from daemon.executors.mcp_tools import McpToolCaller
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
 from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
+from daemon.metering import MeteredExecutor, MeteredToolCaller, Meters
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store import open_store
 from daemon.store.files import FileStore
+from daemon.upstream.clients import make_transport
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
-from daemon.upstream.transport import Transport, make_transport
+from daemon.upstream.transport import Transport
 
 log = logging.getLogger("relay.daemon")
 
 TICK_S = 0.25
 STOP_BUDGET_S = 8.0
+BIND_FAILED_STOP_S = 1.0  # nothing ran yet: `relayd serve` exits within 2 s of a busy port
 
 
 def stuck_threads() -> list[str]:
@@ -103,6 +106,7 @@ class Daemon:
                                  max_response_bytes=gateway.max_response_bytes))
         self.models = {m.alias: m for m in config.models}
         self.hub = EventHub()
+        self.meters = Meters(per_workspace=config.metrics.per_workspace)
 
     def start(self) -> Services:
         self.config.server.data_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +143,9 @@ class Daemon:
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
                                  notifier=self.notifier, files=self.files, hub=self.hub,
                                  validator=self.validator, clock=self.clock,
-                                 resolve=self.resolve, health=self.health)
+                                 resolve=self.resolve, health=self.health,
+                                 model_states=self.router.model_states, meters=self.meters)
+        self.meters.mark = self.repo.last_attempt_id()  # /metrics counts from this start
         return self.services
 
     def stop(self, budget: float = STOP_BUDGET_S) -> None:
@@ -167,13 +173,16 @@ class Daemon:
         mcp = McpToolCaller(limits, allow_private=allow_private, resolve=self.resolve,
                             sessions_per_job=tools.mcp_sessions_per_job,
                             max_bytes=self.config.gateway.max_response_bytes)
-        callers: dict[str, ToolCaller] = {"http": HttpToolCaller(self.outbound, limits),
-                                          "mcp": mcp}
+        callers: dict[str, ToolCaller] = {
+            "http": MeteredToolCaller(HttpToolCaller(self.outbound, limits), self.meters),
+            "mcp": MeteredToolCaller(mcp, self.meters)}
         workflows = WorkflowExecutor(
             self.router, self.outbound, limits, WorkflowLog(self.repo), self.config.retry,
             secret=self.repo.webhook_secret, models=frozenset(self.models))
-        return Executors(chat=ChatExecutor(self.router), tools=ToolLoopExecutor(
-            self.router, callers, RoundLog(self.repo), self.config.retry), workflows=workflows)
+        tool_loop = ToolLoopExecutor(self.router, callers, RoundLog(self.repo), self.config.retry)
+        return Executors(chat=MeteredExecutor(ChatExecutor(self.router), self.meters),
+                         tools=MeteredExecutor(tool_loop, self.meters),
+                         workflows=MeteredExecutor(workflows, self.meters))
 
     def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
         return JobSupervisor.start(
@@ -194,7 +203,12 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None
     """Run the daemon until SIGTERM or SIGINT, then stop gracefully."""
     daemon = Daemon(config)
     services = await asyncio.to_thread(daemon.start)
-    listener = await Listener.open(create_app(services), config.server)
+    try:
+        listener = await Listener.open(create_app(services), config.server)
+    except OSError:  # the port is taken, or the host is not ours: stop what started, at once
+        services.accepting = False
+        await asyncio.to_thread(daemon.stop, BIND_FAILED_STOP_S)
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

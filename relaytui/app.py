@@ -4,6 +4,7 @@ connects (asking for a key when none is known) and opens the jobs screen."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,9 @@ from textual.app import App
 from textual.binding import BindingType
 
 from relaytui import settings as settings_file
-from relaytui.client import RelayClient
+from relaytui.client import RelayClient, RelayError
 from relaytui.commands import RelayCommands
+from relaytui.health import EVERY_S
 from relaytui.keys import APP_BINDINGS
 from relaytui.models import key_hint
 from relaytui.screens.connect import ConnectScreen
@@ -33,10 +35,12 @@ class RelayApp(App[int]):
 
     def __init__(self, client: Any | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
-                 connect: Callable[[str, str], Any], start_dir: Path) -> None:
+                 connect: Callable[[str, str], Any], start_dir: Path,
+                 health_every: float = EVERY_S) -> None:
         super().__init__()
         self.client, self.settings = client, settings
         self.clock, self.save, self.connect, self.start_dir = clock, save, connect, start_dir
+        self.health_every = health_every
         self.jobs_screen: JobsScreen | None = None
         self._clients = [client] if client is not None else []
 
@@ -48,24 +52,34 @@ class RelayApp(App[int]):
         else:
             self._open(self.client)
 
-    def _connected(self, chosen: Settings | None) -> None:
+    async def _connected(self, chosen: Settings | None) -> None:
         if chosen is None:
             if self.client is None:
                 self.exit(return_code=1, message="relay: no API key given; nothing to show.")
+            return
+        client = self.connect(chosen.url, chosen.key or "")
+        problem = await asyncio.to_thread(key_problem, client)
+        if problem is not None:  # never saved: ask again, saying why
+            client_close = getattr(client, "close", None)
+            if client_close is not None:
+                client_close()
+            self.push_screen(ConnectScreen(chosen.url, chosen.key, reason=problem),
+                             self._connected)
             return
         try:
             self.save(chosen)
         except OSError as exc:
             self.notify(f"could not save the settings: {exc}", severity="warning")
         self.settings = chosen
-        self.client = self.connect(chosen.url, chosen.key or "")
+        self.client = client
         self._clients.append(self.client)
         self._open(self.client)
 
     def _open(self, client: Any) -> None:
         """A fresh jobs screen (and live feed) for this connection."""
         screen = JobsScreen(client, url=self.settings.url, workspace=key_hint(
-            self.settings.key), clock=self.clock, start_dir=self.start_dir)
+            self.settings.key), clock=self.clock, start_dir=self.start_dir,
+            health_every=self.health_every)
         if self.jobs_screen is None:
             self.push_screen(screen)
         else:
@@ -93,16 +107,28 @@ class RelayApp(App[int]):
                 close()
 
 
+def key_problem(client: Any) -> str | None:
+    """Why relayd would not take this key (a call that needs one: `GET /v1/models`), or
+    None when it does. A key is checked so before it is saved."""
+    try:
+        client.models()
+    except RelayError as exc:
+        if exc.status == 401:
+            return f"relayd refused this key: {exc.message}"
+        return f"The key could not be checked: {exc.message}"
+    return None
+
+
 def build_app(client: Any | None, settings: Settings, *,
               clock: Callable[[], float] = time.time,
               save: Callable[[Settings], object] = settings_file.save,
               connect: Callable[[str, str], Any] = RelayClient,
-              start_dir: Path | None = None) -> RelayApp:
+              start_dir: Path | None = None, health_every: float = EVERY_S) -> RelayApp:
     """The app with its collaborators: a `RelayClient` (or a stand-in such as
-    `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, and
-    the clock that ages and rates are read from."""
+    `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, the
+    clock that ages and rates are read from, and how often relayd's health is asked."""
     return RelayApp(client, settings, clock=clock, save=save, connect=connect,
-                    start_dir=start_dir or Path.cwd())
+                    start_dir=start_dir or Path.cwd(), health_every=health_every)
 
 
 def run(url: str, key: str | None) -> int:

@@ -4,7 +4,8 @@ relayd (submit, ls, status, cancel, results, dead-letter).
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
 config file) and `--json` (machine-readable JSON alone on stdout; messages go to
 stderr). Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or a bad input
-file, 3 relayd cannot be reached. All HTTP goes through `RelayClient`.
+file, 3 relayd cannot be reached, 4 (`submit --wait`) the job completed but some of its
+rows failed. All HTTP goes through `RelayClient`.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from urllib.parse import urlsplit
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
-from relaytui.formats import InputFileError, read_rows
+from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.settings import Settings, resolve
 
-OK, REFUSED, USAGE, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 130
+OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 POLL_S = 0.5  # how often `submit --wait` asks for the job
 
 GET_A_KEY = ("Get a key on the relayd host with `relayd keys create --workspace NAME`,\n"
@@ -118,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="relay", parents=[shared],
         description="Relay's operator TUI (no command) and scripting commands.",
         epilog="Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or bad "
-        "input file, 3 relayd unreachable.")
+        "input file, 3 relayd unreachable, 4 (submit --wait) the job completed with "
+        "failed rows.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, command, add_options in COMMANDS:
         sub = commands.add_parser(name, parents=[shared], help=help_text,
@@ -136,14 +138,18 @@ def positive(text: str) -> int:
 
 
 def submit_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("file", type=Path, help="a .csv (one prompt per record) or .jsonl file")
+    sub.add_argument("file", type=Path, help="a .csv (one prompt per line, or a header "
+                     "naming the prompt column) or .jsonl file")
     sub.add_argument("--model", required=True, help="a model alias configured in relayd")
     sub.add_argument("--name", help="the job's name (default: a timestamp)")
     sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
     sub.add_argument("--webhook", metavar="URL", help="HTTPS URL told when the job ends")
+    sub.add_argument("--column", metavar="NAME", help="a .csv's prompt column, named in its "
+                     "header (default: the column named prompt, text or content)")
     sub.add_argument("--wait", action="store_true",
-                     help="show progress until the job ends; exit 1 unless it completed")
+                     help="show progress until the job ends; exit 1 unless it completed, "
+                     "4 if it completed with failed rows")
 
 
 def ls_options(sub: argparse.ArgumentParser) -> None:
@@ -170,23 +176,37 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
                    "(each run is a job of its own)")
     try:
-        rows = read_rows(args.file)
+        source = read_input(args.file, column=args.column)
     except InputFileError as exc:
         say(str(exc))  # FILE:LINE: reason, as compilers and editors expect
         return USAGE
-    job = client.submit(model=args.model, requests=rows, name=args.name,
-                        priority=args.priority, cron=args.cron, webhook_url=args.webhook)
+    try:
+        job = client.submit(model=args.model, requests=source.rows, name=args.name,
+                            priority=args.priority, cron=args.cron, webhook_url=args.webhook)
+    except RelayError as exc:
+        raise in_file_terms(exc, source, args.file) from None
     if args.wait:
         return wait_for(client, job["id"], json_out=wants_json(args))
+    column = f" (prompt column {source.prompt_column!r})" if source.prompt_column else ""
+    submitted = f"submitted {len(source.rows)} rows from {args.file}{column}"
     if wants_json(args):
         emit(job)
     elif job.get("cron"):
-        print(f"submitted {len(rows)} rows from {args.file} as cron template {job['id']} "
-              f"({job['cron']}; next run {job.get('next_run_at')})")
+        print(f"{submitted} as cron template {job['id']} ({job['cron']}; next run "
+              f"{job.get('next_run_at')})")
     else:
-        print(f"submitted {len(rows)} rows from {args.file} as job {job['id']} "
-              f"({job['status']})")
+        print(f"{submitted} as job {job['id']} ({job['status']})")
     return OK
+
+
+def in_file_terms(exc: RelayError, source: InputFile, path: Path) -> RelayError:
+    """relayd's refusal of one row (`requests[3].custom_id`) told as FILE:LINE, with the
+    row's field; any other refusal as it came."""
+    line, field = source.locate(exc.param)
+    if line is None:
+        return exc
+    return RelayError(exc.status, f"{path}:{line}: {source.in_file_terms(exc.message)}",
+                      field)
 
 
 def wait_for(client: RelayClient, job_id: str, *, json_out: bool) -> int:
@@ -205,7 +225,9 @@ def wait_for(client: RelayClient, job_id: str, *, json_out: bool) -> int:
         print(progress.outcome(view))
         if job.get("error"):
             print(f"error: {job['error']}")
-    return OK if view.status == progress.SUCCEEDED else REFUSED
+    if view.status != progress.SUCCEEDED:
+        return REFUSED
+    return ROWS_FAILED if view.failed else OK
 
 
 def ls(client: RelayClient, args: argparse.Namespace) -> int:
@@ -225,7 +247,7 @@ JOB_COLUMNS = ("ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED", "
 
 
 def job_cells(job: progress.JobSummary) -> list[str]:
-    return [job.id, job.status, clip(job.name, 32), job.model, job.priority,
+    return [job.id, job.shown_status, clip(job.name, 32), job.model, job.priority,
             f"{job.done}/{job.total}", str(job.failed),
             "-" if job.dead_letter is None else str(job.dead_letter), job.created_at]
 
@@ -293,18 +315,76 @@ def not_ended(job_id: str, job_status: str) -> str:
             f"it ends (`relay status {job_id}`)")
 
 
+def dead_letter_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("id", nargs="?", help="the job's id (none: the open dead-lettered "
+                     "rows of every job)")
+    action = sub.add_mutually_exclusive_group()
+    action.add_argument("--retry", action="store_true",
+                        help="re-drive the open rows (or --rows) into a new job")
+    action.add_argument("--discard", action="store_true",
+                        help="take the open rows (or --rows) off the dead-letter list")
+    sub.add_argument("--rows", metavar="ID,…", type=lambda text: [
+        r for r in text.split(",") if r], action="extend",
+        help="only these custom_ids (comma-separated; may repeat)")
+    sub.add_argument("--force", action="store_true",
+                     help="with --retry: also rows re-driven or discarded already")
+
+
 def dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
-    entries = client.dead_letter(args.id)["data"]
+    if (args.retry or args.discard or args.rows) and not args.id:
+        raise Stop(USAGE, "--retry, --discard and --rows need a job id")
+    if args.rows and not (args.retry or args.discard):
+        raise Stop(USAGE, "--rows goes with --retry or --discard")
+    if args.force and not args.retry:
+        raise Stop(USAGE, "--force goes with --retry")
+    if args.retry:
+        return retry_dead_letter(client, args)
+    if args.discard:
+        answer = client.discard_dead_letter(args.id, args.rows)
+        if wants_json(args):
+            emit(answer)
+        else:
+            print(f"{args.id}: discarded {answer['discarded']} row(s); "
+                  f"{answer['dead_letter_open']} still open")
+        return OK
+    return list_dead_letter(client, args)
+
+
+def list_dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
+    every_job = args.id is None
+    entries = (client.all_dead_letter() if every_job else client.dead_letter(args.id))["data"]
     if wants_json(args):
         emit(entries)
     elif not entries:
-        say(f"job {args.id} has no dead-lettered rows")
+        say("no open dead-lettered rows" if every_job
+            else f"job {args.id} has no dead-lettered rows")
     else:
-        rows = [[e["custom_id"], str(e["attempts"]), ",".join(e["models"]),
-                 e.get("last_error") or ""] for e in entries]
-        text = table(("CUSTOM_ID", "ATTEMPTS", "MODELS", "LAST ERROR"), rows,
-                     right={"ATTEMPTS"})
+        headers: tuple[str, ...] = ("CUSTOM_ID", "ATTEMPTS", "STATE", "MODELS", "LAST ERROR")
+        rows = [[e["custom_id"], str(e["attempts"]), dead_letter_state(e),
+                 ",".join(e["models"]), e.get("last_error") or ""] for e in entries]
+        if every_job:
+            headers = ("JOB", *headers)
+            rows = [[e["batch_id"], *row] for e, row in zip(entries, rows, strict=True)]
+        text = table(headers, rows, right={"ATTEMPTS"})
         print(fit(text) if sys.stdout.isatty() else text)
+    return OK
+
+
+def dead_letter_state(entry: dict[str, Any]) -> str:
+    """`open`, `discarded`, or `redriven → JOB`: where the row went."""
+    if entry.get("redriven_to"):
+        return f"redriven → {entry['redriven_to']}"
+    return str(entry.get("state") or "open")
+
+
+def retry_dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
+    job = client.retry_dead_letter(args.id, args.rows, force=args.force)
+    if wants_json(args):
+        emit(job)
+    else:
+        total = job.get("total") or (job.get("request_counts") or {}).get("total")
+        print(f"re-drove {total} row(s) of job {args.id} as job {job['id']} "
+              f"({job.get('name') or (job.get('metadata') or {}).get('name') or ''})")
     return OK
 
 
@@ -315,7 +395,9 @@ COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),
     ("results", "print a finished job's results as JSONL (a JSON array with --json), "
      "or save them with -o", results, results_options),
-    ("dead-letter", "list a job's dead-lettered rows", dead_letter, id_option),
+    ("dead-letter", "list a job's dead-lettered rows (every job's open ones with no id); "
+     "--retry re-drives them, --discard takes them off the list", dead_letter,
+     dead_letter_options),
 ]
 
 

@@ -58,10 +58,30 @@ class RelayClient:
         self.close()
 
     def healthy(self) -> bool:
+        """relayd is up: it answers `/healthz` ok, or degraded (up, but its store cannot
+        write; `health()` says why)."""
         try:
-            return self.http.get("/healthz").status_code == 200
-        except httpx.HTTPError:
+            return self.health()["status"] in ("ok", "degraded")
+        except RelayError:
             return False
+
+    def health(self) -> dict[str, Any]:
+        """`GET /healthz`: `{"status": "ok"}`, or while the store cannot write `{"status":
+        "degraded", "reason", "detail", "since"}` (a 503 that is not an error); raises
+        `RelayError` when relayd is down or shutting down."""
+        try:
+            reply = self.http.get("/healthz")
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._unreachable(exc) from exc
+        try:
+            body = reply.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and body.get("status") in ("ok", "degraded"):
+            return body
+        self._raise_for(reply)
+        raise RelayError(None, f"{self.url} answered /healthz with {reply.status_code}; "
+                         "is it relayd?")
 
     # -- batches ---------------------------------------------------------------
 
@@ -148,10 +168,24 @@ class RelayClient:
     def dead_letter(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}/dead_letter")
 
-    def retry_dead_letter(self, job_id: str,
-                          custom_ids: list[str] | None = None) -> dict[str, Any]:
-        body = {"custom_ids": custom_ids} if custom_ids else {}
+    def retry_dead_letter(self, job_id: str, custom_ids: list[str] | None = None, *,
+                          force: bool = False) -> dict[str, Any]:
+        """A new job of the job's open dead-lettered rows (or `custom_ids`); `force`
+        takes rows re-driven or discarded already too."""
+        body: dict[str, Any] = {"custom_ids": custom_ids} if custom_ids else {}
+        if force:
+            body["force"] = True
         return self._call("POST", f"/v1/batches/{job_id}/dead_letter/retry", json=body)
+
+    def discard_dead_letter(self, job_id: str,
+                            custom_ids: list[str] | None = None) -> dict[str, Any]:
+        """Take open dead-lettered rows (all, or `custom_ids`) off the job's list."""
+        body = {"custom_ids": custom_ids} if custom_ids else {}
+        return self._call("POST", f"/v1/batches/{job_id}/dead_letter/discard", json=body)
+
+    def all_dead_letter(self, *, state: str = "open", limit: int = 1000) -> dict[str, Any]:
+        """`GET /v1/dead_letter`: dead-lettered rows of every job, each with `batch_id`."""
+        return self._call("GET", "/v1/dead_letter", params={"state": state, "limit": limit})
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self._call("POST", f"/v1/batches/{job_id}/cancel")

@@ -58,7 +58,9 @@ class DemoJobs:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     tui = choose_tui(no_tui=args.no_tui, interactive=sys.stdout.isatty())
-    sim_port, api_port, mcp_port = free_port(9900), free_port(8080), free_port(9901)
+    api_port = args.port or free_port(8080)
+    sim_port = args.sim_port or free_port(9900)
+    mcp_port = free_port(9901)
     DATA.mkdir(parents=True, exist_ok=True)
     config = DATA / "demo-run.toml"
     config.write_text(config_text((SAMPLES / "demo.toml").read_text(),
@@ -67,16 +69,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     with started("simulator", simulator_argv(sim_port, mcp_port=mcp_port)):
         key = create_key(config)
         enable_workflows(config)
-        with started("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]), \
-                RelayClient(url, key) as client:
-            wait_healthy(client)
+        print(start_banner(url=url, sim_port=sim_port, key=key), flush=True)
+        with started("relayd", [str(BIN / "relayd"), "serve", "--config", str(config)]) \
+                as relayd, RelayClient(url, key) as client:
+            wait_healthy(client, relayd)
             jobs = submit_samples(client, ports=Ports(sim_port, mcp_port))
             code = tui(url=url, key=key) if tui else print_run(client, jobs)
-    print(f"\nStopped the simulator and relayd. Data and logs are in {DATA}/ "
-          f"(relayd.log, simulator.log).")
-    print("To look again, run `just simulate` and `just serve` in two terminals, then")
-    print(f"  relay --url http://127.0.0.1:8080 --key {key}")
+    print(closing_hint(url=url, sim_port=sim_port, config=config, key=key))
     return code
+
+
+def start_banner(*, url: str, sim_port: int, key: str) -> str:
+    return (f"relayd:    {url}\n"
+            f"simulator: http://127.0.0.1:{sim_port}/v1 (SIMULATED upstream)\n"
+            f"API key:   {key}")
+
+
+def closing_hint(*, url: str, sim_port: int, config: Path, key: str) -> str:
+    """How to look again: the same ports, config and key this run used."""
+    return (f"\nStopped the simulator and relayd. Data and logs are in {DATA}/ "
+            f"(relayd.log, simulator.log).\n"
+            f"To look again, run `just simulate {sim_port}` and `just serve {config}` in two "
+            f"terminals, then\n  relay --url {url} --key {key}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -84,7 +98,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      description="Relay's demo, on the SIMULATED upstream.")
     parser.add_argument("--no-tui", action="store_true",
                         help="print progress and results instead of opening the TUI")
+    parser.add_argument("--port", type=port, default=None,
+                        help="relayd's port (default: 8080, or a free one if it is taken)")
+    parser.add_argument("--sim-port", type=port, default=None,
+                        help="the simulator's port (default: 9900, or a free one)")
     return parser.parse_args(argv)
+
+
+def port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, got {text!r}")
+    return int(text)
 
 
 def choose_tui(*, no_tui: bool, interactive: bool) -> Tui | None:
@@ -163,9 +187,13 @@ def enable_workflows(config: Path) -> None:
                     "--config", str(config)], check=True, capture_output=True, text=True)
 
 
-def wait_healthy(client: RelayClient, timeout: float = 20.0) -> None:
+def wait_healthy(client: RelayClient, relayd: subprocess.Popen[bytes],
+                 timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not client.healthy():
+        if relayd.poll() is not None:  # e.g. its port is taken: relayd says so and exits
+            raise SystemExit(f"relayd exited with {relayd.returncode} at {client.url}; "
+                             f"see {DATA}/relayd.log")
         if time.monotonic() > deadline:
             raise SystemExit(f"relayd did not come up; see {DATA}/relayd.log")
         time.sleep(0.1)

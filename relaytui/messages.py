@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from relaytui.health import StoreHealth
 from relaytui.live import JobEvent, Update
 
 
@@ -25,3 +26,10 @@ class FeedUpdate(Message):
         return (isinstance(message, FeedUpdate) and isinstance(mine, JobEvent)
                 and isinstance(theirs, JobEvent) and mine.type == theirs.type == "job.progress"
                 and mine.data.get("id") == theirs.data.get("id"))
+
+
+@dataclass
+class HealthUpdate(Message):
+    """relayd's store health changed (`HealthWatch`): ok, or degraded and why."""
+
+    health: StoreHealth

@@ -13,6 +13,7 @@ from typing import Any
 
 TERMINAL = frozenset({"completed", "failed", "canceled", "expired"})
 RUNNING = frozenset({"running", "cancelling"})
+WITH_ERRORS = "completed with errors"  # shown for a completed job with failed rows
 STATUS_FILTERS = ("all", "running", "queued", "completed", "failed", "canceled", "scheduled")
 
 # Internal status names (events' `status`) and OpenAI's names, told the Relay way; the
@@ -37,6 +38,10 @@ def parse_time(value: Any) -> float | None:
         return None
 
 
+def _maybe_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
 def _int(value: Any) -> int:
     try:
         return int(value or 0)
@@ -59,6 +64,8 @@ class JobView:
     completed: int = 0
     failed: int = 0
     dead_letter: int | None = 0
+    dead_letter_open: int | None = None  # still to re-drive or discard (Relay, events)
+    canceled: int | None = 0  # of the failed rows, those that never ran
     created_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None
@@ -82,6 +89,8 @@ class JobView:
             priority=_int(data.get("priority")), tier=data.get("tier"),
             total=_int(data.get("total")), completed=_int(data.get("completed")),
             failed=_int(data.get("failed")), dead_letter=_int(data.get("dead_letter")),
+            dead_letter_open=_maybe_int(data.get("dead_letter_open")),
+            canceled=_int(data.get("canceled")),
             created_at=parse_time(data.get("created_at")),
             started_at=parse_time(data.get("started_at")),
             finished_at=parse_time(data.get("finished_at")), cron=data.get("cron"),
@@ -98,6 +107,8 @@ class JobView:
             status=obj.get("status") or "queued", priority=_int(obj.get("priority")),
             total=_int(obj.get("total")), completed=_int(obj.get("completed")),
             failed=_int(obj.get("failed")), dead_letter=_int(obj.get("dead_letter")),
+            dead_letter_open=_maybe_int(obj.get("dead_letter_open")),
+            canceled=_int(obj.get("canceled")),
             created_at=parse_time(obj.get("created_at")),
             started_at=parse_time(obj.get("started_at")),
             finished_at=parse_time(obj.get("completed_at")), cron=obj.get("cron"),
@@ -118,7 +129,7 @@ class JobView:
             status=_OPENAI.get(obj.get("status") or "", obj.get("status") or "queued"),
             dialect="openai", tier=obj.get("priority"), total=_int(counts.get("total")),
             completed=_int(counts.get("completed")), failed=_int(counts.get("failed")),
-            dead_letter=None, created_at=parse_time(obj.get("created_at")),
+            dead_letter=None, canceled=None, created_at=parse_time(obj.get("created_at")),
             started_at=parse_time(obj.get("in_progress_at")), finished_at=parse_time(ended),
             error="; ".join(str(e.get("message")) for e in errors) or None)
 
@@ -137,6 +148,21 @@ class JobView:
     @property
     def done(self) -> int:
         return self.completed + self.failed
+
+    @property
+    def ran(self) -> int:
+        """Rows that ran to an outcome: the done ones less those that never ran."""
+        return self.done - (self.canceled or 0)
+
+    @property
+    def with_errors(self) -> bool:
+        return self.status == "completed" and self.failed > 0
+
+    @property
+    def shown_status(self) -> str:
+        """The status as the operator reads it: a completed job with failed rows is
+        "completed with errors", never a plain success."""
+        return WITH_ERRORS if self.with_errors else self.status
 
     @property
     def terminal(self) -> bool:
@@ -205,7 +231,7 @@ class Throughput:
 def average_rate(view: JobView, now: float) -> float | None:
     """Rows per second over the job's run so far (or its whole run once it ended)."""
     # Rows a cancel ended never ran: they count as failed but not as throughput.
-    done = view.completed if view.status == "canceled" else view.done
+    done = view.ran
     if view.started_at is None or done == 0:
         return None
     elapsed = (view.finished_at or now) - view.started_at
@@ -218,11 +244,21 @@ def eta_seconds(view: JobView, rate: float | None) -> float | None:
     return max(view.total - view.done, 0) / rate
 
 
-def progress_bar(done: int, total: int, width: int = 10) -> str:
-    """`██████░░░░  60%`: full blocks for the part done, shaded ones for the rest."""
+def progress_bar(done: int, total: int, width: int = 10, *, never_ran: int = 0) -> str:
+    """`██████░░░░  60%`: full blocks for the rows that ran, dots for rows that never ran
+    (a cancel ended them: `████······  40%`), shaded blocks for the rest. The percentage
+    counts only rows that ran, so a cancelled job never reads 100%."""
     fraction = min(done / total, 1.0) if total > 0 else 0.0
     filled = int(fraction * width)
-    return "█" * filled + "░" * (width - filled) + f" {int(fraction * 100):>3}%"
+    waiting = max(total - done - never_ran, 0)
+    room = width - filled
+    unrun = room - min(round(waiting / total * width) if total > 0 else room, room)
+    unrun = max(unrun, 1 if room else 0) if never_ran else 0  # a few still show
+    return ("█" * filled + NEVER_RAN_MARK * unrun + "░" * (width - filled - unrun)
+            + f" {int(fraction * 100):>3}%")
+
+
+NEVER_RAN_MARK = "·"
 
 
 def age_text(seconds: float | None) -> str:

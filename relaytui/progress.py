@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from relaytui.models import JobView
+from relaytui.models import WITH_ERRORS, JobView
 
 # Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
 ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired"})
@@ -30,10 +30,25 @@ class JobSummary:
     failed: int
     dead_letter: int | None  # the OpenAI batch object has no dead-letter count
     created_at: str
+    canceled: int = 0  # of the failed rows, those that never ran
 
     @property
     def done(self) -> int:
         return self.completed + self.failed
+
+    @property
+    def ran(self) -> int:
+        return self.done - self.canceled
+
+    @property
+    def with_errors(self) -> bool:
+        return self.status == SUCCEEDED and self.failed > 0
+
+    @property
+    def shown_status(self) -> str:
+        """relayd's status word, except that a completed job with failed rows reads
+        "completed with errors"."""
+        return WITH_ERRORS if self.with_errors else self.status
 
     @property
     def ended(self) -> bool:
@@ -52,7 +67,8 @@ def summarize(job: dict[str, Any]) -> JobSummary:
         model=view.model or job.get("endpoint") or "",
         priority=(view.tier or "") if openai else str(view.priority),
         total=view.total, completed=view.completed, failed=view.failed,
-        dead_letter=view.dead_letter, created_at=iso(view.created_at))
+        dead_letter=view.dead_letter, created_at=iso(view.created_at),
+        canceled=view.canceled or 0)
 
 
 def iso(stamp: str | float | None) -> str:
@@ -65,7 +81,7 @@ def iso(stamp: str | float | None) -> str:
 
 
 def bar(job: JobSummary, width: int = 20) -> str:
-    filled = width * job.done // job.total if job.total else 0  # full only when done
+    filled = width * job.ran // job.total if job.total else 0  # full only when done
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
@@ -74,13 +90,19 @@ def line(job: JobSummary, *, count_width: int = 0) -> str:
     several jobs align when they share a `count_width`."""
     dead = "" if job.dead_letter is None else f"  dead-letter {job.dead_letter}"
     count = f"{job.done:>{len(str(job.total))}}/{job.total}"
-    return f"{job.status:<10} {bar(job)} {count:>{count_width}}  failed {job.failed}{dead}"
+    return (f"{job.shown_status:<10} {bar(job)} {count:>{count_width}}  "
+            f"failed {job.failed}{never_ran(job)}{dead}")
 
 
 def outcome(job: JobSummary) -> str:
     """The closing line once a job has ended."""
     dead = "" if job.dead_letter is None else f", {job.dead_letter} dead-lettered"
-    return f"{job.id}: {job.status} ({job.completed} completed, {job.failed} failed{dead})"
+    return (f"{job.id}: {job.shown_status} ({job.completed} completed, {job.failed} failed"
+            f"{never_ran(job)}{dead})")
+
+
+def never_ran(job: JobSummary) -> str:
+    return f" ({job.canceled} never ran)" if job.canceled else ""
 
 
 def watch(fetch: Callable[[], dict[str, Any]], *, stream: TextIO, every: float = 0.5,

@@ -50,7 +50,9 @@ def _job(n: int, name: str, status: str, *, model: str = "gpt-4o-mini", total: i
     return {"id": job_id(n, dialect=more.get("dialect", "relay")), "name": name,
             "status": status, "model": model, "priority": more.pop("priority", 0),
             "total": total, "completed": completed, "failed": failed,
-            "dead_letter": dead_letter, "created_at": created, "started_at": started,
+            "dead_letter": dead_letter,
+            "dead_letter_open": more.pop("dead_letter_open", dead_letter),
+            "canceled": more.pop("canceled", 0), "created_at": created, "started_at": started,
             "finished_at": finished, "cron": None, "next_run_at": None, "template_id": None,
             "error": None, "webhook": None, "dialect": "relay", "tier": "standard", **more}
 
@@ -74,7 +76,7 @@ def canned_jobs() -> list[dict[str, Any]]:
         _job(4, "Nightly digest", "completed", total=120, completed=120, age=27000, ran=2,
              took=41, template_id=template["id"]),
         _job(8, "Classify support mail", "canceled", total=450, completed=120, failed=330,
-             age=30000, ran=3, took=60),
+             canceled=328, age=30000, ran=3, took=60),
         _job(7, "Product Q&A", "failed", model="gpt-4o", total=40, age=40000,
              error="model 'gpt-4o' is no longer configured", took=0, ran=1),
         _job(6, "Embeddings backfill", "completed", model="embed", total=2000,
@@ -108,7 +110,8 @@ def _dead_letter() -> list[dict[str, Any]]:
                               f"fallback backup: {code} after 3 attempts",
                 "messages": [{"role": "system", "content": "Answer positive, negative or "
                               "neutral."}, {"role": "user", "content": prompt}],
-                "attempt_log": log}
+                "attempt_log": log, "redriven_to": None, "state": "open",
+                "discarded_at": None}
     return [entry(10, 503, "Classify: arrived broken [sim:fail=503]"),
             entry(42, 502, "Classify: never again [sim:fail=502]"),
             entry(77, 429, "Classify: fine I guess [sim:fail=429]")]
@@ -414,15 +417,23 @@ class FakeRelay:
         self.submitted: list[dict[str, Any]] = []
         self.cancelled: list[str] = []
         self.retried: list[tuple[str, list[str] | None]] = []
+        self.forced: list[bool] = []  # `force` of each retry
+        self.discarded: list[tuple[str, list[str] | None]] = []
+        self.dead_letters = {j["id"]: _dead_letter() for j in self.jobs_by_id.values()
+                             if j.get("dead_letter")}
         self.rows_read: list[tuple[str, str]] = []
         self.workflows_read: list[str] = []
         self.result_pages_read: list[tuple[str, str | None]] = []  # (job, after)
         self.listed_dialects: list[str] = []
+        self.health_answer: dict[str, Any] = {"status": "ok"}  # what `/healthz` says
 
     # -- reads ---------------------------------------------------------------------
 
     def healthy(self) -> bool:
         return True
+
+    def health(self) -> dict[str, Any]:
+        return self.health_answer
 
     def close(self) -> None:
         pass
@@ -492,8 +503,15 @@ class FakeRelay:
         return workflow_counters(job_id)
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
-        dead = _dead_letter() if self.jobs_by_id.get(job_id, {}).get("dead_letter") else []
+        dead = [dict(e) for e in self.dead_letters.get(job_id, [])]
         return {"id": job_id, "object": "list", "data": dead}
+
+    def all_dead_letter(self, *, state: str = "open", limit: int = 1000) -> dict[str, Any]:
+        data = [{"batch_id": job, "batch_name": self.jobs_by_id[job]["name"], **e}
+                for job in sorted(self.dead_letters, key=lambda j: -self.jobs_by_id[j][
+                    "created_at"])
+                for e in self.dead_letters[job] if state in ("all", e["state"])]
+        return {"object": "list", "data": data[:limit], "has_more": len(data) > limit}
 
     def models(self) -> dict[str, Any]:
         return {"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]}
@@ -519,14 +537,40 @@ class FakeRelay:
         self.cancelled.append(job_id)
         return self._render(self.jobs_by_id[job_id])
 
-    def retry_dead_letter(self, job_id: str,
-                          custom_ids: list[str] | None = None) -> dict[str, Any]:
+    def retry_dead_letter(self, job_id: str, custom_ids: list[str] | None = None, *,
+                          force: bool = False) -> dict[str, Any]:
         self.retried.append((job_id, custom_ids))
-        total = len(custom_ids) if custom_ids else len(_dead_letter())
-        job = _job(20 + len(self.retried), "Retry of dead letter", "queued", total=total,
-                   age=0)
+        self.forced.append(force)
+        taken = [e for e in self.dead_letters.get(job_id, [])
+                 if (custom_ids is None or e["custom_id"] in custom_ids)
+                 and (force or e["state"] == "open")]
+        if not taken:
+            raise RelayError(400, "This batch has no dead-lettered rows to retry.")
+        source = self.jobs_by_id[job_id]
+        job = _job(20 + len(self.retried), f"{source['name']} (dead-letter retry)", "queued",
+                   total=len(taken), age=0, retry_of=job_id)
         self.jobs_by_id[job["id"]] = job
+        for entry in taken:
+            entry.update(state="redriven", redriven_to=job["id"])
+        self._reopen(job_id)
         return self._render(job)
+
+    def discard_dead_letter(self, job_id: str,
+                            custom_ids: list[str] | None = None) -> dict[str, Any]:
+        self.discarded.append((job_id, custom_ids))
+        taken = [e for e in self.dead_letters.get(job_id, []) if e["state"] == "open"
+                 and (custom_ids is None or e["custom_id"] in custom_ids)]
+        if not taken:
+            raise RelayError(400, "This batch has no open dead-lettered rows to discard.")
+        for entry in taken:
+            entry.update(state="discarded", discarded_at=_iso(NOW))
+        return {"id": job_id, "object": "batch.dead_letter.discard", "discarded": len(taken),
+                "dead_letter_open": self._reopen(job_id)}
+
+    def _reopen(self, job_id: str) -> int:
+        still = sum(1 for e in self.dead_letters[job_id] if e["state"] == "open")
+        self.jobs_by_id[job_id]["dead_letter_open"] = still
+        return still
 
     # -- live events ---------------------------------------------------------------
 

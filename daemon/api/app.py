@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import web
 
-from daemon.api import batches, files, openapi, stream
+from daemon.api import batches, files, metrics, openapi, stats, stream
 from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_budget
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import auth, envelope, errors
@@ -25,15 +25,22 @@ def create_app(services: Services) -> web.Application:
         web.get("/openapi.json", openapi.serve),
         web.get("/v1/models", models),
         web.get("/v1/events", stream.events),
+        web.get("/v1/stats", stats.stats),
+        web.get("/metrics", metrics.metrics),
         *batches.routes(),
     ])
     files.setup(app)
     app.on_startup.append(_bind_hub)
+    app.on_shutdown.append(_close_streams)
     return app
 
 
 async def _bind_hub(app: web.Application) -> None:
     app[SERVICES].hub.bind(asyncio.get_running_loop())
+
+
+async def _close_streams(app: web.Application) -> None:
+    app[SERVICES].hub.close_all()
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -49,9 +56,12 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def models(request: web.Request) -> web.Response:
+    services = request.app[SERVICES]
+    states = services.model_states()
     data = [
         {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay",
-         "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency}
-        for m in request.app[SERVICES].config.models
+         "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency,
+         "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
+        for m in services.config.models
     ]
     return web.json_response({"object": "list", "data": data})

@@ -18,12 +18,21 @@ from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
 from daemon.domain.errors import InvalidRequest, conflict, no_batch_access, not_found
-from daemon.domain.jobs import CANCELLING, QUEUED, VALIDATING, Job, RowRecord
+from daemon.domain.jobs import (
+    CANCELLING,
+    DL_OPEN,
+    DL_STATES,
+    QUEUED,
+    VALIDATING,
+    Job,
+    RowRecord,
+)
 from daemon.domain.render import (
     dead_letter_entry,
     relay_result,
     row_detail,
     workflow_counters,
+    workspace_dead_letter_entry,
 )
 from daemon.store.interface import WorkspaceRecord
 
@@ -34,6 +43,7 @@ LARGE_BODY = 256 * 1024
 CANCEL_WAIT_S = 5.0
 RESULTS_PAGE_MOST = 10_000  # `?limit=` of the results
 LIST_DIALECTS = (*DIALECTS, EVERY_DIALECT)  # `?dialect=` of the list
+DEAD_LETTER_STATES = (*DL_STATES, "all")  # `?state=` of the workspace's dead letter
 
 
 def render(job: Job) -> dict[str, Any]:
@@ -226,6 +236,44 @@ async def dead_letter(request: web.Request) -> web.Response:
                               "data": [dead_letter_entry(r) for r in rows]})
 
 
+async def workspace_dead_letter(request: web.Request) -> web.Response:
+    """`GET /v1/dead_letter`: the dead-lettered rows of every job of the workspace, open
+    ones by default (`state`), newest job first, each with the job it belongs to."""
+    services, workspace = context(request)
+    query = request.query
+    limit = paging.limit(query.get("limit"), default=100, most=1000)
+    state = query.get("state") or DL_OPEN
+    if state not in DEAD_LETTER_STATES:
+        raise InvalidRequest(f"'state' must be one of {', '.join(DEAD_LETTER_STATES)}; "
+                             f"got {state!r}.", param="state")
+    states = DL_STATES if state == "all" else (state,)
+    found, has_more = await asyncio.to_thread(
+        services.repo.workspace_dead_letter, workspace.id, states=states, limit=limit)
+    return web.json_response({"object": "list", "has_more": has_more,
+                              "data": [workspace_dead_letter_entry(j, r) for j, r in found]})
+
+
+async def discard_dead_letter(request: web.Request) -> web.Response:
+    """Take open dead-lettered rows (all, or `custom_ids`) off the job's list; they stay
+    in its `dead_letter` count and read `discarded` in its list."""
+    services, _ = context(request)
+    job = await load_job(request)
+    body = await read_json(request) if request.can_read_body else {}
+    custom_ids = _custom_ids(body)
+    discarded = await asyncio.to_thread(services.repo.discard_dead_letter, job.seq,
+                                        custom_ids=custom_ids, now=services.clock())
+    if not discarded:
+        raise InvalidRequest("This batch has no open dead-lettered rows to discard"
+                             + (" among the given custom_ids" if custom_ids else "") + ".",
+                             param="custom_ids" if custom_ids else None,
+                             code="nothing_to_discard")
+    updated = await asyncio.to_thread(services.repo.job_by_seq, job.seq)
+    services.notifier.job_changed(job.seq)
+    return web.json_response({"id": job.id, "object": "batch.dead_letter.discard",
+                              "discarded": discarded,
+                              "dead_letter_open": (updated or job).dead_letter_open})
+
+
 async def row(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
@@ -266,6 +314,7 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
                              param="custom_ids" if custom_ids else None,
                              code="nothing_to_retry")
     announce(services, created)
+    services.notifier.job_changed(job.seq)  # its rows left the open dead letter
     return web.json_response(render(created))
 
 
@@ -324,4 +373,6 @@ def routes() -> list[web.RouteDef]:
         web.get(one + "/rows/{custom_id:.+}", row),
         web.get(one + "/workflows", workflows),
         web.post(one + "/dead_letter/retry", retry_dead_letter),
+        web.post(one + "/dead_letter/discard", discard_dead_letter),
+        web.get("/v1/dead_letter", workspace_dead_letter),
     ]

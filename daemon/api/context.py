@@ -12,6 +12,7 @@ from aiohttp import web
 from daemon.actors.health import Health
 from daemon.api.events import EventHub
 from daemon.config import Config
+from daemon.metering import Meters
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -30,6 +31,8 @@ class Services:
     resolve: Resolver = system_resolver
     accepting: bool = True
     health: Health = field(default_factory=Health)
+    meters: Meters = field(default_factory=Meters)  # /metrics: its series and marks
+    model_states: Callable[[], dict[str, dict[str, Any]]] = dict  # the router's, by alias
 
     def actors_alive(self) -> bool:
         """The actors a new job is handed to are there to take it."""

@@ -35,6 +35,7 @@ class Subscription:
     workspace_id: int
     queue: asyncio.Queue[Event] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
     dropped: int = 0
+    closed: bool = False  # relayd is stopping: the stream ends
     token: str = field(default_factory=lambda: secrets.token_hex(8))
     sent: int = 0
 
@@ -82,3 +83,11 @@ class EventHub:
 
     def unsubscribe(self, sub: Subscription) -> None:
         self.subscribers[sub.workspace_id].discard(sub)
+
+    def close_all(self) -> None:
+        """relayd is stopping: every stream ends now (on the loop), rather than hold the
+        listener's shutdown until its grace period runs out."""
+        for subs in self.subscribers.values():
+            for sub in subs:
+                sub.closed = True
+                sub.offer(Event("stream.closed", {"reason": "relayd is stopping"}))

@@ -17,9 +17,18 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.batches import LIST_DIALECTS, RESULTS_PAGE_MOST
+from daemon.api.batches import DEAD_LETTER_STATES, LIST_DIALECTS, RESULTS_PAGE_MOST
+from daemon.api.stats import DEFAULT_MINUTES, MOST_MINUTES
 from daemon.dialects import LISTED_BY_DEFAULT
-from daemon.domain import files, jobs, openai_input, relay_input, tool_config, workflow_config
+from daemon.domain import (
+    files,
+    jobs,
+    openai_input,
+    relay_input,
+    stats,
+    tool_config,
+    workflow_config,
+)
 from daemon.domain.render import RELAY_VIEW
 from daemon.domain.render_openai import OPENAI_VIEW
 
@@ -145,6 +154,11 @@ def relay_schemas() -> dict[str, Schema]:
             "model": string(), "priority": integer(), "total": integer(minimum=0),
             "completed": integer(minimum=0), "failed": integer(minimum=0),
             "dead_letter": integer(minimum=0),
+            "dead_letter_open": integer("Dead-lettered rows neither re-driven nor "
+                                        "discarded: the ones that still need attention.",
+                                        minimum=0),
+            "canceled": integer("Of the failed rows, those that never ran: the job was "
+                                "cancelled (or expired) before they started.", minimum=0),
             "created_at": string("UTC, ISO 8601.", format="date-time"), "started_at": stamp,
             "completed_at": stamp, "error": nullable(string()),
             "webhookUrl": nullable(string()),
@@ -276,20 +290,36 @@ def shared_schemas() -> dict[str, Schema]:
     attempt = closed({"model": string(), "status_code": nullable(integer()),
                       "error": nullable(string()), "duration_ms": integer(minimum=0),
                       "started_at": number("Unix seconds.")})
+    entry = {
+        "custom_id": string(), "attempts": integer(minimum=0), "models": array(string()),
+        "last_error": nullable(string()), "status_code": nullable(integer()),
+        "messages": any_json("The row's messages (chat rows)."),
+        "body": free_object("Secrets redacted."), "attempt_log": array(attempt),
+        "redriven_to": nullable(string("The retry job the row went to.")),
+        "state": choice(*jobs.DL_STATES, description="open: still needs attention; "
+                        "redriven: a retry took it (redriven_to); discarded."),
+        "discarded_at": nullable(string("When it was discarded, ISO 8601.",
+                                        format="date-time")),
+    }
     return {
         "Batch": {"anyOf": [ref("RelayJob"), ref("OpenAIBatch")],
                   "description": "A job, in the dialect it was submitted in."},
         "BatchList": closed({"object": choice("list"), "data": array(ref("Batch")), **page}),
         "Attempt": attempt,
-        "DeadLetterEntry": closed({
-            "custom_id": string(), "attempts": integer(minimum=0), "models": array(string()),
-            "last_error": nullable(string()), "status_code": nullable(integer()),
-            "messages": any_json("The row's messages (chat rows)."),
-            "body": free_object("Secrets redacted."), "attempt_log": array(attempt),
-            "redriven_to": nullable(string("The retry job the row went to.")),
-        }),
+        "DeadLetterEntry": closed(entry),
         "DeadLetterList": closed({"id": string(), "object": choice("list"),
                                   "data": array(ref("DeadLetterEntry"))}),
+        "WorkspaceDeadLetterList": closed({
+            "object": choice("list"), "has_more": boolean(),
+            "data": array(closed({"batch_id": string(), "batch_name": string(), **entry},
+                                 description="An entry with the job it belongs to.")),
+        }),
+        "DeadLetterDiscard": _described({"type": "object", "properties": {
+            "custom_ids": nullable(array(string(), minItems=1)),
+        }}, "Which open dead-lettered rows to discard (all when absent)."),
+        "DeadLetterDiscarded": closed({
+            "id": string(), "object": choice("batch.dead_letter.discard"),
+            "discarded": integer(minimum=1), "dead_letter_open": integer(minimum=0)}),
         "DeadLetterRetry": _described({"type": "object", "properties": {
             "custom_ids": nullable(array(string(), minItems=1)),
             "force": boolean("Re-drive rows that were re-driven already."),
@@ -358,7 +388,20 @@ def service_schemas() -> dict[str, Schema]:
         "ModelList": closed({"object": choice("list"), "data": array(closed({
             "id": string("The alias clients use."), "object": choice("model"),
             "created": integer(), "owned_by": string(), "fallbacks": array(string()),
-            "max_concurrency": integer(minimum=1)}))}),
+            "max_concurrency": integer(minimum=1),
+            "rpm": nullable(integer("Configured requests a minute.", minimum=1)),
+            "tpm": nullable(integer("Configured tokens a minute.", minimum=1)),
+            "state": nullable(ref("ModelState"))}))}),
+        "ModelState": closed({
+            "rpm": nullable(integer("The rate paced to: the lower of the configured and "
+                                    "the announced.")),
+            "tpm": nullable(integer()),
+            "upstream_rpm": nullable(integer("Announced by x-ratelimit-limit-requests.")),
+            "upstream_tpm": nullable(integer("Announced by x-ratelimit-limit-tokens.")),
+            "paused": boolean("A 429 paused the model's dispatch."),
+            "paused_until": when, "rate_limited": integer("429s met.", minimum=0),
+            "concurrency": integer("Requests at once allowed now.", minimum=1),
+            "in_flight": integer(minimum=0)}),
         "Health": closed({"status": choice("ok")}),
         "Degraded": closed({"status": choice("degraded"),
                             "reason": choice("insufficient_storage", "store_unavailable"),
@@ -369,6 +412,7 @@ def service_schemas() -> dict[str, Schema]:
             "status": choice(*jobs.STATUSES, description="The internal status."),
             "priority": integer(), "tier": string(), "total": integer(),
             "completed": integer(), "failed": integer(), "dead_letter": integer(),
+            "dead_letter_open": integer(), "canceled": integer(),
             "created_at": number(), "started_at": when, "finished_at": when,
             "cron": nullable(string()), "next_run_at": when,
             "template_id": nullable(string()), "error": nullable(string()),
@@ -502,6 +546,18 @@ def batch_paths() -> dict[str, Schema]:
             "retryDeadLetter", "A new job from the dead-lettered rows", tag="Batches",
             answer=ok(batch), errors=(400, *by_job, 413, 429, *WRITES), parameters=JOB,
             body=json_body(ref("DeadLetterRetry"), required=False))},
+        one + "/dead_letter/discard": {"post": operation(
+            "discardDeadLetter", "Take open dead-lettered rows off the job's list",
+            tag="Batches", answer=ok(ref("DeadLetterDiscarded")),
+            errors=(400, *by_job, 413, 429, *WRITES), parameters=JOB,
+            body=json_body(ref("DeadLetterDiscard"), required=False))},
+        "/v1/dead_letter": {"get": operation(
+            "listDeadLetter", "Dead-lettered rows of every job of the workspace",
+            tag="Batches", answer=ok(ref("WorkspaceDeadLetterList")), errors=(400, 404),
+            parameters=(param("state", "query", {**choice(*DEAD_LETTER_STATES),
+                                                 "default": jobs.DL_OPEN}),
+                        limit(100, 1000)),
+            description="Newest job first, each job's rows in input order.")},
         one + "/rows/{custom_id}": {"get": operation(
             "getBatchRow", "One row: attempts, transcript, workflow state", tag="Batches",
             answer=ok(ref("RowDetail")), errors=by_job, parameters=(JOB_ID, CUSTOM_ID))},
@@ -574,6 +630,59 @@ def service_paths() -> dict[str, Schema]:
     }
 
 
+def stats_schemas() -> dict[str, Schema]:
+    """`GET /v1/stats`: one workspace at a glance."""
+    stamp = string("UTC, ISO 8601.", format="date-time")
+    count = integer(minimum=0)
+    by_class = closed({c: count for c in stats.ERROR_CLASSES})
+    usage = {"input_tokens": count, "output_tokens": count, "cost_nano_usd": count,
+             "cost_usd": number("cost_nano_usd / 1e9, at the config's prices.")}
+    return {"Stats": closed({
+        "object": choice("stats"), "workspace": string(), "generated_at": stamp,
+        "window": closed({"since": stamp, "minutes": integer(minimum=1),
+                          "bucket_seconds": integer(minimum=1)}),
+        "throughput": array(closed({"at": stamp, "completed": count, "failed": count}),
+                            "Rows finished in each bucket of the window, oldest first."),
+        "models": array(closed({
+            "model": string(), "attempts": count, "errors": by_class,
+            "error_rates": closed({c: number() for c in stats.ERROR_CLASSES}),
+            "latency_ms": closed({"p50": nullable(integer()), "p95": nullable(integer()),
+                                  "samples": count},
+                                 description="Over the successful attempts.")}),
+            "Upstream attempts of the rows finished in the window, by model."),
+        "failing": array(closed({
+            "model": string(), "error": choice(*stats.UPSTREAM_FAULTS),
+            "share": number(), "attempts": count,
+            "message": string(examples=["gpt-4o-mini: 100% connection errors"])}),
+            "Models whose recent attempts (rows finished in the last 5 minutes) failed "
+            "at least half the time for the upstream's sake."),
+        "usage": closed({
+            "total": closed(usage, description="Every job of the workspace."),
+            "jobs": array(closed({"id": string(), "name": string(), "model": string(),
+                                  **usage}),
+                          "The window's jobs, newest first (at most 50).")}),
+        "queue": array(closed({"priority": integer(), "jobs": count, "rows": count}),
+                       "Jobs waiting to run, highest priority first."),
+    })}
+
+
+def operator_paths() -> dict[str, Schema]:
+    metrics = operation(
+        "metrics", "Prometheus metrics", tag="Service", errors=(401,), public=True,
+        answer={"description": "The Prometheus text exposition format.",
+                "content": {"text/plain": {"schema": string()}}},
+        description="An operator's view of the whole daemon, with no API key: open when "
+                    "[metrics] token is unset, `Authorization: Bearer <token>` when set.")
+    return {
+        "/metrics": {"get": metrics},
+        "/v1/stats": {"get": operation(
+            "getStats", "The workspace at a glance", tag="Service", answer=ok(ref("Stats")),
+            errors=(400, 404), parameters=(param(
+                "minutes", "query", integer(minimum=1, maximum=MOST_MINUTES,
+                                            default=DEFAULT_MINUTES), "The window."),))},
+    }
+
+
 @cache
 def document() -> dict[str, Any]:
     """The whole OpenAPI 3.1 document."""
@@ -584,13 +693,13 @@ def document() -> dict[str, Any]:
                                 "batch API (OpenAI's Batch shape) on one /v1/batches."},
         "security": [{"bearer": []}],
         "tags": [{"name": "Batches"}, {"name": "Files"}, {"name": "Service"}],
-        "paths": service_paths() | batch_paths() | file_paths(),
+        "paths": service_paths() | operator_paths() | batch_paths() | file_paths(),
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                            "description": "An API key (relayd keys create)."}},
             "schemas": error_schemas() | relay_schemas() | record_schemas()
                        | openai_schemas() | shared_schemas() | file_schemas()
-                       | service_schemas(),
+                       | service_schemas() | stats_schemas(),
             "responses": {name: error_response(status)
                           for status, (name, _) in ERRORS.items()},
         },

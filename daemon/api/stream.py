@@ -5,7 +5,8 @@ every job that is not finished (so a late joiner sees current state), then live
 `job.created`, `job.progress`, `job.ended`.
 Comments keep idle connections alive; `stream.dropped` says events were lost
 because the client did not keep up (refetch state when you see it). A revoked key's
-stream gets `stream.closed` and ends within about a second.
+stream gets `stream.closed` and ends within about a second; when relayd stops, every
+stream gets `stream.closed` at once.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ async def events(request: web.Request) -> web.StreamResponse:
             await response.write(sub.encode(Event("job.snapshot", event_view(job))))
         clock = asyncio.get_running_loop().time
         checked = written = clock()
+        reason = "key revoked"
         while True:
             sent = await _next(sub)
+            if sub.closed:
+                reason = "relayd is stopping"
+                break
             if clock() - checked >= KEY_CHECK_S:
                 if not await _key_is_live(services, request[API_KEY]):
                     break
@@ -56,7 +61,7 @@ async def events(request: web.Request) -> web.StreamResponse:
             if sent is not None:
                 await response.write(sent)
                 written = clock()
-        await response.write(sub.encode(Event("stream.closed", {"reason": "key revoked"})))
+        await response.write(sub.encode(Event("stream.closed", {"reason": reason})))
     except ConnectionError as exc:  # the client left: the normal end of a stream
         log.debug("event stream closed by the client: %s", type(exc).__name__)
     finally:

@@ -53,6 +53,14 @@ ROW_PENDING = "pending"
 ROW_COMPLETED = "completed"
 ROW_FAILED = "failed"
 
+# A dead-lettered row's state (`RowRecord.dead_letter_state`).
+DL_OPEN, DL_REDRIVEN, DL_DISCARDED = "open", "redriven", "discarded"
+DL_STATES = (DL_OPEN, DL_REDRIVEN, DL_DISCARDED)
+
+# The error codes the dialects give rows a job's ending failed before they ran (each
+# dialect's `unrun_error`): such a row with no attempt counts in the job's `canceled`.
+NEVER_RAN = frozenset({"canceled", "expired", "batch_cancelled", "batch_expired"})
+
 
 @dataclass(frozen=True)
 class StatusView:
@@ -118,6 +126,8 @@ class Job(JobDraft):
     completed: int = 0
     failed: int = 0
     dead_letter: int = 0
+    dead_letter_open: int = 0  # dead-lettered rows neither re-driven nor discarded
+    canceled: int = 0  # failed rows that never ran: the job ended before they started
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0  # of the input tokens, read from an upstream's prompt cache
@@ -214,3 +224,12 @@ class RowRecord:
     model: str | None = None
     attempt_log: tuple[dict[str, Any], ...] = ()
     redriven_to: str | None = None  # the job a dead-letter retry sent it to
+    discarded_at: float | None = None  # an operator took it off the dead-letter list
+
+    @property
+    def dead_letter_state(self) -> str:
+        """Where a dead-lettered row stands: `open` (still needs attention), `redriven`
+        (a retry took it; `redriven_to` says where) or `discarded`."""
+        if self.redriven_to is not None:
+            return DL_REDRIVEN
+        return DL_DISCARDED if self.discarded_at is not None else DL_OPEN

@@ -48,6 +48,8 @@ def relay_job(job: Job) -> dict[str, Any]:
         "completed": job.completed,
         "failed": job.failed,
         "dead_letter": job.dead_letter,
+        "dead_letter_open": job.dead_letter_open,
+        "canceled": job.canceled,
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
         "completed_at": iso(job.finished_at),
@@ -106,7 +108,14 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
         "body": redacted(row.body),
         "attempt_log": list(row.attempt_log),
         "redriven_to": row.redriven_to,
+        "state": row.dead_letter_state,
+        "discarded_at": iso(row.discarded_at),
     }
+
+
+def workspace_dead_letter_entry(job: Job, row: RowRecord) -> dict[str, Any]:
+    """One row of `GET /v1/dead_letter`: a job's entry, with the job it belongs to."""
+    return {"batch_id": job.id, "batch_name": job.name} | dead_letter_entry(row)
 
 
 def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
@@ -204,6 +213,8 @@ def event_fields(job: Job) -> dict[str, Any]:
         "completed": job.completed,
         "failed": job.failed,
         "dead_letter": job.dead_letter,
+        "dead_letter_open": job.dead_letter_open,
+        "canceled": job.canceled,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "finished_at": job.finished_at,

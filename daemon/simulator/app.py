@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import random
 import socket
 import struct
@@ -17,11 +18,13 @@ from typing import Any
 
 from aiohttp import web
 
+from daemon.domain.ratelimit import max_tokens_of
 from daemon.simulator.content import (
     BODIES,
     PARSERS,
     BadRequest,
     Call,
+    count_tokens,
     json_body,
 )
 from daemon.simulator.faults import (
@@ -32,6 +35,7 @@ from daemon.simulator.faults import (
     parse_directive,
     plan,
 )
+from daemon.simulator.limits import Admission, SimLimits
 from daemon.simulator.tools import (
     ExecutorCall,
     executor_directive,
@@ -77,6 +81,9 @@ class SimState:
         self.mcp_seen: Counter[str] = Counter()  # tool_fail directives, per tool and arguments
         self.workflows = WorkflowMemory()  # POST /_sim/workflow: records and deliveries
         self.workflow_events: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
+        options = self.options
+        self.limits = SimLimits(rpm=options.rpm, tpm=options.tpm, capacity=options.capacity,
+                                capacity_retry_s=options.retry_after_s)
 
     def draw(self) -> Draw:
         return Draw(jitter=self.rng.random(), fault=self.rng.random())
@@ -139,17 +146,59 @@ def _reset_connection(request: web.Request) -> web.Response:
     return web.Response(status=500)
 
 
+def _limited_response(admission: Admission, headers: dict[str, str]) -> web.Response:
+    """OpenAI's 429 for a rate limit (or, past --capacity, an overloaded server's)."""
+    if admission.reason == "capacity":
+        message = "SIMULATED overload: the server is at capacity; try again later."
+    else:
+        message = f"SIMULATED rate limit reached for {admission.reason} per minute."
+    response = error_response(429, message, code="rate_limit_exceeded",
+                              retry_after_s=admission.retry_after_s)
+    response.headers.update(headers)
+    response.headers["retry-after-ms"] = str(math.ceil(admission.retry_after_s * 1000))
+    return response
+
+
 async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
     state = request.app[STATE]
     draw = state.draw()  # before anything can fail: every request consumes its draws
     try:
-        call = PARSERS[endpoint](await json_body(request))
+        body = await json_body(request)
+        call = PARSERS[endpoint](body)
     except BadRequest as exc:
         return _refuse(state, exc, None)
     try:
         directive = _directive_of(call)
     except BadRequest as exc:
         return _refuse(state, exc, call)
+    if not state.limits.active:
+        return await _serve(request, state, call, directive, draw)
+    charged = count_tokens(call.inputs) + (max_tokens_of(body) or 0)
+    return await _serve_limited(request, state, call, directive, draw, charged=charged)
+
+
+async def _serve_limited(request: web.Request, state: SimState, call: Call,
+                         directive: Directive | None, draw: Draw, *,
+                         charged: int) -> web.StreamResponse:
+    """Serve within --rpm/--tpm/--capacity, or answer 429 at once."""
+    limits, now = state.limits, time.monotonic()
+    admission = limits.admit(call.model, charged, now)
+    if not admission.ok:
+        state.record(call.model, call.prompt, 429)
+        return _limited_response(admission, limits.headers(call.model, now))
+    limits.in_flight += 1
+    try:
+        response = await _serve(request, state, call, directive, draw, charged=charged)
+    finally:
+        limits.in_flight -= 1
+    if not response.prepared:  # a streamed (huge) answer has sent its headers
+        response.headers.update(limits.headers(call.model, time.monotonic()))
+    return response
+
+
+async def _serve(request: web.Request, state: SimState, call: Call,
+                 directive: Directive | None, draw: Draw, *,
+                 charged: int | None = None) -> web.StreamResponse:
     outcome = state.decide(call, directive, draw)
     state.record(call.model, call.prompt, outcome.status)
     if outcome.delay_s:
@@ -157,7 +206,7 @@ async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
     if outcome.kind == "huge":
         body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
         return await _padded_response(request, body, outcome.huge_mb * MB)
-    return _respond(request, state, call, outcome)
+    return _respond(request, state, call, outcome, charged=charged)
 
 
 async def _padded_response(request: web.Request, body: dict[str, Any],
@@ -197,14 +246,17 @@ def _directive_of(call: Call) -> Directive | None:
 
 
 def _respond(request: web.Request, state: SimState, call: Call,
-             outcome: Outcome) -> web.Response:
+             outcome: Outcome, *, charged: int | None = None) -> web.Response:
     if outcome.kind == "reset":
         return _reset_connection(request)
     if outcome.kind == "garbage":
         return web.Response(text=_GARBAGE, content_type="application/json")
     if outcome.status != 200:
         return _fault_response(outcome.status, state.options)
-    return web.json_response(BODIES[call.endpoint](call, next(state.ids), int(time.time())))
+    body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
+    if charged is not None:
+        state.limits.settle(call.model, charged, body["usage"]["total_tokens"], time.monotonic())
+    return web.json_response(body)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:

@@ -38,6 +38,16 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _megabytes(text: str) -> int:
     try:
         size = int(text)
@@ -81,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--timeout-s", type=_non_negative, default=30.0,
         help="how long a simulated timeout hangs before answering 504")
     add("--seed", type=int, default=None, help="seed for the random faults and jitter")
+    add("--rpm", type=_positive, default=None,
+        help="requests a minute per model; past it, 429 with Retry-After and "
+             "x-ratelimit-* headers (a bucket refilling continuously, 1 s of burst)")
+    add("--tpm", type=_positive, default=None,
+        help="tokens a minute per model (prompt words + max_tokens, corrected to usage)")
+    add("--capacity", type=_positive, default=None,
+        help="requests at once; past it, 429 with --retry-after (a loaded vLLM)")
     add("--mcp-port", type=_port, default=None,
         help="also serve the SIMULATED MCP tool server (Streamable HTTP, path /mcp) on this "
              "port; 0 picks a free one (default: no MCP server)")
@@ -92,7 +109,8 @@ def options_from(args: argparse.Namespace) -> SimOptions:
         latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rate_429=args.rate_429,
         rate_5xx=args.rate_5xx, rate_timeout=args.rate_timeout, rate_reset=args.rate_reset,
         rate_huge=args.rate_huge, huge_mb=args.huge_mb,
-        retry_after_s=args.retry_after, timeout_s=args.timeout_s, seed=args.seed)
+        retry_after_s=args.retry_after, timeout_s=args.timeout_s, seed=args.seed,
+        rpm=args.rpm, tpm=args.tpm, capacity=args.capacity)
 
 
 def main(argv: list[str] | None = None) -> int:

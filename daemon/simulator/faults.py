@@ -25,11 +25,17 @@ class SimOptions:
     timeout_s: float = 30
     huge_mb: int = 100  # the size of a huge answer (MB = 2^20 bytes)
     seed: int | None = None
+    rpm: int | None = None  # requests a minute per model, else 429 (limits.py)
+    tpm: int | None = None  # tokens a minute per model
+    capacity: int | None = None  # requests at once, else 429
 
     def __post_init__(self) -> None:
         for name in ("latency_ms", "jitter_ms", "retry_after_s", "timeout_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
+        for name in ("rpm", "tpm", "capacity"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
         if not 1 <= self.huge_mb <= MAX_HUGE_MB:
             raise ValueError(f"huge_mb must be 1–{MAX_HUGE_MB}")
         rates = [rate for _, rate in self.fault_bands]

@@ -29,7 +29,7 @@ from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_record, row_record
-from daemon.store.rows import insert_rows
+from daemon.store.rows import OPEN_DEAD_LETTER, insert_rows
 from daemon.store.sql import COPY_ROWS, SqlBase
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
@@ -41,8 +41,14 @@ def _redrivable(seq: int, custom_ids: Sequence[str] | None, *, force: bool) -> l
     if custom_ids:
         query = query.where(RowModel.custom_id.in_(list(custom_ids)))
     if not force:
-        query = query.where(RowModel.redriven_to.is_null())
+        query = query.where(OPEN_DEAD_LETTER)
     return list(query.order_by(RowModel.position))
+
+
+def _resolved(seq: int, count: int) -> None:
+    if count:
+        (JobModel.update(dead_letter_open=JobModel.dead_letter_open - count)
+         .where(JobModel.seq == seq).execute())
 
 
 class JobQueries(SqlBase):
@@ -132,7 +138,7 @@ class JobQueries(SqlBase):
             for record in ending.files:
                 insert_file(record)
             self._move(row, ending.status, now=now, finished_at=now,
-                       failed=JobModel.failed + unrun,
+                       failed=JobModel.failed + unrun, canceled=JobModel.canceled + unrun,
                        output_file_id=ending.output_file_id,
                        error_file_id=ending.error_file_id, error=ending.error,
                        errors=json.dumps(ending.errors) if ending.errors else None,
@@ -195,9 +201,22 @@ class JobQueries(SqlBase):
             job = self.create_job(draft, [RowDraft(custom_id=r.custom_id,
                                                    body=json.loads(r.body), model=r.model)
                                           for r in taken])
+            opened = sum(1 for r in taken if r.redriven_to is None and r.discarded_at is None)
             (RowModel.update(redriven_to=new_id)
              .where(RowModel.id.in_([r.id for r in taken])).execute())
+            _resolved(seq, opened)
             return job
+
+    def discard_dead_letter(self, seq: int, *, custom_ids: Sequence[str] | None,
+                            now: float) -> int:
+        """Take a job's open dead-lettered rows (those of `custom_ids` when given) off
+        its list; how many were taken. The `dead_letter` counter keeps them."""
+        with self.write():
+            taken = [r.id for r in _redrivable(seq, custom_ids, force=False)]
+            if taken:
+                RowModel.update(discarded_at=now).where(RowModel.id.in_(taken)).execute()
+                _resolved(seq, len(taken))
+        return len(taken)
 
 
     def due_templates(self, now: float) -> list[Job]:

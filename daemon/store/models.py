@@ -70,6 +70,8 @@ class JobModel(BaseModel):
     completed = IntegerField(default=0)
     failed = IntegerField(default=0)
     dead_letter = IntegerField(default=0)
+    dead_letter_open = IntegerField(default=0)  # neither re-driven nor discarded (v10)
+    canceled = IntegerField(default=0)  # failed rows that never ran (v10)
     input_tokens = IntegerField(default=0)
     output_tokens = IntegerField(default=0)
     cached_tokens = IntegerField(default=0)  # of input_tokens (schema version 8)
@@ -102,6 +104,7 @@ class JobModel(BaseModel):
 
 
 class RowModel(BaseModel):
+    job_id: int  # the foreign key's column, as Peewee exposes it
     id = AutoField()
     job = ForeignKeyField(JobModel, backref="rows", on_delete="CASCADE", index=False)
     position = IntegerField()
@@ -121,6 +124,7 @@ class RowModel(BaseModel):
     completion_tokens = IntegerField(default=0)
     finished_at = FloatField(null=True)
     redriven_to = TextField(null=True)  # the job a dead-letter retry sent this row to
+    discarded_at = FloatField(null=True)  # taken off the dead-letter list (v10)
 
     class Meta:
         table_name = "row"

@@ -4,12 +4,18 @@ groups with the job's counters, and reading results and the dead-letter list."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+import operator
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from functools import reduce
 from typing import Any
 
 from peewee import Database, fn
 
 from daemon.domain.jobs import (
+    DL_DISCARDED,
+    DL_OPEN,
+    DL_REDRIVEN,
+    NEVER_RAN,
     ROW_COMPLETED,
     ROW_FAILED,
     ROW_PENDING,
@@ -24,7 +30,7 @@ from daemon.domain.jobs import (
 from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
-from daemon.store.records import dumps, row_record
+from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
     INSERT_ATTEMPTS,
     INSERT_ROWS,
@@ -99,10 +105,13 @@ class RowQueries(SqlBase):
             self._update_rows(done, now=now)
             self._insert_attempts(done)
             usage = sum((o.usage for _, o in done), Usage())
+            never_ran = sum(1 for _, o in done if _never_ran(o))
             JobModel.update(
                 completed=JobModel.completed + flushed.completed,
                 failed=JobModel.failed + flushed.failed,
                 dead_letter=JobModel.dead_letter + flushed.dead_letter,
+                dead_letter_open=JobModel.dead_letter_open + flushed.dead_letter,
+                canceled=JobModel.canceled + never_ran,
                 input_tokens=JobModel.input_tokens + usage.prompt_tokens,
                 output_tokens=JobModel.output_tokens + usage.completion_tokens,
                 cached_tokens=JobModel.cached_tokens + usage.cached_tokens,
@@ -188,6 +197,24 @@ class RowQueries(SqlBase):
             RowModel.select().where(RowModel.job == job_seq, RowModel.dead_letter == 1)
             .order_by(RowModel.position))
 
+    def workspace_dead_letter(self, workspace_id: int, *, states: Collection[str],
+                              limit: int) -> tuple[list[tuple[Job, RowRecord]], bool]:
+        """Dead-lettered rows of every job of a workspace in `states` (open, redriven,
+        discarded), newest job first, each job's rows in input order; the page and
+        whether more follow."""
+        wanted = [_STATE_WHERE[s] for s in states]
+        query = (RowModel.select().join(JobModel, on=(RowModel.job == JobModel.seq))
+                 .where(JobModel.workspace == workspace_id, RowModel.dead_letter == 1,
+                        reduce(operator.or_, wanted))
+                 .order_by(RowModel.job.desc(), RowModel.position).limit(limit + 1))
+        found = list(query)
+        page = found[:limit]
+        seqs = {r.job_id for r in page}
+        jobs = {j.seq: job_record(j) for j in JobModel.select().where(JobModel.seq.in_(seqs))}
+        records = self._with_attempts(page)
+        return [(jobs[r.job_id], rec) for r, rec in zip(page, records, strict=True)], \
+            len(found) > limit
+
     def _with_attempts(self, selected: Iterable[RowModel]) -> list[RowRecord]:
         rows = list(selected)
         log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
@@ -201,6 +228,20 @@ class RowQueries(SqlBase):
                     "duration_ms": a.duration_ms, "started_at": a.started_at,
                 })
         return [row_record(r, attempt_log=tuple(log[r.id])) for r in rows]
+
+
+# A dead-lettered row that still needs attention: neither re-driven nor discarded.
+OPEN_DEAD_LETTER = RowModel.redriven_to.is_null() & RowModel.discarded_at.is_null()
+_STATE_WHERE = {
+    DL_OPEN: OPEN_DEAD_LETTER,
+    DL_REDRIVEN: RowModel.redriven_to.is_null(False),
+    DL_DISCARDED: RowModel.redriven_to.is_null() & RowModel.discarded_at.is_null(False),
+}
+
+
+def _never_ran(outcome: RowOutcome) -> bool:
+    """A row the job's ending stopped before its first call went out."""
+    return not outcome.ok and not outcome.attempts and outcome.error_code in NEVER_RAN
 
 
 def _turn(r: RoundModel) -> Turn:

@@ -12,6 +12,7 @@ from typing import Any
 
 from peewee import SqliteDatabase
 
+from daemon.domain.jobs import NEVER_RAN
 from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
 from daemon.store.health import HealthQueries
@@ -26,6 +27,7 @@ from daemon.store.models import (
     database,
 )
 from daemon.store.rows import RowQueries
+from daemon.store.stats import StatsQueries
 from daemon.store.webhooks import WebhookQueries
 from daemon.store.workflows import WorkflowQueries
 
@@ -92,16 +94,32 @@ def _probe_and_row_lookup(db: SqliteDatabase) -> None:
                    'ON "row" ("job_id", "custom_id")')
 
 
+def _dead_letter_lifecycle(db: SqliteDatabase) -> None:
+    """Version 10: a job's rows that never ran (`canceled`) and its dead-lettered rows
+    still open, counted like its other counters; a dead-lettered row can be discarded."""
+    db.execute_sql('ALTER TABLE "row" ADD COLUMN discarded_at REAL')
+    db.execute_sql("ALTER TABLE job ADD COLUMN dead_letter_open INTEGER NOT NULL DEFAULT 0")
+    db.execute_sql("ALTER TABLE job ADD COLUMN canceled INTEGER NOT NULL DEFAULT 0")
+    db.execute_sql('UPDATE job SET dead_letter_open = (SELECT COUNT(*) FROM "row" r '
+                   "WHERE r.job_id = job.seq AND r.dead_letter = 1 "
+                   "AND r.redriven_to IS NULL)")
+    codes = ", ".join(f"'{code}'" for code in sorted(NEVER_RAN))
+    db.execute_sql('UPDATE job SET canceled = (SELECT COUNT(*) FROM "row" r '
+                   "WHERE r.job_id = job.seq AND r.status = 'failed' AND r.attempts = 0 "
+                   f"AND r.error_code IN ({codes}))")
+
+
 # Each migration takes the database from version N-1 to N. Version 1 is the initial
 # schema; a new database is created from the models at the latest version.
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
-    7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup}
-SCHEMA_VERSION = 9
+    7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
+    10: _dead_letter_lifecycle}
+SCHEMA_VERSION = 10
 
 
 class SqliteStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
-                  WorkflowQueries, HealthQueries):
+                  WorkflowQueries, HealthQueries, StatsQueries):
     """The `Store` on one SQLite file."""
 
     def __init__(self, db: SqliteDatabase) -> None:

@@ -4,6 +4,11 @@
 then each of that model's fallbacks in order, and sums the trip up in a
 `RowOutcome`. How one reply is judged (success, transient, permanent) is the
 pure `classify`, tested on its own; time, sleeping and jitter are injected.
+
+Every call passes its model's gate (`gate.py`: slots, rpm/tpm pacing, pauses),
+shared by every job. A 429 pauses the whole model; the row that met it waits out
+the pause at the gate without spending an attempt, up to `RATE_LIMITED_TRIES`
+times per model (so a model limited for good still ends), and does not fall back.
 """
 
 from __future__ import annotations
@@ -19,13 +24,21 @@ from typing import Any, Literal
 from daemon.config import ModelConfig, RetryConfig
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
+from daemon.domain.ratelimit import (
+    RATE_LIMITED_TRIES,
+    RateHeaders,
+    max_tokens_of,
+    read_rate_headers,
+)
 from daemon.domain.retry import is_transient_status, retry_delay
+from daemon.upstream.gate import ModelGate
 from daemon.upstream.transport import Reply, Transport, TransportError
 
 MESSAGE_LIMIT = 200
 TOO_LARGE = "response_too_large"
 
 Kind = Literal["success", "transient", "permanent"]
+SILENT = RateHeaders()  # an answer with no rate-limit headers
 
 
 @dataclass(frozen=True)
@@ -189,7 +202,8 @@ class Router:
         self._sleep = sleep
         self._clock = clock
         self._rng = rng or random.Random()
-        self._limits: dict[str, asyncio.Semaphore] = {}
+        # Built once: the API reads them from its own thread, so the dict never changes.
+        self._gates = {m.alias: ModelGate(m) for m in models}
 
     async def call(self, alias: str, endpoint: str, body: Mapping[str, Any], *,
                    resume_at: str | None = None) -> RowOutcome:
@@ -209,6 +223,11 @@ class Router:
                 return _succeeded(model, verdict, attempts)
             failures.append(Failure(model.alias, verdict, tries))
         return _failed(failures, attempts)
+
+    def model_states(self) -> dict[str, dict[str, Any]]:
+        """Each model's limits, pause and concurrency, as `GET /v1/models` shows them."""
+        now = self._clock()
+        return {alias: gate.snapshot(now) for alias, gate in self._gates.items()}
 
     async def aclose(self) -> None:
         close = getattr(self._transport, "close", None)
@@ -231,12 +250,18 @@ class Router:
         self, model: ModelConfig, endpoint: str, body: Mapping[str, Any], attempts: list[Attempt]
     ) -> tuple[Verdict, int]:
         payload = payload_for(body, model)
-        for tries in range(1, self._retry.attempts + 1):
-            verdict = await self._attempt(model, endpoint, payload, attempts)
-            if verdict.kind != "transient" or tries == self._retry.attempts:
-                return verdict, tries
+        max_tokens = max_tokens_of(body)
+        tries = paced = 0
+        while True:
+            verdict = await self._attempt(model, endpoint, payload, attempts,
+                                          max_tokens=max_tokens)
+            if verdict.status == 429 and paced < RATE_LIMITED_TRIES:
+                paced += 1  # the model is paused now; the gate waits it out
+                continue
+            tries += 1
+            if verdict.kind != "transient" or tries >= self._retry.attempts:
+                return verdict, tries + paced
             await self._sleep(self._delay(tries, verdict))
-        raise AssertionError("unreachable: retry.attempts is at least 1")
 
     def _delay(self, tries: int, verdict: Verdict) -> float:
         return retry_delay(
@@ -248,30 +273,55 @@ class Router:
         )
 
     async def _attempt(
-        self, model: ModelConfig, endpoint: str, payload: bytes, attempts: list[Attempt]
+        self, model: ModelConfig, endpoint: str, payload: bytes, attempts: list[Attempt], *,
+        max_tokens: int | None,
     ) -> Verdict:
-        """One upstream call, holding the model's slot only while it is on the wire."""
-        async with self._limit(model):
+        """One upstream call, holding the model's slot while it waits for its pace and
+        while it is on the wire."""
+        gate = self._gates[model.alias]
+        async with gate.slot():
+            tokens = gate.pace.estimator.estimate(len(payload), max_tokens)
+            await gate.admit(tokens, clock=self._clock, sleep=self._sleep)
             started = self._clock()
-            verdict = await self._send(model, endpoint, payload)
+            verdict = await self._send(model, endpoint, payload, gate)
             elapsed_ms = max(0, round((self._clock() - started) * 1000))
+        if verdict.kind == "success":
+            self._settle(gate, verdict, size=len(payload), max_tokens=max_tokens,
+                         estimated=tokens)
         transient = verdict.kind == "transient"
         attempts.append(
             Attempt(model.alias, verdict.status, verdict.error, elapsed_ms, started, transient)
         )
         return verdict
 
-    async def _send(self, model: ModelConfig, endpoint: str, payload: bytes) -> Verdict:
+    async def _send(self, model: ModelConfig, endpoint: str, payload: bytes,
+                    gate: ModelGate) -> Verdict:
         try:
             reply = await self._transport.send(model, endpoint, payload)
         except TransportError as exc:
             return classify_error(exc)
+        self._observe(gate, reply)
         return classify(reply, alias=model.alias)
 
-    def _limit(self, model: ModelConfig) -> asyncio.Semaphore:
-        if model.alias not in self._limits:
-            self._limits[model.alias] = asyncio.Semaphore(model.max_concurrency)
-        return self._limits[model.alias]
+    def _observe(self, gate: ModelGate, reply: Reply) -> None:
+        """Let the model's pace learn from an answer's rate-limit headers (and a 429)."""
+        now = self._clock()
+        names = {k.lower(): v for k, v in reply.headers.items()}
+        # Most answers say nothing of limits: skip reading them (a few µs a call).
+        said = reply.status == 429 or any(k.startswith("x-ratelimit-") for k in names)
+        rate = read_rate_headers(names.get, now=now) if said else SILENT
+        gate.pace.observe(reply.status, rate, now=now, backoff_s=self._retry.backoff_base_s,
+                          backoff_cap_s=self._retry.backoff_cap_s,
+                          pause_cap_s=self._retry.retry_after_cap_s)
+
+    def _settle(self, gate: ModelGate, verdict: Verdict, *, size: int, max_tokens: int | None,
+                estimated: int) -> None:
+        """Correct the token bucket and the estimate by the answer's usage."""
+        usage = usage_of(verdict.response or {})
+        gate.pace.settle(estimated, usage.prompt_tokens + usage.completion_tokens,
+                         self._clock())
+        gate.pace.estimator.learn(size, max_tokens, prompt=usage.prompt_tokens,
+                                  completion=usage.completion_tokens)
 
 
 def _succeeded(model: ModelConfig, verdict: Verdict, attempts: list[Attempt]) -> RowOutcome:

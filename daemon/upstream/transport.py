@@ -10,10 +10,10 @@ any answer is an exception:
       kind "too_large"    the body is over `[gateway] max_response_mb` (`status` is set);
                           the read stops there, the connection is dropped
 
-`AiohttpTransport` is the real one (one pooled `ClientSession` on the I/O loop);
-`TRANSPORTS` names the real ones `[gateway] transport` may choose, so a second
-client is one class and one line here. `FunctionTransport` wraps a plain async
-function so tests need no network.
+`AiohttpTransport` is one real client (one pooled `ClientSession` on the I/O loop),
+`reqwest.ReqwestTransport` the other; `clients.TRANSPORTS` names those
+`[gateway] transport` may choose. `FunctionTransport` wraps a plain async function so
+tests need no network.
 """
 
 from __future__ import annotations
@@ -128,16 +128,6 @@ def too_large(status: int, limit: int) -> TransportError:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-TRANSPORTS: dict[str, Callable[..., Transport]] = {"aiohttp": AiohttpTransport}
-
-
-def make_transport(name: str, retry: RetryConfig, *, connection_limit: int,
-                   max_response_bytes: int = MAX_BYTES) -> Transport:
-    """The upstream HTTP client `[gateway] transport` names (see `config.TRANSPORTS`)."""
-    return TRANSPORTS[name](retry, connection_limit=connection_limit,
-                            max_response_bytes=max_response_bytes)
 
 
 class FunctionTransport:

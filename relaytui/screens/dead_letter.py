@@ -1,8 +1,10 @@
-"""The dead-letter inspector of one job: the rows that exhausted retries and fallbacks,
-each row's messages and attempts, and re-driving all or the marked ones into a new job."""
+"""The dead-letter inspector of one job, or of every job of the workspace: the rows that
+exhausted retries and fallbacks, where each stands (open, re-driven to a job, discarded),
+each row's messages and attempts; re-driving or discarding all or the marked ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -18,30 +20,47 @@ from relaytui.client import RelayError
 from relaytui.models import JobView
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable, plain
+from relaytui.widgets.confirm import ConfirmScreen
 
 
 class DeadLetterScreen(RelayScreen):
+    """One job's dead letter, or (`job` None) the open rows of every job of the
+    workspace. A row re-driven already shows the job it went to; re-driving it again,
+    and re-driving all, ask first."""
+
     AUTO_FOCUS = "#dead"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", tooltip="Back to the jobs"),
         Binding("enter", "open", "Open", tooltip="Show the row's messages and every attempt"),
-        Binding("space", "mark", "Mark", tooltip="Mark or unmark the row for re-driving"),
+        Binding("space", "mark", "Mark", tooltip="Mark or unmark the row"),
         Binding("r", "redrive_marked", "Re-drive marked",
-                tooltip="Re-drive the marked rows (or the highlighted one) into a new job"),
+                tooltip="Re-drive the marked rows (or the highlighted one) into a new job; "
+                "a row re-driven already asks first"),
         Binding("R", "redrive_all", "Re-drive all",
-                tooltip="Re-drive every dead-lettered row into a new job"),
+                tooltip="Re-drive every open dead-lettered row into a new job (asks first)"),
+        Binding("x", "discard", "Discard",
+                tooltip="Take the marked (or highlighted) open rows off the list (asks "
+                "first)"),
     ]
 
-    def __init__(self, client: Any, job: JobView) -> None:
+    def __init__(self, client: Any, job: JobView | None = None) -> None:
         super().__init__()
         self.client, self.job = client, job
         self.entries: list[dict[str, Any]] = []
         self.marked: set[str] = set()
         self.redriving = False
 
+    @property
+    def workspace_wide(self) -> bool:
+        return self.job is None
+
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]Dead letter[/b] — {escape(self.job.name or self.job.id)}  "
-                     f"[dim]{self.job.id}[/dim]", classes="screen-title")
+        if self.job is None:
+            title = "[b]Dead letter[/b] — every job  [dim]open rows, newest job first[/dim]"
+        else:
+            title = (f"[b]Dead letter[/b] — {escape(self.job.name or self.job.id)}  "
+                     f"[dim]{self.job.id}[/dim]")
+        yield Static(title, classes="screen-title")
         yield LoadingIndicator()
         yield DataTable(id="dead", cursor_type="row", zebra_stripes=True)
         yield Static("", id="dead-summary", classes="summary")
@@ -49,9 +68,12 @@ class DeadLetterScreen(RelayScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for key, label, width in (("mark", "✓", 1), ("custom_id", "custom_id", 24),
-                                  ("attempts", "Attempts", 8), ("models", "Models tried", 26),
-                                  ("error", "Last error", 86)):
+        columns = [("mark", "✓", 1), ("custom_id", "custom_id", 24),
+                   ("attempts", "Attempts", 8), ("models", "Models tried", 20),
+                   ("state", "State", 14), ("error", "Last error", 66)]
+        if self.workspace_wide:
+            columns.insert(1, ("job", "Job", 24))
+        for key, label, width in columns:
             table.add_column(label, key=key, width=width)
         table.display = False
         self._load()
@@ -60,22 +82,38 @@ class DeadLetterScreen(RelayScreen):
           name="loading the dead letter")
     def _load(self) -> None:
         try:
-            entries = self.client.dead_letter(self.job.id)["data"]
+            if self.job is None:
+                entries = self.client.all_dead_letter()["data"]
+            else:
+                entries = self.client.dead_letter(self.job.id)["data"]
         except RelayError as exc:
             self.app.call_from_thread(self._show_problem, exc.message)
             return
         self.app.call_from_thread(self._loaded, entries)
 
+    def key_of(self, entry: dict[str, Any]) -> str:
+        if self.workspace_wide:
+            return f"{entry.get('batch_id')}/{entry['custom_id']}"
+        return str(entry["custom_id"])
+
     def _loaded(self, entries: list[dict[str, Any]]) -> None:
         self.entries = entries
         self.query_one(LoadingIndicator).display = False
         table = self.query_one(DataTable)
+        keep = self._highlighted_id()
+        table.clear()
         table.display = True
         for entry in entries:
-            table.add_row(Text(" "), plain(entry.get("custom_id")),
-                          Text(str(entry.get("attempts", "")), justify="right"),
-                          plain(", ".join(entry.get("models") or [])),
-                          plain(entry.get("last_error")), key=entry["custom_id"])
+            cells: list[Any] = [Text("✓" if self.key_of(entry) in self.marked else " ",
+                                     style="bold"), plain(entry.get("custom_id")),
+                                Text(str(entry.get("attempts", "")), justify="right"),
+                                plain(", ".join(entry.get("models") or [])),
+                                state_text(entry), plain(entry.get("last_error"))]
+            if self.workspace_wide:
+                cells.insert(1, plain(entry.get("batch_name") or entry.get("batch_id")))
+            table.add_row(*cells, key=self.key_of(entry))
+        if keep is not None and keep in {self.key_of(e) for e in entries}:
+            table.move_cursor(row=table.get_row_index(keep))
         table.focus()
         self._summarise()
 
@@ -85,12 +123,13 @@ class DeadLetterScreen(RelayScreen):
 
     def _summarise(self) -> None:
         n = len(self.entries)
+        still = sum(1 for e in self.entries if is_open(e))
         if not n:
             text = "No dead-lettered rows: nothing to re-drive."
         else:
-            text = (f"{n} dead-lettered row{'s' if n != 1 else ''}, {len(self.marked)} "
-                    "marked — space marks, r re-drives the marked (or highlighted) rows, "
-                    "R re-drives all, enter opens one")
+            text = (f"{n} dead-lettered row{'s' if n != 1 else ''} ({still} open), "
+                    f"{len(self.marked)} marked — space marks, r re-drives the marked (or "
+                    "highlighted) rows, R re-drives all open, x discards, enter opens one")
         self.query_one("#dead-summary", Static).update(text)
 
     def _highlighted_id(self) -> str | None:
@@ -99,63 +138,135 @@ class DeadLetterScreen(RelayScreen):
             return None
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
+    def _entry(self, key: str | None) -> dict[str, Any] | None:
+        return next((e for e in self.entries if self.key_of(e) == key), None)
+
     def action_mark(self) -> None:
-        custom_id = self._highlighted_id()
-        if custom_id is None:
+        key = self._highlighted_id()
+        if key is None:
             return
-        self.marked ^= {custom_id}
-        mark = Text("✓" if custom_id in self.marked else " ", style="bold")
+        self.marked ^= {key}
+        mark = Text("✓" if key in self.marked else " ", style="bold")
         table = self.query_one(DataTable)
-        table.update_cell(custom_id, "mark", mark)
+        table.update_cell(key, "mark", mark)
         if table.cursor_row < table.row_count - 1:
             table.move_cursor(row=table.cursor_row + 1)
         self._summarise()
 
     @on(DataTable.RowSelected, "#dead")
     def action_open(self) -> None:
-        custom_id = self._highlighted_id()
-        entry = next((e for e in self.entries if e["custom_id"] == custom_id), None)
+        entry = self._entry(self._highlighted_id())
         if entry is not None:
             self.app.push_screen(AttemptsScreen(entry))
 
+    def _chosen(self) -> list[dict[str, Any]]:
+        keys = self.marked or {k for k in [self._highlighted_id()] if k}
+        return [e for e in self.entries if self.key_of(e) in keys]
+
     def action_redrive_marked(self) -> None:
-        chosen = sorted(self.marked) or [i for i in [self._highlighted_id()] if i]
-        if chosen:
-            self._redrive(chosen)
+        chosen = self._chosen()
+        again = [e for e in chosen if not is_open(e)]
+        if not again:
+            self._redrive(chosen, force=False)
+            return
+        where = ", ".join(sorted({str(e.get("redriven_to") or "discarded") for e in again}))
+        self._ask(f"{len(again)} of the {len(chosen)} row(s) were re-driven or discarded "
+                  f"already ({where}). Re-drive them again?",
+                  lambda: self._redrive(chosen, force=True), yes="Re-drive again")
 
     def action_redrive_all(self) -> None:
-        if self.entries:
-            self._redrive(None)
+        still = [e for e in self.entries if is_open(e)]
+        if not still:
+            self.notify("No open dead-lettered rows: each was re-driven or discarded "
+                        "already (r re-drives a row again).", severity="warning")
+            return
+        jobs = len({e.get("batch_id") for e in still}) if self.workspace_wide else 1
+        self._ask(f"Re-drive all {len(still)} open dead-lettered row(s) into "
+                  f"{jobs} new job(s)?", lambda: self._redrive(still, force=False),
+                  yes="Re-drive all")
 
-    def _redrive(self, custom_ids: list[str] | None) -> None:
+    def action_discard(self) -> None:
+        chosen = [e for e in self._chosen() if is_open(e)]
+        if not chosen:
+            self.notify("Only open rows can be discarded.", severity="warning")
+            return
+        self._ask(f"Discard {len(chosen)} dead-lettered row(s)? They leave the open list "
+                  "(the job's dead-letter count keeps them).",
+                  lambda: self._discard(chosen), yes="Discard")
+
+    def _ask(self, question: str, then: Callable[[], object], *, yes: str) -> None:
+        def answered(ok: bool | None) -> None:
+            if ok:
+                then()
+        self.app.push_screen(ConfirmScreen(question, yes=yes, no="Cancel"), answered)
+
+    def _redrive(self, entries: list[dict[str, Any]], *, force: bool) -> None:
         if self.redriving:  # one re-drive at a time: never two jobs from one key press
             self.notify("A re-drive is already being sent.", severity="warning")
             return
-        self.redriving = True
-        self._send(custom_ids)
+        if entries:
+            self.redriving = True
+            self._send(by_job(entries, self.job), force)
 
     @work(thread=True, group="redrive", exit_on_error=False, name="re-drive")
-    def _send(self, custom_ids: list[str] | None) -> None:
-        try:
-            job = self.client.retry_dead_letter(self.job.id, custom_ids)
-        except RelayError as exc:
-            self.app.call_from_thread(self._sent, None, exc.message)
-            return
-        self.app.call_from_thread(self._sent, job, None)
+    def _send(self, by_job: dict[str, list[str]], force: bool) -> None:
+        for job_id, custom_ids in by_job.items():
+            try:
+                job = self.client.retry_dead_letter(job_id, custom_ids, force=force)
+            except RelayError as exc:
+                self.app.call_from_thread(self._sent, None, exc.message)
+                continue
+            self.app.call_from_thread(self._sent, job, None)
+        self.app.call_from_thread(self._done)
 
     def _sent(self, job: dict[str, Any] | None, problem: str | None) -> None:
-        self.redriving = False
         if job is None:
             self.notify(problem or "refused", title="Re-drive refused", severity="error")
             return
         total = job.get("total") or (job.get("request_counts") or {}).get("total")
         self.notify(f"{total} row(s) re-driven as job {job['id']}", title="Re-driven",
                     timeout=8)
+
+    def _done(self) -> None:
+        self.redriving = False
         self.marked.clear()
-        table = self.query_one(DataTable)
-        for entry in self.entries:
-            table.update_cell(entry["custom_id"], "mark", Text(" "))
-        self._summarise()
+        self._load()
+
+    @work(thread=True, group="redrive", exit_on_error=False, name="discard")
+    def _discard(self, entries: list[dict[str, Any]]) -> None:
+        for job_id, custom_ids in by_job(entries, self.job).items():
+            try:
+                answer = self.client.discard_dead_letter(job_id, custom_ids)
+            except RelayError as exc:
+                self.app.call_from_thread(self.notify, exc.message, title="Discard refused",
+                                          severity="error")
+                continue
+            self.app.call_from_thread(self.notify, f"{answer['discarded']} row(s) "
+                                      f"discarded; {answer['dead_letter_open']} open",
+                                      title="Discarded")
+        self.app.call_from_thread(self._done)
+
+
+def is_open(entry: dict[str, Any]) -> bool:
+    return entry.get("state", "open") == "open" and not entry.get("redriven_to")
+
+
+def state_text(entry: dict[str, Any]) -> Text:
+    """`open`, `→ 3f9c2a1b…` (the job it was re-driven to) or `discarded`."""
+    if entry.get("redriven_to"):
+        return Text(f"→ {str(entry['redriven_to'])[:10]}…", style="dim")
+    if entry.get("state") == "discarded":
+        return Text("discarded", style="dim")
+    return Text("open")
+
+
+def by_job(entries: list[dict[str, Any]], job: JobView | None) -> dict[str, list[str]]:
+    """The custom_ids of `entries`, grouped by the job each belongs to."""
+    grouped: dict[str, list[str]] = {}
+    for entry in entries:
+        owner = job.id if job is not None else str(entry["batch_id"])
+        grouped.setdefault(owner, []).append(str(entry["custom_id"]))
+    return grouped
 
 
 class AttemptsScreen(ModalScreen[None]):

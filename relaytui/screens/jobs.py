@@ -1,6 +1,7 @@
-"""The home screen: every job of the workspace, live. It owns the live feed (a thread
-worker), folds what it reports into the board, and updates the table one row at a
-time; the other screens open from here for the selected job."""
+"""The home screen: every job of the workspace, live. It owns the live feed and the
+store-health watch (thread workers), folds what they report into the board and the
+banner, and updates the table one row at a time; the other screens open from here for
+the selected job."""
 
 from __future__ import annotations
 
@@ -17,15 +18,16 @@ from textual.widgets import Footer, Input
 
 from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
+from relaytui.health import EVERY_S, HealthWatch, StoreHealth
 from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
-from relaytui.messages import FeedUpdate
+from relaytui.messages import FeedUpdate, HealthUpdate
 from relaytui.models import STATUS_FILTERS, JobView
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.confirm import ConfirmScreen
-from relaytui.widgets.header import ConnectionBar
+from relaytui.widgets.header import ConnectionBar, StoreBanner
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
 
@@ -46,6 +48,8 @@ class JobsScreen(RelayScreen):
                 tooltip="Browse, search and save a finished job's results (also enter)"),
         Binding("d", "dead_letter", "Dead letter",
                 tooltip="Inspect and re-drive the selected job's dead-lettered rows"),
+        Binding("D", "dead_letter_all", "All dead letter", show=False,
+                tooltip="The open dead-lettered rows of every job of the workspace"),
         Binding("c", "cancel", "Cancel job",
                 tooltip="Cancel the selected job or cron template (asks first)"),
         Binding("u", "upload", "Upload", tooltip="Submit a .csv or .jsonl file as a new job"),
@@ -53,19 +57,24 @@ class JobsScreen(RelayScreen):
     ]
 
     def __init__(self, client: Any, *, url: str, workspace: str,
-                 clock: Callable[[], float], start_dir: Path) -> None:
+                 clock: Callable[[], float], start_dir: Path,
+                 health_every: float = EVERY_S) -> None:
         super().__init__()
         self.client, self.url, self.workspace = client, url, workspace
         self.clock, self.start_dir = clock, start_dir
         self.board = JobBoard()
         self.feed = LiveFeed(client, lambda update: self.post_message(FeedUpdate(update)),
                              clock=clock)
+        self.health = HealthWatch(client, lambda h: self.post_message(HealthUpdate(h)),
+                                  every=health_every)
+        self.store = StoreHealth()
         self.listed = False
         self.status_filter = "all"
 
     def compose(self) -> ComposeResult:
         yield ConnectionBar(self.url, self.workspace, clock=self.clock, id="connection")
         with Vertical(id="jobs-main"):
+            yield StoreBanner(id="store-banner")
             yield Input(placeholder="filter by name, id or model — enter keeps it, "
                         "escape clears", id="search")
             yield JobTable(self.board, clock=self.clock, id="jobs")
@@ -85,9 +94,12 @@ class JobsScreen(RelayScreen):
         self.set_interval(1.0, self._tick)
         self.run_worker(self.feed.run, thread=True, name="live feed", group="feed",
                         exit_on_error=False)
+        self.run_worker(self.health.run, thread=True, name="store health", group="health",
+                        exit_on_error=False)
 
     def on_unmount(self) -> None:
         self.feed.stop()
+        self.health.stop()
 
     # -- the live feed ---------------------------------------------------------------
 
@@ -105,6 +117,18 @@ class JobsScreen(RelayScreen):
             change = self.board.apply_event(update.type, update.data, at=update.at)
             if change is not None:
                 self._changed(change, ended=update.type == "job.ended")
+
+    @on(HealthUpdate)
+    def _health(self, message: HealthUpdate) -> None:
+        """The banner follows relayd's store; a notification (seen on any screen) says
+        when it starts or stops failing."""
+        before, self.store = self.store, message.health
+        self.query_one(StoreBanner).show(self.store)
+        if self.store.degraded and not before.degraded:
+            self.notify(self.store.banner(), title="relayd is degraded", severity="error",
+                        timeout=10)
+        elif before.degraded and not self.store.degraded:
+            self.notify("relayd's store takes writes again.", title="relayd is healthy")
 
     def _listed(self, listed: JobsListed) -> None:
         views = [JobView.from_api(j) for j in listed.jobs]
@@ -132,9 +156,11 @@ class JobsScreen(RelayScreen):
 
     def _announce_end(self, view: JobView) -> None:
         dead = f", {view.dead_letter} dead-letter" if view.dead_letter else ""
-        self.notify(f"{view.completed}/{view.total} completed, {view.failed} failed{dead}",
-                    title=f"{view.name or view.id}: {view.status}",
-                    severity=_ENDED.get(view.status, "information"))
+        unrun = f" ({view.canceled} never ran)" if view.canceled else ""
+        self.notify(f"{view.completed}/{view.total} completed, {view.failed} failed"
+                    f"{unrun}{dead}", title=f"{view.name or view.id}: {view.shown_status}",
+                    severity="warning" if view.with_errors
+                    else _ENDED.get(view.status, "information"))
 
     def _tick(self) -> None:
         self.table.tick()
@@ -216,6 +242,9 @@ class JobsScreen(RelayScreen):
         view = self.selected()
         if view is not None:
             self.app.push_screen(DeadLetterScreen(self.client, view))
+
+    def action_dead_letter_all(self) -> None:
+        self.app.push_screen(DeadLetterScreen(self.client))
 
     def action_upload(self) -> None:
         self.app.push_screen(UploadScreen(self.client, start_dir=self.start_dir),

@@ -1,7 +1,8 @@
-"""Submitting a file as a job: pick a `.csv` (one prompt per line) or `.jsonl` (Relay rows
-or OpenAI records) in the tree or by typing its path, see its first rows as parsed,
-choose the model, name, priority, optional cron and webhook, and submit once. Reading
-and sending run in thread workers; a bad file or a refusal is shown in the form."""
+"""Submitting a file as a job: pick a `.csv` (one prompt per line, or a header naming the
+prompt column) or `.jsonl` (Relay rows or OpenAI records) in the tree or by typing its
+path, see its first rows as parsed, choose the model, name, priority, optional cron and
+webhook, and submit once. Reading and sending run in thread workers; a bad file or a
+refusal is shown in the form, a refused row by its line in the file."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from textual.widgets import (
 )
 
 from relaytui.client import RelayError
-from relaytui.formats import InputFileError, read_rows
+from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson")
@@ -75,8 +76,8 @@ class UploadScreen(RelayScreen):
     def __init__(self, client: Any, *, start_dir: Path) -> None:
         super().__init__()
         self.client, self.start_dir = client, start_dir
-        self.rows: list[dict[str, Any]] | None = None
-        self.rows_path: str | None = None
+        self.source: InputFile | None = None
+        self.read_from: tuple[str, str] | None = None  # the (path, column) read
         self.submitting = False
         self._read_timer: Timer | None = None
 
@@ -86,9 +87,14 @@ class UploadScreen(RelayScreen):
         with Horizontal(id="upload-main"):
             yield InputFileTree(self.start_dir, id="tree")
             with VerticalScroll(id="form"):
-                yield Label("File")
-                yield Input(placeholder="path to a .csv or .jsonl file, or pick one on the left",
-                            id="path")
+                with Horizontal(classes="row"):
+                    with Vertical():
+                        yield Label("File")
+                        yield Input(placeholder="path to a .csv or .jsonl file, or pick one "
+                                    "on the left", id="path")
+                    with Vertical(classes="narrow"):
+                        yield Label("Prompt column")
+                        yield Input(placeholder="CSV: auto", id="column")
                 yield Static("", id="file-status")
                 with Horizontal(classes="row"):
                     with Vertical():
@@ -152,54 +158,65 @@ class UploadScreen(RelayScreen):
         self.query_one("#path", Input).value = str(event.path)
         self._read_now()
 
+    @property
+    def rows(self) -> list[dict[str, Any]] | None:
+        return None if self.source is None else self.source.rows
+
+    def _wanted(self) -> tuple[str, str]:
+        return (self.query_one("#path", Input).value.strip(),
+                self.query_one("#column", Input).value.strip())
+
     @on(Input.Changed, "#path")
+    @on(Input.Changed, "#column")
     def _typed(self) -> None:
-        self.rows, self.rows_path = None, None
+        self.source, self.read_from = None, None
         self._sync_submit()
         if self._read_timer is not None:
             self._read_timer.stop()
         self._read_timer = self.set_timer(0.4, self._read_now)
 
     @on(Input.Submitted, "#path")
+    @on(Input.Submitted, "#column")
     def _read_now(self) -> None:
         if self._read_timer is not None:
             self._read_timer.stop()
-        path = self.query_one("#path", Input).value.strip()
-        if not path:
+        wanted = self._wanted()
+        if not wanted[0]:
             self._file_status("")
             return
-        if self.rows_path == path:
+        if self.read_from == wanted:
             return
         self._file_status("[dim]reading…[/dim]")
         self.query_one("#busy").display = True
-        self._read(path)
+        self._read(wanted)
 
     @work(thread=True, exclusive=True, group="read", exit_on_error=False,
           name="reading the file")
-    def _read(self, path: str) -> None:
+    def _read(self, wanted: tuple[str, str]) -> None:
+        path, column = wanted
         try:
-            rows = read_rows(Path(path).expanduser())
+            source = read_input(Path(path).expanduser(), column=column or None)
         except InputFileError as exc:
-            self.app.call_from_thread(self._read_failed, path, exc)
+            self.app.call_from_thread(self._read_failed, wanted, exc)
             return
-        self.app.call_from_thread(self._read_ok, path, rows)
+        self.app.call_from_thread(self._read_ok, wanted, source)
 
-    def _current_path(self, path: str) -> bool:
-        return self.query_one("#path", Input).value.strip() == path
-
-    def _read_ok(self, path: str, rows: list[dict[str, Any]]) -> None:
-        if not self._current_path(path):
+    def _read_ok(self, wanted: tuple[str, str], source: InputFile) -> None:
+        if self._wanted() != wanted:
             return
         self.query_one("#busy").display = self.submitting
-        self.rows, self.rows_path = rows, path
-        self._file_status(f"[$text-success]✓[/] {escape(Path(path).name)}: {len(rows)} "
-                          f"row{'s' if len(rows) != 1 else ''}")
+        self.source, self.read_from = source, wanted
+        rows = source.rows
+        column = (f" · prompt column {escape(repr(source.prompt_column))}"
+                  if source.prompt_column else "")
+        self._file_status(f"[$text-success]✓[/] {escape(Path(wanted[0]).name)}: {len(rows)} "
+                          f"row{'s' if len(rows) != 1 else ''}{column}")
         self._preview(rows[:PREVIEW_ROWS])
         self.query_one("#path").remove_class("-invalid")
         self._sync_submit()
 
-    def _read_failed(self, path: str, error: InputFileError) -> None:
-        if not self._current_path(path):
+    def _read_failed(self, wanted: tuple[str, str], error: InputFileError) -> None:
+        if self._wanted() != wanted:
             return
         self.query_one("#busy").display = self.submitting
         where = f"line {error.line}: " if error.line is not None else ""
@@ -233,11 +250,10 @@ class UploadScreen(RelayScreen):
             self.query_one(field).remove_class("-invalid")
         self.query_one("#busy").display = True
         self._status(f"submitting {len(form['requests'])} rows…")
-        self._send(form)
+        self._send(form, self.source)
 
     def _form(self) -> dict[str, Any] | None:
-        path = self.query_one("#path", Input).value.strip()
-        if self.rows is None or self.rows_path != path:
+        if self.source is None or self.read_from != self._wanted():
             self._status("[$text-error]Pick a readable .csv or .jsonl file first.[/]")
             return None
         model = self.query_one("#model", Select).value
@@ -252,16 +268,16 @@ class UploadScreen(RelayScreen):
             return None
         text = {k: self.query_one(f"#{k}", Input).value.strip() or None
                 for k in ("name", "cron", "webhook")}
-        return {"model": model, "requests": self.rows, "name": text["name"],
+        return {"model": model, "requests": self.source.rows, "name": text["name"],
                 "priority": number, "cron": text["cron"], "webhook_url": text["webhook"]}
 
     @work(thread=True, exclusive=True, group="submit", exit_on_error=False,
           name="submitting")
-    def _send(self, form: dict[str, Any]) -> None:
+    def _send(self, form: dict[str, Any], source: InputFile | None) -> None:
         try:
             job = self.client.submit(**form)
         except RelayError as exc:
-            self.app.call_from_thread(self._send_failed, exc)
+            self.app.call_from_thread(self._send_failed, exc, source)
             return
         except Exception:
             self.app.call_from_thread(self._send_done)
@@ -273,19 +289,28 @@ class UploadScreen(RelayScreen):
         self.query_one("#busy").display = False
         self._sync_submit()
 
-    def _send_failed(self, exc: RelayError) -> None:
+    def _send_failed(self, exc: RelayError, source: InputFile | None) -> None:
         self._send_done()
         if exc.unreachable:
             self._status(f"[$text-error]{escape(exc.message)}[/] — nothing was stored; "
                          "try again when relayd is back")
-        else:
+            return
+        line, field = source.locate(exc.param) if source else (None, exc.param)
+        if source is None or line is None:
             self._refused(f"relayd refused the job ({exc.status}): {exc.message}", exc.param)
+            return
+        self._refused(f"relayd refused the job ({exc.status}): line {line}: "
+                      f"{source.in_file_terms(exc.message)}", field, invalid="requests")
 
-    def _refused(self, message: str, param: str | None) -> None:
+    def _refused(self, message: str, param: str | None, *,
+                 invalid: str | None = None) -> None:
+        """Show relayd's refusal and mark its field (`invalid`: the form field's param,
+        when it is not `param`, as for a refused row: the file)."""
         field = f" [b](field: {escape(param)})[/b]" if param else ""
         self._status(f"[$text-error]{escape(message)}[/]{field}")
-        if param in FIELDS:
-            self.query_one(FIELDS[param]).add_class("-invalid")
+        marked = invalid or param
+        if marked in FIELDS:
+            self.query_one(FIELDS[marked]).add_class("-invalid")
 
     def _sent(self, job: dict[str, Any]) -> None:
         # `submitting` stays set: the screen closes, a second press reaches nothing

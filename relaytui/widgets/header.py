@@ -1,6 +1,6 @@
 """The top line: which relayd, which workspace (the key's prefix until the event stream
 names the workspace), and whether the live feed is connected, polling, or down and
-retrying when."""
+retrying when; below it, a red banner while relayd's store cannot write."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from textual.markup import escape
 from textual.widgets import Static
 
+from relaytui.health import StoreHealth
 from relaytui.live import Connection
 
 _STATES = {
@@ -69,3 +70,11 @@ class ConnectionBar(Static):
         if c.state == "polling":
             return f"  [dim]{escape(c.detail)}[/dim]"
         return ""
+
+
+class StoreBanner(Static):
+    """relayd's store is degraded: why and since when. Hidden while it takes writes."""
+
+    def show(self, health: StoreHealth) -> None:
+        self.update(escape(health.banner()))
+        self.set_class(health.degraded, "-shown")

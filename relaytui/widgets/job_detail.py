@@ -164,11 +164,11 @@ class JobDetail(Vertical):
             ended += f"  (ran {duration_text(v.finished_at - v.started_at)})"
         dead = "—" if v.dead_letter is None else v.dead_letter
         lines = [
-            f"[b]{escape(v.name or v.id)}[/b]   {escape(LABELS.get(v.status, v.status))}",
+            f"[b]{escape(v.name or v.id)}[/b]   {escape(_status_text(v))}",
             f"[dim]id[/dim] {v.id}   [dim]dialect[/dim] {v.dialect}   "
             f"[dim]model[/dim] {escape(v.model)}   [dim]priority[/dim] {v.priority_text}",
             f"[dim]rows[/dim] {v.total} total · {v.completed} completed · "
-            f"{v.failed} failed · {dead} dead-letter",
+            f"{v.failed} failed{_never_ran(v)} · {dead} dead-letter{_open(v)}",
             *self._workflows_line(v),
             f"[dim]created[/dim] {clock_text(v.created_at)}  "
             f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
@@ -235,3 +235,17 @@ class JobDetail(Vertical):
                          f"{run.done}/{run.total}  {clock_text(run.created_at)}  "
                          f"[dim]{run.id[:8]}…[/dim]")
         return lines
+
+
+def _status_text(v: JobView) -> str:
+    return "⚠ completed with errors" if v.with_errors else LABELS.get(v.status, v.status)
+
+
+def _never_ran(v: JobView) -> str:
+    return f" ({v.canceled} never ran)" if v.canceled else ""
+
+
+def _open(v: JobView) -> str:
+    if v.dead_letter and v.dead_letter_open is not None:
+        return f" ({v.dead_letter_open} open)"
+    return ""

@@ -14,6 +14,8 @@ from textual.widgets import DataTable
 
 from relaytui.board import JobBoard
 from relaytui.models import (
+    NEVER_RAN_MARK,
+    WITH_ERRORS,
     JobView,
     age_text,
     duration_text,
@@ -25,7 +27,7 @@ from relaytui.models import (
 from relaytui.widgets.colours import theme_style
 
 # key, label, width
-COLUMNS = (("status", "Status", 12), ("name", "Name", 44), ("model", "Model", 14),
+COLUMNS = (("status", "Status", 13), ("name", "Name", 44), ("model", "Model", 14),
            ("priority", "Pri", 3), ("progress", "Progress", 15), ("count", "Done/Total", 11),
            ("failed", "Failed", 6), ("dead", "DL", 4), ("rate", "Rows/s", 6),
            ("age", "Age", 5), ("eta", "ETA", 8))
@@ -34,11 +36,12 @@ _FIXED = sum(width for key, _, width in COLUMNS if key != "name")
 _RIGHT = {"priority", "count", "failed", "dead", "rate", "age", "eta"}
 
 LABELS = {"running": "▶ running", "queued": "· queued", "scheduled": "↻ scheduled",
-          "completed": "✓ completed", "failed": "✗ failed", "expired": "✗ expired",
-          "canceled": "⊘ canceled", "cancelling": "cancelling…"}
+          "completed": "✓ completed", WITH_ERRORS: "⚠ with errors", "failed": "✗ failed",
+          "expired": "✗ expired", "canceled": "⊘ canceled", "cancelling": "cancelling…"}
 # Theme variables, so the colours follow the theme (dark, light, ANSI-only).
 COLOURS = {"running": "text-primary", "cancelling": "text-warning", "queued": "foreground",
            "scheduled": "text-accent", "completed": "text-success", "failed": "text-error",
+           WITH_ERRORS: "warning",  # its own: the saturated amber, in bold (`_style`)
            "expired": "text-error", "canceled": "text-warning"}
 
 
@@ -164,10 +167,10 @@ class JobTable(DataTable[Text]):
         now = self.clock()
         rate = self.board.rate(view.id, now=now) if view.started_at else None
         return {
-            "status": LABELS.get(view.status, view.status), "name": view.name or view.id,
-            "model": view.model, "priority": view.priority_text,
-            "progress": progress_bar(view.done, view.total),
-            "count": f"{view.done}/{view.total}", "failed": str(view.failed),
+            "status": LABELS.get(view.shown_status, view.status),
+            "name": view.name or view.id, "model": view.model, "priority": view.priority_text,
+            "progress": progress_bar(view.ran, view.total, never_ran=view.canceled or 0),
+            "count": f"{view.ran}/{view.total}", "failed": str(view.failed),
             "dead": "—" if view.dead_letter is None else str(view.dead_letter),
             "rate": rate_text(rate if view.status not in ("queued", "scheduled") else None),
             "age": age_text(now - view.created_at if view.created_at else None),
@@ -177,15 +180,22 @@ class JobTable(DataTable[Text]):
     def _cell(self, view: JobView, key: str, text: str) -> Text:
         if key == "name":
             return Keyed(text, view.id)
-        style = self._style(view.status) if key in ("status", "progress") else ""
+        style = self._style(view.shown_status) if key in ("status", "progress") else ""
         if (key == "failed" and view.failed) or (key == "dead" and view.dead_letter):
             style = self._style("failed")
-        return Text(text, style=style, justify="right" if key in _RIGHT else "left",
+        cell = Text(text, style=style, justify="right" if key in _RIGHT else "left",
                     no_wrap=True, overflow="ellipsis", end="")
+        if key == "progress" and NEVER_RAN_MARK in text:  # rows that never ran: dimmed
+            start = text.index(NEVER_RAN_MARK)
+            cell.stylize("dim", start, text.rindex(NEVER_RAN_MARK) + 1)
+        return cell
 
     def _style(self, status: str) -> Style | str:
         if status not in self._styles:
-            self._styles[status] = theme_style(self.app, COLOURS.get(status, "foreground"))
+            style = theme_style(self.app, COLOURS.get(status, "foreground"))
+            if status == WITH_ERRORS and isinstance(style, Style):
+                style += Style(bold=True)
+            self._styles[status] = style
         return self._styles[status]
 
     def _reorder(self) -> None:

@@ -119,3 +119,12 @@ async def test_revoking_a_key_closes_its_stream_within_a_second(relay):
                                 now=relay.clock())
         body = await asyncio.wait_for(stream.content.read(), 5)  # until the server ends it
     assert b"event: stream.closed" in body
+
+
+async def test_stopping_relayd_ends_every_stream_at_once(relay):
+    async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
+        await read_ids(stream, 1)  # hello
+        relay.services.hub.close_all()  # what the app's shutdown does
+        body = await asyncio.wait_for(stream.content.read(), 0.5)  # well inside a key check
+    assert b"event: stream.closed" in body
+    assert b"relayd is stopping" in body

@@ -105,8 +105,17 @@ async def test_every_route_of_both_dialects_answers_as_documented(make_relay: Ma
     await openai_dialect(contract)
     await refusals(contract)
     await event_stream(contract)
+    await operator_routes(contract)
 
     assert contract.unchecked() == []
+
+
+async def operator_routes(c: Contract) -> None:
+    """After the dialects' jobs, so the stats have rows, attempts, usage to show."""
+    stats = await c.ok("GET", "/v1/stats")
+    assert stats["models"] and stats["usage"]["jobs"]
+    assert (await c.call("GET", "/v1/stats?minutes=0"))[0] == 400
+    assert (await c.call("GET", "/metrics", auth=False))[0] == 200
 
 
 async def service_routes(c: Contract) -> None:
@@ -122,18 +131,24 @@ async def service_routes(c: Contract) -> None:
 
 
 async def relay_dialect(c: Contract) -> None:
-    job = await c.ok("POST", "/v1/batches", json=batch("fine", "x OUTAGE", "REFUSE"))
+    job = await c.ok("POST", "/v1/batches", json=batch("fine", "x OUTAGE", "REFUSE",
+                                                      "y OUTAGE"))
     one = f"/v1/batches/{job['id']}"
     await c.relay.wait_status(job["id"], "completed")
     await c.ok("GET", one)
-    assert len((await c.ok("GET", one + "/results"))["data"]) == 3
+    assert len((await c.ok("GET", one + "/results"))["data"]) == 4
     page = await c.ok("GET", one + "/results?limit=1")
     assert (page["has_more"], page["last_id"]) == (True, "r-1")
     await c.ok("GET", one + "/results?limit=5&after=r-1")
-    assert len((await c.ok("GET", one + "/dead_letter"))["data"]) == 1
+    assert len((await c.ok("GET", one + "/dead_letter"))["data"]) == 2
     retry = await c.ok("POST", one + "/dead_letter/retry", json={"custom_ids": ["r-2"]})
     assert retry["retry_of"] == job["id"]
+    assert (await c.ok("GET", "/v1/dead_letter"))["data"][0]["custom_id"] == "r-4"
+    await c.ok("POST", one + "/dead_letter/discard")
+    assert (await c.call("POST", one + "/dead_letter/discard"))[0] == 400
     assert (await c.call("POST", one + "/dead_letter/retry"))[0] == 400
+    await c.ok("GET", "/v1/dead_letter?state=all&limit=5")
+    assert (await c.call("GET", "/v1/dead_letter?state=nope"))[0] == 400
     await c.ok("GET", one + "/rows/r-1")
     assert (await c.call("GET", one + "/rows/nope"))[0] == 404
     await c.ok("GET", one + "/workflows")

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import peewee
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.store.files import PartialFile
 from tests.api.conftest import Relay, assert_envelope, batch
@@ -121,3 +122,21 @@ async def test_an_upload_that_meets_a_full_disk_is_507_and_leaves_no_partial_fil
     assert not root.exists() or list(root.iterdir()) == []
     monkeypatch.undo()
     assert (await relay.ok("GET", "/v1/files"))["data"] == []
+
+
+async def test_metrics_carry_whether_the_store_takes_writes(relay: Relay,
+                                                            fault: StoreFault) -> None:
+    async def writable() -> float:
+        async with relay.client.get("/metrics") as resp:
+            text = await resp.text()
+        (sample,) = [s for f in text_string_to_metric_families(text) for s in f.samples
+                     if s.name == "relay_store_writable"]
+        return sample.value
+
+    assert await writable() == 1
+    fault.on = True
+    await probe(relay, relay.clock() + 60)
+    assert await writable() == 0
+    fault.on = False
+    await probe(relay, relay.clock() + 120)
+    assert await writable() == 1

@@ -154,20 +154,24 @@ def test_ctrl_c_while_waiting_exits_130_and_leaves_the_job(relay, write, monkeyp
 
 
 class Jobs:
-    """A stand-in client whose job has already ended with `status`."""
+    """A stand-in client whose job has already ended with `status` and `failed` rows."""
 
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, failed: int) -> None:
         self.status = status
+        self.failed = failed
 
     def job(self, job_id: str) -> dict:
-        return {"id": job_id, "status": self.status, "total": 1, "completed": 0,
-                "failed": 1, "dead_letter": 0, "error": "model 'x' left the config"}
+        return {"id": job_id, "status": self.status, "total": 1, "completed": 1 - self.failed,
+                "failed": self.failed, "dead_letter": 0, "error": "model 'x' left the config"}
 
 
-@pytest.mark.parametrize(("status", "code"), [("completed", 0), ("failed", 1),
-                                              ("canceled", 1)])
-def test_wait_exits_0_only_for_completed(capsys, status, code):
-    assert relay_cli.wait_for(Jobs(status), "j1", json_out=False) == code  # type: ignore[arg-type]
+@pytest.mark.parametrize(("status", "failed", "code", "shown"), [
+    ("completed", 0, 0, "completed (1 completed, 0 failed"),
+    ("completed", 1, 4, "completed with errors (0 completed, 1 failed"),
+    ("failed", 1, 1, "failed (0 completed, 1 failed"),
+    ("canceled", 1, 1, "canceled (0 completed, 1 failed")])
+def test_wait_exits_0_only_for_completed_with_no_failed_row(capsys, status, failed, code, shown):
+    assert relay_cli.wait_for(Jobs(status, failed), "j1", json_out=False) == code  # type: ignore[arg-type]
     out = capsys.readouterr().out
-    assert out.startswith(f"j1: {status} (0 completed, 1 failed, 0 dead-lettered)")
+    assert out.startswith(f"j1: {shown}"), out
     assert "error: model 'x' left the config" in out

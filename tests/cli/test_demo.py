@@ -3,14 +3,19 @@ whole run with a stand-in TUI, without the minute the long job takes to finish."
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import subprocess
 import sys
+import threading
+import time
 import tomllib
 import types
 
 import httpx
 import pytest
 
+from daemon.testing import free_port
 from relaytui import demo
 from relaytui.client import RelayClient
 from tests.e2e.harness import Simulator, rows, wait_for_status, wait_until
@@ -101,7 +106,7 @@ def test_the_printing_mode_shows_progress_results_and_dead_letters(
     with RelayClient(shared_relayd.url, shared_relayd.key(workspace)) as client:
         demo.print_run(client, demo.DemoJobs({"small": job["id"]}, template["id"]))
     out = capsys.readouterr().out
-    assert "small          completed  [####################] 4/4  failed 1" in out
+    assert "small          completed with errors [####################] 4/4  failed 1" in out
     assert "small: first results\n  r-0: " in out
     assert "  dead-letter dead: 6 attempts on gpt-4o-mini, backup" in out
     assert f"cron template {template['id']}: next run " in out
@@ -139,7 +144,9 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
         return 0
 
     monkeypatch.setattr(demo, "choose_tui", lambda **_: tui)
-    assert demo.main([]) == 0
+    port, sim_port = free_port(), free_port()
+    assert demo.main(["--port", str(port), "--sim-port", str(sim_port)]) == 0
+    assert seen["url"] == f"http://127.0.0.1:{port}"
     assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
     assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
     assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",  # type: ignore[arg-type]
@@ -148,6 +155,51 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{seen['url']}/healthz", timeout=2)
     out = capsys.readouterr().out
+    key = out.split("API key:   ", 1)[1].split()[0]
+    assert f"relayd:    http://127.0.0.1:{port}\n" in out
+    assert f"simulator: http://127.0.0.1:{sim_port}/v1 (SIMULATED upstream)" in out
+    assert f"relay --url http://127.0.0.1:{port} --key {key}" in out
+    assert f"just simulate {sim_port}" in out
     assert "Data and logs are in relay-data/demo/" in out
     assert (tmp_path / "relay-data" / "demo" / "relayd.log").exists()
     assert not (tmp_path / "config").exists() or not any((tmp_path / "config").iterdir())
+
+
+def test_ports_are_flags_and_the_hint_names_them():
+    args = demo.parse_args(["--port", "18081", "--sim-port", "19911"])
+    assert (args.port, args.sim_port) == (18081, 19911)
+    assert demo.parse_args([]).port is None
+    hint = demo.closing_hint(url="http://127.0.0.1:18081", sim_port=19911,
+                             config=demo.DATA / "demo-run.toml", key="rk-1")
+    assert "relay --url http://127.0.0.1:18081 --key rk-1" in hint
+    assert "just simulate 19911" in hint and "just serve relay-data/demo/demo-run.toml" in hint
+    with pytest.raises(SystemExit):
+        demo.parse_args(["--port", "70000"])
+
+
+def test_a_taken_port_ends_the_demo_at_once_after_printing_ports_and_key(tmp_path):
+    """A real run: the banner comes first, then relayd cannot bind and the demo stops."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port, sim_port = busy.getsockname()[1], free_port()
+        # Something else owns the port: it hangs up on whoever calls.
+        threading.Thread(target=hang_up, args=(busy,), daemon=True).start()
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "relaytui.demo", "--no-tui", "--port",
+                               str(port), "--sim-port", str(sim_port)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+    assert done.returncode != 0
+    assert f"relayd:    http://127.0.0.1:{port}\n" in done.stdout
+    assert f"simulator: http://127.0.0.1:{sim_port}/v1" in done.stdout
+    assert done.stdout.split("API key:   ", 1)[1].split()[0]
+    assert f"relayd exited with 1 at http://127.0.0.1:{port}" in done.stderr
+    assert "address already in use" in (tmp_path / "relay-data/demo/relayd.log").read_text()
+    assert took < 15, f"took {took:.1f} s"
+
+
+def hang_up(server: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # the listening socket was closed: the test is over
+        while True:
+            server.accept()[0].close()

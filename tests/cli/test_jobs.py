@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from relaytui import cli
 from relaytui.client import RelayClient
 from tests.e2e.harness import rows, wait_for_status
 
@@ -29,7 +30,8 @@ def submit(relay, write):
         path = write("rows.jsonl", lines)
         done = relay("submit", path, "--model", "gpt-4o-mini", "--json", *options,
                      *(["--wait"] if wait else []))
-        assert done.code == 0, done.err
+        failed_rows = wait and any(row is DEAD for row in lines)
+        assert done.code == (cli.ROWS_FAILED if failed_rows else cli.OK), done.err
         return done.json()
 
     return run
@@ -53,7 +55,8 @@ def test_ls_shows_both_dialects_in_one_table(relay, submit, openai_batch):
     header, newest, older = run.out.splitlines()  # the OpenAI batch was made first
     assert header.split() == ["ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED",
                               "DEAD", "CREATED"]
-    assert newest.split() == [job["id"], "completed", "Reviews", "gpt-4o-mini", "2", "4/4",
+    assert newest.split() == [job["id"], "completed", "with", "errors", "Reviews",
+                              "gpt-4o-mini", "2", "4/4",
                               "1", "1", job["created_at"]]
     assert older.split()[:9] == [openai_batch["id"], "completed", "From", "the", "SDK",
                                  "gpt-4o-mini", "standard", "1/1", "0"]
@@ -185,8 +188,8 @@ def test_dead_letter_table_and_json(relay, submit):
     run = relay("dead-letter", job["id"])
     assert run.code == 0
     header, entry = run.out.splitlines()
-    assert header.split() == ["CUSTOM_ID", "ATTEMPTS", "MODELS", "LAST", "ERROR"]
-    assert entry.split()[:4] == ["dead", "6", "gpt-4o-mini,backup", "upstream_error:"]
+    assert header.split() == ["CUSTOM_ID", "ATTEMPTS", "STATE", "MODELS", "LAST", "ERROR"]
+    assert entry.split()[:5] == ["dead", "6", "open", "gpt-4o-mini,backup", "upstream_error:"]
     [data] = relay("dead-letter", job["id"], "--json").json()
     assert (data["custom_id"], data["attempts"]) == ("dead", 6)
     clean = submit(rows(1))
@@ -200,3 +203,33 @@ def test_a_job_of_another_workspace_is_not_found(relay, shared_relayd, submit):
     job = submit(rows(1))
     other = relay("status", job["id"], "--key", shared_relayd.key("stranger"))
     assert other.code == 1 and "No batch found" in other.err
+
+
+def test_dead_letter_retry_discard_and_every_job(relay, submit):
+    first = submit([*rows(1), DEAD])
+    second = submit([DEAD, {**DEAD, "custom_id": "dead-2"}])
+
+    every = relay("dead-letter")
+    assert every.code == 0
+    assert every.out.splitlines()[0].split()[:3] == ["JOB", "CUSTOM_ID", "ATTEMPTS"]
+    assert [line.split()[0] for line in every.out.splitlines()[1:]] == [
+        second["id"], second["id"], first["id"]]
+
+    retry = relay("dead-letter", first["id"], "--retry", "--json")
+    assert retry.code == 0, retry.err
+    assert (retry.json()["retry_of"], retry.json()["total"]) == (first["id"], 1)
+    again = relay("dead-letter", first["id"], "--retry")
+    assert again.code == cli.REFUSED and "force" in again.err
+    state = relay("dead-letter", first["id"]).out.splitlines()[1]
+    assert f"redriven → {retry.json()['id']}" in state
+
+    gone = relay("dead-letter", second["id"], "--discard", "--rows", "dead-2")
+    assert (gone.code, gone.out) == (0, f"{second['id']}: discarded 1 row(s); 1 still open\n")
+    assert relay("dead-letter", first["id"], "--rows", "dead").code == cli.USAGE
+    assert relay("dead-letter", "--retry").code == cli.USAGE
+
+
+def test_a_job_with_failed_rows_reads_completed_with_errors(relay, submit):
+    submit([*rows(1), DEAD])
+    listed = relay("ls").out.splitlines()[1]
+    assert "completed with errors" in listed

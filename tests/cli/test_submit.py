@@ -53,11 +53,13 @@ def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(relay, write):
     dead = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
     lines = [*rows(6), dead]
     run = relay("submit", write("rows.jsonl", lines), "--model", "gpt-4o-mini", "--wait")
-    assert run.code == 0, run.err
+    assert run.code == 4, run.err  # ROWS_FAILED: completed, but not every row
     assert "waiting for job" in run.err
-    assert "completed  [####################] 7/7  failed 1  dead-letter 1" in run.err
+    assert ("completed with errors [####################] 7/7  failed 1  dead-letter 1"
+            in run.err)
     job_id = run.err.split("waiting for job ")[1].split()[0]
-    assert run.out == f"{job_id}: completed (6 completed, 1 failed, 1 dead-lettered)\n"
+    assert run.out == (f"{job_id}: completed with errors (6 completed, 1 failed, "
+                       "1 dead-lettered)\n")
 
 
 @pytest.mark.parametrize(("name", "content", "reason"), [

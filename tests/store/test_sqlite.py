@@ -86,6 +86,9 @@ def _version_1_database(path: Path) -> None:
     store.db.execute_sql("ALTER TABLE job DROP COLUMN reasoning_tokens")
     store.db.execute_sql('DROP TABLE "probe"')
     store.db.execute_sql('DROP INDEX "rowmodel_job_id_custom_id"')
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN dead_letter_open")
+    store.db.execute_sql("ALTER TABLE job DROP COLUMN canceled")
+    store.db.execute_sql('ALTER TABLE "row" DROP COLUMN discarded_at')
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due

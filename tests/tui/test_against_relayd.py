@@ -89,7 +89,7 @@ async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, works
             await wait_for(pilot, lambda: "attempts" in str(app.screen.query_one(".question")
                                                             .render()))
             await pilot.press("escape")
-            await pilot.press("R")
+            await pilot.press("R", "y")  # re-drive all asks first
             await wait_for(pilot, lambda: len(http.get(EVERY_JOB).json()["data"]) == 2,
                            what="the re-drive job")
             retry = http.get(EVERY_JOB).json()["data"][0]

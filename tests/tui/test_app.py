@@ -10,11 +10,13 @@ from relaytui.client import RelayError
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
 from relaytui.screens.connect import ConnectScreen
+from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.jobs import JobsScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, job_id
+from relaytui.widgets.confirm import ConfirmScreen
 from relaytui.widgets.job_table import JobTable
 from tests.tui.conftest import HERE, SIZE, wait_for
 
@@ -218,3 +220,46 @@ async def test_a_refused_key_says_so_and_k_connects_with_another():
         assert made == ["rk_better"] and saved[-1].key == "rk_better"
         assert "rk_better" in str(app.jobs_screen.query_one("#connection").render())
         assert first.feed.stopped  # the old connection's feed ended with its screen
+
+
+async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
+
+    fake = FakeRelay(replay=False)
+    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+                    save=lambda _: None)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
+        app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                                and app.screen.entries and app.screen)
+        await pilot.press("R")
+        assert isinstance(app.screen, ConfirmScreen) and fake.retried == []
+        await pilot.press("y")
+        await wait_for(pilot, lambda: len(fake.retried) == 1 and not screen.redriving)
+        await wait_for(pilot, lambda: all(e["redriven_to"] for e in screen.entries))
+        assert "→" in str(screen.query_one("#dead").get_cell_at((0, 4)))
+        await pilot.press("r")  # the highlighted row went somewhere already: ask again
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert len(fake.retried) == 1
+        await pilot.press("r", "y")
+        await wait_for(pilot, lambda: len(fake.retried) == 2)
+        assert fake.forced == [False, True]
+        await pilot.press("x")  # nothing open is left to discard
+        assert not isinstance(app.screen, ConfirmScreen) and fake.discarded == []
+
+
+async def test_discarding_asks_first_and_the_row_reads_discarded():
+
+    fake = FakeRelay(replay=False)
+    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+                    save=lambda _: None)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
+        app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                                and app.screen.entries and app.screen)
+        await pilot.press("x", "y")
+        await wait_for(pilot, lambda: fake.discarded == [(job_id(5), ["review-0010"])])
+        await wait_for(pilot, lambda: screen.entries[0]["state"] == "discarded")
+        assert fake.jobs_by_id[job_id(5)]["dead_letter_open"] == 2

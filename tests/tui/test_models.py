@@ -123,7 +123,7 @@ def test_rates_and_eta():
                                     started_at=1000.0, completed=100, failed=0))
     assert eta_seconds(done, 5.0) is None and average_rate(done, now=99999) == 5.0
     canceled = JobView.from_event(event(relay_status="canceled", completed=10, failed=90,
-                                        started_at=1000.0, finished_at=1010.0))
+                                        canceled=90, started_at=1000.0, finished_at=1010.0))
     assert average_rate(canceled, now=0) == 1.0  # the rows the cancel ended never ran
     assert rate_text(None) == "—" and rate_text(3.14159) == "3.1" and rate_text(420.4) == "420"
 
@@ -144,3 +144,22 @@ def test_throughput_samples_and_recent_rate():
 def test_key_hint_shows_only_the_public_prefix():
     assert key_hint("rk_abcdefghSECRETSECRET") == "rk_abcdefg…"
     assert key_hint(None) == "no key"
+
+
+def test_a_cancelled_job_reads_what_ran_not_100_percent():
+    view = JobView.from_api({"id": "j", "status": "canceled", "total": 100, "completed": 30,
+                             "failed": 70, "canceled": 60})
+    assert (view.done, view.ran) == (100, 40)
+    assert progress_bar(view.ran, view.total, never_ran=view.canceled or 0) == \
+        "████······  40%"
+    assert progress_bar(99, 100, never_ran=1) == "█████████·  99%"
+    assert progress_bar(3, 10) == "███░░░░░░░  30%"
+    assert progress_bar(2, 3) == "██████░░░░  66%"
+    assert progress_bar(122, 450, never_ran=328) == "██········  27%"
+
+
+def test_a_completed_job_with_failed_rows_reads_completed_with_errors():
+    ok = JobView.from_api({"id": "j", "status": "completed", "total": 3, "completed": 3})
+    bad = JobView.from_api({"id": "j", "status": "completed", "total": 300, "failed": 300})
+    assert (ok.shown_status, bad.shown_status) == ("completed", "completed with errors")
+    assert bad.status == "completed"  # filters and the API keep relayd's status

@@ -96,6 +96,22 @@ def test_a_dead_lettered_row_and_its_attempts(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_the_workspace_dead_letter_after_a_re_drive(snap_compare, fake_app):
+    """`D`: open rows of every job; one re-driven (it shows the job it went to)."""
+    fake, app = fake_app
+    fake.retry_dead_letter(job_id(5), ["review-0042"])
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+        fake.dead_letters[job_id(5)][1]["state"] = "open"  # listed, though re-driven
+        await pilot.press("D")
+        await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                       and app.screen.entries)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_results(snap_compare, fake_app):
     fake, app = fake_app
 

@@ -286,7 +286,7 @@ def test_transport_is_chosen_by_name() -> None:
 
 def test_every_transport_the_config_names_exists() -> None:
     from daemon.config import TRANSPORTS as NAMED
-    from daemon.upstream.transport import TRANSPORTS
+    from daemon.upstream.clients import TRANSPORTS
 
     assert set(TRANSPORTS) == set(NAMED)
 

@@ -84,6 +84,7 @@ def make_router(
 
     async def sleep(seconds: float) -> None:
         delays.append(seconds)
+        clock.now += seconds
 
     router = Router(
         models or [make_model()],
@@ -430,3 +431,117 @@ async def test_every_model_over_the_cap_names_each() -> None:
         "response_too_large: main answered 200 with a body over the 8 MB limit ([gateway] "
         "max_response_mb); fallback backup: answered 200 with a body over the 8 MB limit "
         "([gateway] max_response_mb) (not retried); fallback last: 400 (not retried)")
+
+
+# rate limits: pacing, pauses shared by every job, 429s that spend no attempt
+
+
+class VirtualTime:
+    """A clock and a sleep for several rows at once: `run` wakes the earliest sleeper
+    whenever every task waits."""
+
+    def __init__(self) -> None:
+        self.now = START
+        self.sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self.sleepers.append((self.now + seconds, len(self.sleepers), future))
+        await future
+
+    async def run(self, *calls: Any) -> list[Any]:
+        tasks = asyncio.gather(*calls)
+        while not tasks.done():
+            for _ in range(20):
+                await asyncio.sleep(0)
+            if self.sleepers:
+                self.sleepers.sort(key=lambda s: s[:2])
+                wake, _, future = self.sleepers.pop(0)
+                self.now = max(self.now, wake)
+                future.set_result(None)
+        return tasks.result()
+
+
+def timed_router(answers: list[Reply], models: Sequence[ModelConfig] = (), *,
+                 attempts: int = 3) -> tuple[Router, VirtualTime, list[tuple[float, str]]]:
+    """A router on virtual time whose upstream answers in arrival order, logging
+    (when, alias) per call."""
+    time = VirtualTime()
+    calls: list[tuple[float, str]] = []
+
+    async def upstream(model: ModelConfig, endpoint: str, payload: bytes) -> Reply:
+        calls.append((time.now, model.alias))
+        return answers.pop(0) if answers else ok()
+
+    router = Router(models or [make_model()], RetryConfig(attempts=attempts),
+                    transport=FunctionTransport(upstream), sleep=time.sleep, clock=time,
+                    rng=TopRng())
+    return router, time, calls
+
+
+async def test_a_429_pauses_the_model_for_every_job() -> None:
+    router, time, calls = timed_router([status(429, **{"Retry-After": "5"})])
+
+    async def later_row() -> Any:
+        await time.sleep(1)
+        return await router.call("main", ENDPOINT, BODY)
+
+    first, second = await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    assert first.ok and second.ok
+    assert calls[0][0] == START
+    assert [when for when, _ in calls[1:]] == [START + 5, START + 5]  # none during the pause
+    assert router.model_states()["main"]["rate_limited"] == 1
+
+
+async def test_paced_429s_spend_no_attempt_and_do_not_fall_back() -> None:
+    limited = [status(429, **{"Retry-After": "1"})] * 3
+    router, _, delays = make_router(
+        {"main": [*limited, ok()], "backup": []},
+        [make_model("main", fallbacks=("backup",)), make_model("backup")], attempts=1)
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert outcome.ok and outcome.model == "main"
+    assert [a.status_code for a in outcome.attempts] == [429, 429, 429, 200]
+    assert delays == [1.0, 1.0, 1.0]  # each the pause the upstream asked for
+
+
+async def test_a_model_limited_for_good_still_ends_and_is_dead_lettered() -> None:
+    from daemon.domain.ratelimit import RATE_LIMITED_TRIES
+
+    limited = [status(429, **{"Retry-After": "1"})] * (RATE_LIMITED_TRIES + 2)
+    router, _, _ = make_router(
+        {"main": limited, "backup": [ok()]},
+        [make_model("main", fallbacks=("backup",)), make_model("backup")], attempts=2)
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert outcome.ok and outcome.model == "backup"  # fallbacks still apply after retries
+    assert len([a for a in outcome.attempts if a.model == "main"]) == RATE_LIMITED_TRIES + 2
+
+
+async def test_rpm_spaces_the_calls() -> None:
+    router, time, calls = timed_router([], [make_model(rpm=60)])  # one a second, burst 1
+    await time.run(*(router.call("main", ENDPOINT, BODY) for _ in range(4)))
+    assert [when - START for when, _ in calls] == pytest.approx([0, 1, 2, 3])
+
+
+async def test_a_limit_announced_by_the_upstream_paces_the_next_calls() -> None:
+    announced = Reply(200, {"x-ratelimit-limit-requests": "120"}, ok().body)
+    router, time, calls = timed_router([announced])
+    await time.run(router.call("main", ENDPOINT, BODY))
+    await time.run(*(router.call("main", ENDPOINT, BODY) for _ in range(3)))
+    assert [when - START for when, _ in calls] == pytest.approx([0, 0, 0.5, 1.0])
+    state = router.model_states()["main"]
+    assert (state["rpm"], state["upstream_rpm"], state["paused"]) == (120, 120, False)
+
+
+async def test_tpm_paces_by_the_estimate_and_usage_corrects_it() -> None:
+    big = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100}
+    router, time, calls = timed_router([ok(prompt_tokens=5, completion_tokens=5)] * 3,
+                                       [make_model(tpm=6000)])  # 100 a second, burst 50
+    await time.run(router.call("main", ENDPOINT, big))
+    await time.run(router.call("main", ENDPOINT, big))
+    # ~122 estimated (payload ÷ 4 + max_tokens): the first waits for 72 beyond the burst
+    assert calls[0][0] - START == pytest.approx(0.72, abs=0.02)
+    # it used 10, so the bucket is full again: the second waits as long, not 1.2 s
+    assert calls[1][0] - calls[0][0] == pytest.approx(0.69, abs=0.03)

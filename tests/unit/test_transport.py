@@ -1,4 +1,6 @@
-"""AiohttpTransport against a loopback aiohttp server, and the IOLoop thread it runs on."""
+"""Both upstream clients (`clients.TRANSPORTS`) on one suite, against loopback aiohttp
+servers: answers, timeouts, refused and reset connections, truncated and large bodies,
+the response cap and keep-alive; and the IOLoop thread they run on."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.upstream.clients import TRANSPORTS, make_transport
 from daemon.upstream.ioloop import IOLoop
+from daemon.upstream.reqwest import ReqwestTransport
 from daemon.upstream.transport import (
     AiohttpTransport,
+    Transport,
     TransportError,
     endpoint_url,
-    make_transport,
 )
 
 ENDPOINT = "/v1/chat/completions"
@@ -28,11 +32,13 @@ PAYLOAD = b'{"model": "m", "messages": []}'
 
 
 class Upstream:
-    """A loopback server that echoes what it received; /slow waits, /reset drops the socket."""
+    """A loopback server that echoes what it received and the client's port; /slow waits,
+    /reset drops the socket, /stall sends half a body and waits, /truncated closes after
+    half its Content-Length, /big/N answers N bytes."""
 
     def __init__(self) -> None:
         self.release = asyncio.Event()
-        self.app = web.Application()
+        self.app = web.Application(client_max_size=8 * 1024 * 1024)
         self.app.router.add_post("/{tail:.*}", self.answer)
 
     async def answer(self, request: web.Request) -> web.StreamResponse:
@@ -42,13 +48,29 @@ class Upstream:
             assert request.transport is not None
             request.transport.abort()  # drop the socket mid-request: no answer at all
             return web.Response()
+        if request.path.endswith(("/stall", "/truncated")):
+            return await self.half_a_body(request)
+        if "/big/" in request.path:
+            return web.Response(body=b"b" * int(request.path.rsplit("/", 1)[1]))
+        assert request.transport is not None
         echo = {
+            "port": request.transport.get_extra_info("peername")[1],
             "path": request.path,
             "auth": request.headers.get("Authorization"),
             "type": request.headers.get("Content-Type"),
             "body": (await request.read()).decode(),
         }
         return web.json_response(echo, status=201, headers={"X-Upstream": "yes"})
+
+    async def half_a_body(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Length": "100"})
+        await response.prepare(request)
+        await response.write(b"x" * 50)
+        if request.path.endswith("/stall"):
+            await self.release.wait()
+        assert request.transport is not None
+        request.transport.close()
+        return response
 
 
 @pytest.fixture
@@ -61,10 +83,21 @@ async def upstream() -> AsyncIterator[tuple[Upstream, str]]:
     await server.close()
 
 
+@pytest.fixture(params=sorted(TRANSPORTS))
+def client(request: pytest.FixtureRequest) -> str:
+    """Each test that takes it runs once per upstream client."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def transport() -> AsyncIterator[AiohttpTransport]:
-    transport = AiohttpTransport(RetryConfig(request_timeout_s=0.2), connection_limit=4)
+async def transport(client: str) -> AsyncIterator[Transport]:
+    transport = make_transport(client, RetryConfig(request_timeout_s=0.2), connection_limit=4)
     yield transport
+    await close(transport)
+
+
+async def close(transport: Transport) -> None:
+    assert isinstance(transport, AiohttpTransport | ReqwestTransport)
     await transport.close()
 
 
@@ -96,7 +129,7 @@ def test_endpoint_url(base: str, endpoint: str, url: str) -> None:
 
 @pytest.mark.parametrize("suffix", ["/v1", ""])
 async def test_posts_json_to_the_joined_url(
-    upstream: tuple[Upstream, str], transport: AiohttpTransport, suffix: str
+    upstream: tuple[Upstream, str], transport: Transport, suffix: str
 ) -> None:
     _, base = upstream
     reply = await transport.send(make_model(base + suffix), ENDPOINT, PAYLOAD)
@@ -107,7 +140,7 @@ async def test_posts_json_to_the_joined_url(
 
 
 async def test_bearer_token_only_with_a_key(
-    upstream: tuple[Upstream, str], transport: AiohttpTransport
+    upstream: tuple[Upstream, str], transport: Transport
 ) -> None:
     _, base = upstream
     with_key = await transport.send(make_model(base + "/v1", api_key="sk-test"), ENDPOINT, PAYLOAD)
@@ -117,7 +150,7 @@ async def test_bearer_token_only_with_a_key(
 
 
 async def test_reset_connection_is_a_connection_error(
-    upstream: tuple[Upstream, str], transport: AiohttpTransport
+    upstream: tuple[Upstream, str], transport: Transport
 ) -> None:
     _, base = upstream
     with pytest.raises(TransportError) as caught:
@@ -125,14 +158,14 @@ async def test_reset_connection_is_a_connection_error(
     assert caught.value.kind == "connection" and "/v1/reset" in str(caught.value)
 
 
-async def test_refused_connection_is_a_connection_error(transport: AiohttpTransport) -> None:
+async def test_refused_connection_is_a_connection_error(transport: Transport) -> None:
     with pytest.raises(TransportError) as caught:
         await transport.send(make_model("http://127.0.0.1:1/v1"), ENDPOINT, PAYLOAD)
     assert caught.value.kind == "connection"
 
 
 async def test_slow_answer_is_a_timeout(
-    upstream: tuple[Upstream, str], transport: AiohttpTransport
+    upstream: tuple[Upstream, str], transport: Transport
 ) -> None:
     _, base = upstream
     with pytest.raises(TransportError) as caught:
@@ -140,15 +173,46 @@ async def test_slow_answer_is_a_timeout(
     assert caught.value.kind == "timeout"
 
 
-async def test_session_is_reused_and_reopened_after_close(
-    upstream: tuple[Upstream, str], transport: AiohttpTransport
+async def test_a_stalled_body_is_a_timeout(
+    upstream: tuple[Upstream, str], transport: Transport
 ) -> None:
     _, base = upstream
-    await transport.send(make_model(base), ENDPOINT, PAYLOAD)
-    first = transport._session
-    await transport.send(make_model(base), ENDPOINT, PAYLOAD)
-    assert transport._session is first
-    await transport.close()
+    with pytest.raises(TransportError) as caught:
+        await transport.send(make_model(base + "/v1"), "/v1/stall", PAYLOAD)
+    assert caught.value.kind == "timeout"
+
+
+async def test_a_truncated_body_is_a_connection_error(
+    upstream: tuple[Upstream, str], transport: Transport
+) -> None:
+    _, base = upstream
+    with pytest.raises(TransportError) as caught:
+        await transport.send(make_model(base + "/v1"), "/v1/truncated", PAYLOAD)
+    assert caught.value.kind == "connection"
+
+
+async def test_large_bodies_both_ways(upstream: tuple[Upstream, str], client: str) -> None:
+    _, base = upstream
+    transport = make_transport(client, RetryConfig(request_timeout_s=20), connection_limit=4)
+    payload = json.dumps({"blob": "p" * (4 * 1024 * 1024)}).encode()
+    try:
+        echoed = await transport.send(make_model(base + "/v1"), ENDPOINT, payload)
+        answer = await transport.send(make_model(base + "/v1"), f"/v1/big/{7 * 1024 * 1024}",
+                                      PAYLOAD)
+    finally:
+        await close(transport)
+    assert json.loads(echoed.body)["body"] == payload.decode()
+    assert answer.status == 200 and answer.body == b"b" * (7 * 1024 * 1024)
+
+
+async def test_connections_are_kept_alive_and_reopened_after_close(
+    upstream: tuple[Upstream, str], transport: Transport
+) -> None:
+    _, base = upstream
+    ports = [json.loads((await transport.send(make_model(base), ENDPOINT, PAYLOAD)).body)["port"]
+             for _ in range(3)]
+    assert len(set(ports)) == 1  # one connection, kept alive between requests
+    await close(transport)
     assert (await transport.send(make_model(base), ENDPOINT, PAYLOAD)).status == 201
 
 
@@ -206,6 +270,22 @@ async def _open_session(transport: AiohttpTransport) -> None:
     transport._open()
 
 
+async def test_each_client_answers_on_the_io_loop_and_closes_on_stop(
+    upstream: tuple[Upstream, str], client: str
+) -> None:
+    _, base = upstream
+    loop = IOLoop()  # uvloop, as in relayd
+    loop.start()
+    transport = make_transport(client, RetryConfig(), connection_limit=4)
+    loop.add_cleanup(lambda: close(transport))
+    try:
+        sent = loop.submit(transport.send(make_model(base), ENDPOINT, PAYLOAD))
+        assert (await asyncio.wrap_future(sent)).status == 201
+    finally:
+        await asyncio.to_thread(loop.stop)
+    assert getattr(transport, "_session", getattr(transport, "_client", None)) is None
+
+
 # The response cap ([gateway] max_response_mb)
 
 LIMIT = 64 * 1024
@@ -258,13 +338,14 @@ class Oversized:
 
 
 @pytest.fixture
-async def oversized() -> AsyncIterator[tuple[Oversized, AiohttpTransport, ModelConfig]]:
+async def oversized(client: str) -> AsyncIterator[tuple[Oversized, Transport, ModelConfig]]:
     fake = Oversized()
     server = TestServer(fake.app, host="127.0.0.1")
     await server.start_server()
-    transport = AiohttpTransport(RetryConfig(request_timeout_s=10), max_response_bytes=LIMIT)
+    transport = make_transport(client, RetryConfig(request_timeout_s=10), connection_limit=4,
+                               max_response_bytes=LIMIT)
     yield fake, transport, make_model(str(server.make_url("/v1")))
-    await transport.close()
+    await close(transport)
     await server.close()
 
 
@@ -294,14 +375,15 @@ async def test_an_endless_body_is_read_no_further_than_the_cap(oversized: Any) -
     assert fake.written < 64 * 1024 * 1024  # socket buffers, never the whole gigabyte
 
 
-async def test_the_cap_is_named_in_megabytes(oversized: Any) -> None:
+async def test_the_cap_is_named_in_megabytes(oversized: Any, client: str) -> None:
     _, _, model = oversized
-    transport = AiohttpTransport(RetryConfig(), max_response_bytes=1024 * 1024)
+    transport = make_transport(client, RetryConfig(), connection_limit=4,
+                               max_response_bytes=1024 * 1024)
     try:
         with pytest.raises(TransportError) as caught:
             await transport.send(model, f"/v1/sized/{1024 * 1024 + 1}", PAYLOAD)
     finally:
-        await transport.close()
+        await close(transport)
     assert "over the 1 MB limit ([gateway] max_response_mb)" in caught.value.message
 
 
@@ -312,7 +394,8 @@ async def test_the_session_serves_the_next_request_after_a_refusal(oversized: An
     assert (await transport.send(model, "/v1/sized/10", PAYLOAD)).body == b"s" * 10
 
 
-def test_make_transport_passes_the_cap() -> None:
-    transport = make_transport("aiohttp", RetryConfig(), connection_limit=4,
-                               max_response_bytes=123)
-    assert isinstance(transport, AiohttpTransport) and transport._max_bytes == 123
+@pytest.mark.parametrize(("name", "kind"), [("aiohttp", AiohttpTransport),
+                                            ("pyreqwest", ReqwestTransport)])
+def test_make_transport_passes_the_cap(name: str, kind: type) -> None:
+    transport = make_transport(name, RetryConfig(), connection_limit=4, max_response_bytes=123)
+    assert isinstance(transport, kind) and transport._max_bytes == 123

@@ -1,0 +1,80 @@
+"""Whether relayd's store takes writes, as the TUI watches it: `GET /healthz` every 5 s
+in one thread, a `StoreHealth` posted whenever the answer changes. A relayd that cannot
+be reached (or is shutting down) changes nothing here: the live feed says so, and the
+last word on the store stands until relayd answers again. No Textual here."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from relaytui.models import clock_text
+
+EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """Ok (`reason` None), or degraded: `insufficient_storage` or `store_unavailable`,
+    relayd's detail, and since when (Unix seconds)."""
+
+    reason: str | None = None
+    detail: str = ""
+    since: float | None = None
+
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any]) -> StoreHealth:
+        if answer.get("status") != "degraded":
+            return cls()
+        since = answer.get("since")
+        return cls(str(answer.get("reason") or "degraded"), str(answer.get("detail") or ""),
+                   float(since) if isinstance(since, int | float) else None)
+
+    @property
+    def degraded(self) -> bool:
+        return self.reason is not None
+
+    def banner(self) -> str:
+        """`relayd cannot write to its store: insufficient_storage — disk full (since
+        2026-10-04 09:12:44Z)`; empty when the store is fine."""
+        if self.reason is None:
+            return ""
+        detail = f" — {self.detail}" if self.detail else ""
+        since = f" (since {clock_text(self.since)})" if self.since is not None else ""
+        return f"relayd cannot write to its store: {self.reason}{detail}{since}"
+
+
+class Source(Protocol):
+    """What the watch needs of `RelayClient`."""
+
+    def health(self) -> dict[str, Any]: ...
+
+
+class HealthWatch:
+    def __init__(self, client: Source, post: Callable[[StoreHealth], object], *,
+                 every: float = EVERY_S) -> None:
+        self.client, self.post, self.every = client, post, every
+        self.last: StoreHealth | None = None
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        """Until `stop()`: ask now, then every `every` seconds."""
+        while not self._stopped.is_set():
+            self.step()
+            self._stopped.wait(self.every)
+
+    def stop(self) -> None:
+        """Thread-safe; ends the wait at once."""
+        self._stopped.set()
+
+    def step(self) -> None:
+        """Ask relayd once; post what it says if that changed."""
+        try:
+            health = StoreHealth.from_answer(self.client.health())
+        except Exception:  # down, shutting down or an odd answer: nothing learnt
+            return
+        if health != self.last:
+            self.last = health
+            self.post(health)

@@ -1,0 +1,76 @@
+"""relayd's store health in the TUI: `/healthz` answers read into a `StoreHealth`, the
+watch that posts only changes, and the red banner on the jobs screen (Pilot, on the
+in-memory `FakeRelay`) that shows while the store cannot write and leaves once it heals."""
+
+from __future__ import annotations
+
+from relaytui.app import build_app
+from relaytui.client import RelayError
+from relaytui.health import HealthWatch, StoreHealth
+from relaytui.settings import Settings
+from relaytui.testing import FakeRelay
+from relaytui.widgets.header import StoreBanner
+from tests.tui.conftest import HERE, SIZE, wait_for
+
+FULL = {"status": "degraded", "reason": "insufficient_storage",
+        "detail": "No space left on device", "since": 1_791_105_164.0}  # 09:12:44Z
+
+
+def test_a_degraded_answer_reads_as_a_banner():
+    health = StoreHealth.from_answer(FULL)
+    assert health.degraded
+    assert health.banner() == ("relayd cannot write to its store: insufficient_storage — "
+                               "No space left on device (since 2026-10-04 09:12:44Z)")
+    assert StoreHealth.from_answer({"status": "ok"}) == StoreHealth()
+    assert StoreHealth().banner() == ""
+
+
+class Answers:
+    """`health()` answering each of `answers` in turn (an exception is raised)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+
+    def health(self):
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach():
+    posted = []
+    watch = HealthWatch(Answers({"status": "ok"}, {"status": "ok"}, FULL,
+                                RelayError(None, "cannot reach relayd"), ValueError("html"),
+                                FULL, {"status": "ok"}), posted.append)
+    for _ in range(7):
+        watch.step()
+    assert posted == [StoreHealth(), StoreHealth.from_answer(FULL), StoreHealth()]
+
+
+def test_stop_ends_the_wait_at_once():
+    watch = HealthWatch(Answers({"status": "ok"}), lambda _: None, every=3600)
+    watch.stop()
+    watch.run()  # returns at once: stopped before it started
+
+
+async def test_a_red_banner_shows_while_the_store_cannot_write():
+    fake = FakeRelay(replay=False)
+    fake.health_answer = FULL
+    app = build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+                    clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
+                    health_every=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        banner = app.jobs_screen.query_one(StoreBanner)
+        await wait_for(pilot, lambda: banner.display, what="the banner")
+        text = str(banner.render())
+        assert text.startswith("relayd cannot write to its store: insufficient_storage — "
+                               "No space left on device")
+        assert banner.region.y == 1  # under the top line, above the jobs
+        await wait_for(pilot, lambda: any(n.severity == "error" and "insufficient_storage"
+                                          in n.message for n in app._notifications))
+
+        fake.health_answer = {"status": "ok"}
+        await wait_for(pilot, lambda: not banner.display, what="the banner leaves")
+        await wait_for(pilot, lambda: any("takes writes again" in n.message
+                                          for n in app._notifications))

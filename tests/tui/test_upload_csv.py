@@ -1,0 +1,73 @@
+"""The upload form reads a CSV with the parser `relay submit` uses (Pilot, on the
+in-memory `FakeRelay`): a header Relay does not know is refused until a prompt column
+is chosen, and relayd's refusal of a row names its line in the file."""
+
+from __future__ import annotations
+
+from relaytui.app import build_app
+from relaytui.client import RelayError
+from relaytui.screens.upload import UploadScreen
+from relaytui.settings import Settings
+from relaytui.testing import FakeRelay
+from tests.tui.conftest import SIZE, wait_for
+
+
+def app_on(fake, start_dir):
+    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+                     clock=fake.clock, save=lambda _: None, start_dir=start_dir)
+
+
+async def open_upload(pilot, app):
+    await pilot.press("u")
+    upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
+    await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
+    return upload
+
+
+async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("id,review,score\n1,good tent,5\n2,bad zip,1\n")
+    fake = FakeRelay(replay=False)
+    app = app_on(fake, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        upload = await open_upload(pilot, app)
+        status = upload.query_one("#file-status")
+        upload.query_one("#path").value = str(path)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "line 1: 3 cells where one prompt was expected"
+                       in str(status.render()))
+        assert upload.query_one("#submit").disabled
+
+        upload.query_one("#column").value = "review"
+        await wait_for(pilot, lambda: upload.rows is not None)
+        assert "2 rows · prompt column 'review'" in str(status.render())
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: fake.submitted)
+    [sent] = fake.submitted
+    assert [row["messages"][0]["content"] for row in sent["requests"]] == ["good tent",
+                                                                          "bad zip"]
+
+
+class DuplicateRefusing(FakeRelay):
+    """relayd refusing the third row, as its Relay parser does."""
+
+    def submit(self, **form):
+        raise RelayError(400, "Duplicate custom_id 'a' (first used by requests[0]).",
+                         "requests[2].custom_id")
+
+
+async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("custom_id,prompt\na,one\n\nb,two\na,three\n")
+    app = app_on(DuplicateRefusing(replay=False), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        upload = await open_upload(pilot, app)
+        upload.query_one("#path").value = str(path)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: upload.rows is not None)
+        await pilot.press("ctrl+s")
+        message = upload.query_one("#submit-status")
+        await wait_for(pilot, lambda: "field: custom_id" in str(message.render()))
+        assert ("relayd refused the job (400): line 5: Duplicate custom_id 'a' (first used "
+                "by line 2).") in str(message.render())
+        assert upload.query_one("#path").has_class("-invalid")
