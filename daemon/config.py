@@ -93,6 +93,7 @@ class ModelConfig:
     output_usd_per_mtok: float = 0.0
     rpm: int | None = None  # requests a minute this model takes, shared by all jobs
     tpm: int | None = None  # tokens a minute (estimated before a call, corrected after)
+    adaptive: bool = True  # learn the concurrency the upstream holds, up to max_concurrency
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def _metrics(t: dict[str, Any]) -> MetricsConfig:
 
 _MODEL_KEYS = {
     "alias", "base_url", "model", "api_key_env", "fallbacks", "max_concurrency",
-    "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm",
+    "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm", "adaptive",
 }
 
 
@@ -313,6 +314,7 @@ def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfi
         output_usd_per_mtok=prices["output_usd_per_mtok"],
         rpm=_rate_limit(t, "rpm", where),
         tpm=_rate_limit(t, "tpm", where),
+        adaptive=_typed(t, "adaptive", bool, True, where),
     )
 
 

@@ -17,12 +17,13 @@ from relaytui import settings as settings_file
 from relaytui.client import RelayClient, RelayError
 from relaytui.commands import RelayCommands
 from relaytui.health import EVERY_S
-from relaytui.keys import APP_BINDINGS
+from relaytui.keys import APP_BINDINGS, MOVES, colon_action, hide_writes
 from relaytui.models import key_hint
 from relaytui.screens.connect import ConnectScreen
 from relaytui.screens.help import HelpScreen
 from relaytui.screens.jobs import JobsScreen
 from relaytui.settings import Settings
+from relaytui.widgets.command_line import CommandLine
 
 LIGHT, DARK = "textual-light", "textual-dark"
 
@@ -36,8 +37,11 @@ class RelayApp(App[int]):
     def __init__(self, client: Any | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
                  connect: Callable[[str, str], Any], start_dir: Path,
-                 health_every: float = EVERY_S) -> None:
+                 health_every: float = EVERY_S, read_only: bool = False) -> None:
         super().__init__()
+        self.read_only = read_only
+        if read_only:
+            hide_writes(self)
         self.client, self.settings = client, settings
         self.clock, self.save, self.connect, self.start_dir = clock, save, connect, start_dir
         self.health_every = health_every
@@ -86,7 +90,16 @@ class RelayApp(App[int]):
             self.switch_screen(screen)
         self.jobs_screen = screen
 
+    def refuses(self, what: str) -> bool:
+        """In read-only mode: say that `what` is off, and return True."""
+        if self.read_only:
+            self.notify(f"{what} is off: relay was started with --read-only.",
+                        title="Read-only", severity="warning")
+        return self.read_only
+
     def action_connection(self) -> None:
+        if self.refuses("Changing the key"):
+            return
         if self.screen is self.jobs_screen:
             self.push_screen(ConnectScreen(self.settings.url, self.settings.key),
                              self._connected)
@@ -96,6 +109,40 @@ class RelayApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def action_move(self, where: str) -> None:
+        """`j` `k` `g` `G`: ↓ ↑ home end on the focused table, tree or pane."""
+        target = self.screen.focused or self.screen
+        for action in MOVES[where]:
+            method = getattr(target, f"action_{action}", None)
+            if method is not None:
+                method()
+                return
+
+    def action_command_line(self) -> None:
+        if not isinstance(self.screen, CommandLine):
+            self.push_screen(CommandLine(), self._colon)
+
+    async def _colon(self, line: str | None) -> None:
+        if not line or not line.strip():
+            return
+        action = colon_action(line)
+        if action is None:
+            self.notify(f"Unknown command :{line.strip()} — try :jobs, :dead, :help, "
+                        ":key or :q.", title="Command", severity="error")
+            return
+        await self.run_action(action)
+
+    async def action_show_jobs(self) -> None:
+        """Back to the jobs screen from wherever the operator is."""
+        while self.jobs_screen is not None and self.screen is not self.jobs_screen \
+                and len(self.screen_stack) > 2:
+            await self.pop_screen()
+
+    async def action_show_dead_letter(self) -> None:
+        await self.action_show_jobs()
+        if self.jobs_screen is not None and self.screen is self.jobs_screen:
+            self.jobs_screen.action_dead_letter_all()
 
     def action_toggle_theme(self) -> None:
         self.theme = DARK if "light" in self.theme else LIGHT
@@ -123,18 +170,22 @@ def build_app(client: Any | None, settings: Settings, *,
               clock: Callable[[], float] = time.time,
               save: Callable[[Settings], object] = settings_file.save,
               connect: Callable[[str, str], Any] = RelayClient,
-              start_dir: Path | None = None, health_every: float = EVERY_S) -> RelayApp:
+              start_dir: Path | None = None, health_every: float = EVERY_S,
+              read_only: bool = False) -> RelayApp:
     """The app with its collaborators: a `RelayClient` (or a stand-in such as
     `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, the
-    clock that ages and rates are read from, and how often relayd's health is asked."""
+    clock that ages and rates are read from, how often relayd's health is asked, and
+    whether it only watches (`read_only`: nothing is submitted, cancelled, re-driven or
+    discarded, and the key is not changed)."""
     return RelayApp(client, settings, clock=clock, save=save, connect=connect,
-                    start_dir=start_dir or Path.cwd(), health_every=health_every)
+                    start_dir=start_dir or Path.cwd(), health_every=health_every,
+                    read_only=read_only)
 
 
-def run(url: str, key: str | None) -> int:
+def run(url: str, key: str | None, *, read_only: bool = False) -> int:
     """Open the TUI on relayd at `url`; returns the exit code."""
     settings = Settings(url=url.rstrip("/"), key=key or None)
     client = RelayClient(settings.url, key) if key else None
-    app = build_app(client, settings)
+    app = build_app(client, settings, read_only=read_only)
     app.run()
     return app.return_code or 0

@@ -2,10 +2,13 @@
 relayd (submit, ls, status, cancel, results, dead-letter).
 
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
-config file) and `--json` (machine-readable JSON alone on stdout; messages go to
-stderr). Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or a bad input
-file, 3 relayd cannot be reached, 4 (`submit --wait`) the job completed but some of its
-rows failed. All HTTP goes through `RelayClient`.
+config file) and `--json` (machine-readable JSON alone on stdout, errors too, as
+`{"error": {"message", "type", "exit_code", ...}}`; other messages go to stderr). A job
+id may be shortened to any prefix that only one job's id starts with, as git takes
+commits. Exit codes: 0 ok, 1 relayd refused or the job failed (an unknown job id too),
+2 usage, a bad input file or an ambiguous id prefix, 3 relayd cannot be reached,
+4 (`submit --wait`) the job completed but some of its rows failed, 130 interrupted.
+All HTTP goes through `RelayClient`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from relaytui import progress
@@ -28,18 +31,40 @@ from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.settings import Settings, resolve
 
 OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+ERROR_TYPES = {REFUSED: "refused", USAGE: "usage", UNREACHABLE: "unreachable",
+               INTERRUPTED: "interrupted"}  # `error.type` under --json
 POLL_S = 0.5  # how often `submit --wait` asks for the job
+PREFIX_SCAN = 100_000  # jobs read at most to resolve an id prefix
+AMBIGUOUS_SHOWN = 10  # candidates an ambiguous prefix's message names
 
 GET_A_KEY = ("Get a key on the relayd host with `relayd keys create --workspace NAME`,\n"
              "then pass it with --key KEY or set RELAY_API_KEY.")
 
 
 class Stop(Exception):
-    """Ends a command with a message on stderr and an exit code."""
+    """Ends a command with a message (on stderr, or the `--json` error on stdout) and an
+    exit code. `details` go into the JSON error; `located` messages (FILE:LINE: …) are
+    printed without the `relay:` prefix."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, located: bool = False,
+                 **details: Any) -> None:
         super().__init__(message)
         self.code = code
+        self.located = located
+        self.details = details
+
+
+class UsageError(Exception):
+    """argparse's refusal of the command line, kept until we know how to print it."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
 
 
 Command = Callable[[RelayClient, argparse.Namespace], int]
@@ -49,36 +74,39 @@ Command = Callable[[RelayClient, argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+    except UsageError as exc:
+        return bad_usage(exc, json_out="--json" in argv)
+    except SystemExit as exc:  # --help (0), already printed
         return exc.code if isinstance(exc.code, int) else USAGE
     settings = resolve(getattr(args, "url", None), getattr(args, "key", None))
     if args.command is None:
-        return open_tui(settings)
+        return open_tui(settings, read_only=args.read_only)
+    json_out = wants_json(args)
     try:
         return run_command(args.run, args, settings)
     except Stop as stop:
-        say(f"relay: {stop}")
-        return stop.code
+        return fail(stop.code, str(stop), json_out=json_out, located=stop.located,
+                    details=stop.details)
     except RelayError as exc:
-        return refused(exc)
+        return refused(exc, json_out=json_out)
     except KeyboardInterrupt:
-        say("relay: interrupted")
-        return INTERRUPTED
+        return fail(INTERRUPTED, "interrupted", json_out=json_out)
     except BrokenPipeError:  # `relay results ID | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return OK
 
 
-def open_tui(settings: Settings) -> int:
+def open_tui(settings: Settings, *, read_only: bool = False) -> int:
     try:
         from relaytui.app import run  # Textual loads only for the TUI
     except ImportError as exc:
         say(f"relay: the terminal UI is not available in this build ({exc}).\n"
             "The scripting commands work: see `relay --help`.")
         return REFUSED
-    return run(url=settings.url, key=settings.key)
+    return run(url=settings.url, key=settings.key, read_only=read_only)
 
 
 def run_command(command: Command, args: argparse.Namespace, settings: Settings) -> int:
@@ -91,14 +119,38 @@ def run_command(command: Command, args: argparse.Namespace, settings: Settings) 
         return command(client, args)
 
 
-def refused(exc: RelayError) -> int:
+def refused(exc: RelayError, *, json_out: bool) -> int:
     if exc.unreachable:
-        say(f"relay: {exc.message}")
-        return UNREACHABLE
-    say(f"relay: {exc}")
-    if exc.status == 401:
-        say(GET_A_KEY)
+        return fail(UNREACHABLE, exc.message, json_out=json_out)
+    hint = GET_A_KEY if exc.status == 401 else None
+    if json_out:
+        details = {"status": exc.status, "code": exc.code, "param": exc.param}
+        return fail(REFUSED, exc.message, json_out=True,
+                    details=details | ({"hint": hint} if hint else {}))
+    fail(REFUSED, str(exc), json_out=False)
+    if hint:
+        say(hint)
     return REFUSED
+
+
+def bad_usage(exc: UsageError, *, json_out: bool) -> int:
+    if json_out:
+        return fail(USAGE, str(exc), json_out=True)
+    exc.parser.print_usage(sys.stderr)
+    say(f"{exc.parser.prog}: error: {exc}")
+    return USAGE
+
+
+def fail(exit_code: int, message: str, *, json_out: bool, located: bool = False,
+         details: dict[str, Any] | None = None) -> int:
+    """Tell why a command failed and return its exit code: `{"error": {...}}` on stdout
+    under --json (with `details`), a line on stderr otherwise."""
+    if json_out:
+        emit({"error": {"message": message, "type": ERROR_TYPES.get(exit_code, "error"),
+                        "exit_code": exit_code, **(details or {})}})
+    else:
+        say(message if located else f"relay: {message}")
+    return exit_code
 
 
 # -- the parser ----------------------------------------------------------------------
@@ -107,7 +159,7 @@ def refused(exc: RelayError) -> int:
 def build_parser() -> argparse.ArgumentParser:
     # The shared options sit on the top-level parser and on every command, so they work
     # before or after the command; SUPPRESS keeps a command from resetting them.
-    shared = argparse.ArgumentParser(add_help=False)
+    shared = Parser(add_help=False)
     shared.add_argument("--url", default=argparse.SUPPRESS,
                         help="relayd's address (default: $RELAY_URL, the config file, "
                         "http://127.0.0.1:8080)")
@@ -115,12 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="API key (default: $RELAY_API_KEY, then the config file)")
     shared.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print machine-readable JSON only on stdout")
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="relay", parents=[shared],
         description="Relay's operator TUI (no command) and scripting commands.",
-        epilog="Exit codes: 0 ok, 1 relayd refused or the job failed, 2 usage or bad "
-        "input file, 3 relayd unreachable, 4 (submit --wait) the job completed with "
-        "failed rows.")
+        epilog="Exit codes: 0 ok, 1 relayd refused, the job failed or is unknown, 2 usage, "
+        "bad input file or ambiguous id prefix, 3 relayd unreachable, 4 (submit --wait) "
+        "the job completed with failed rows, 130 interrupted. A job id may be any prefix "
+        "of one that no other job's id starts with. Under --json, errors are "
+        "{\"error\": {...}} on stdout.")
+    parser.add_argument("--read-only", action="store_true",
+                        help="TUI: watch only (no submit, cancel, re-drive, discard or key "
+                        "change)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, command, add_options in COMMANDS:
         sub = commands.add_parser(name, parents=[shared], help=help_text,
@@ -159,7 +216,7 @@ def ls_options(sub: argparse.ArgumentParser) -> None:
 
 
 def id_option(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("id", help="the job's id")
+    sub.add_argument("id", help="the job's id, or a prefix only it starts with")
 
 
 def results_options(sub: argparse.ArgumentParser) -> None:
@@ -177,9 +234,8 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
                    "(each run is a job of its own)")
     try:
         source = read_input(args.file, column=args.column)
-    except InputFileError as exc:
-        say(str(exc))  # FILE:LINE: reason, as compilers and editors expect
-        return USAGE
+    except InputFileError as exc:  # FILE:LINE: reason, as compilers and editors expect
+        raise Stop(USAGE, str(exc), located=True) from None
     try:
         job = client.submit(model=args.model, requests=source.rows, name=args.name,
                             priority=args.priority, cron=args.cron, webhook_url=args.webhook)
@@ -214,8 +270,6 @@ def wait_for(client: RelayClient, job_id: str, *, json_out: bool) -> int:
     try:
         job = progress.watch(lambda: client.job(job_id), stream=sys.stderr, every=POLL_S)
     except KeyboardInterrupt:
-        if sys.stderr.isatty():
-            say("")  # leave the progress bar's line
         raise Stop(INTERRUPTED, f"stopped waiting; job {job_id} keeps running on relayd "
                    f"(`relay status {job_id}`)") from None
     view = progress.summarize(job)
@@ -231,7 +285,9 @@ def wait_for(client: RelayClient, job_id: str, *, json_out: bool) -> int:
 
 
 def ls(client: RelayClient, args: argparse.Namespace) -> int:
-    jobs = client.all_jobs(page=min(args.limit, 100), most=args.limit, status=args.status)
+    listing = client.job_listing(page=min(args.limit, 100), most=args.limit,
+                                 status=args.status)
+    jobs = listing.jobs
     if wants_json(args):
         emit(jobs)
     elif not jobs:
@@ -239,6 +295,9 @@ def ls(client: RelayClient, args: argparse.Namespace) -> int:
     else:
         print(table(JOB_COLUMNS, [job_cells(progress.summarize(j)) for j in jobs],
                     right={"PRI", "DONE/TOTAL", "FAILED", "DEAD"}))
+    if listing.more:  # on stderr, so stdout stays the table (or the JSON array)
+        say(f"more jobs exist than the {len(jobs)} shown: --limit {args.limit * 2} "
+            f"shows more")
     return OK
 
 
@@ -253,7 +312,7 @@ def job_cells(job: progress.JobSummary) -> list[str]:
 
 
 def status(client: RelayClient, args: argparse.Namespace) -> int:
-    job = client.job(args.id)
+    job = client.job(full_id(client, args.id))
     if wants_json(args):
         emit(job)
         return OK
@@ -266,8 +325,33 @@ def status(client: RelayClient, args: argparse.Namespace) -> int:
     return OK
 
 
+def full_id(client: RelayClient, text: str) -> str:
+    """The id of the job `text` names: itself when relayd knows it, else the one job
+    whose id starts with it (read from the list of every job, both dialects). No job:
+    relayd's own 404; several: a usage error naming them."""
+    if not text:
+        raise Stop(USAGE, "a job id cannot be empty")
+    try:
+        client.job(text)
+        return text
+    except RelayError as exc:
+        if exc.status != 404:
+            raise
+        unknown = exc
+    matches = [job["id"] for job in client.all_jobs(most=PREFIX_SCAN)
+               if job["id"].startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise unknown
+    shown = ", ".join(matches[:AMBIGUOUS_SHOWN]) + (
+        ", …" if len(matches) > AMBIGUOUS_SHOWN else "")
+    raise Stop(USAGE, f"job id prefix {text!r} is ambiguous: {len(matches)} jobs start "
+               f"with it ({shown}); give more of the id", candidates=matches)
+
+
 def cancel(client: RelayClient, args: argparse.Namespace) -> int:
-    job = client.cancel(args.id)
+    job = client.cancel(full_id(client, args.id))
     if wants_json(args):
         emit(job)
     elif job["status"] in progress.ENDED:
@@ -284,6 +368,7 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
     out = args.output
     if out is not None and out.suffix.lower() not in FORMATS:
         raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
+    args.id = full_id(client, args.id)
     pages = client.result_pages(args.id)
     first = next(pages)
     if first["status"] not in progress.ENDED:
@@ -316,8 +401,8 @@ def not_ended(job_id: str, job_status: str) -> str:
 
 
 def dead_letter_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("id", nargs="?", help="the job's id (none: the open dead-lettered "
-                     "rows of every job)")
+    sub.add_argument("id", nargs="?", help="the job's id or a unique prefix (none: the "
+                     "open dead-lettered rows of every job)")
     action = sub.add_mutually_exclusive_group()
     action.add_argument("--retry", action="store_true",
                         help="re-drive the open rows (or --rows) into a new job")
@@ -337,6 +422,7 @@ def dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, "--rows goes with --retry or --discard")
     if args.force and not args.retry:
         raise Stop(USAGE, "--force goes with --retry")
+    args.id = args.id and full_id(client, args.id)
     if args.retry:
         return retry_dead_letter(client, args)
     if args.discard:

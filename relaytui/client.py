@@ -21,11 +21,13 @@ RESULTS_PAGE = 1000  # results asked for at once: a 50,000-row job comes in 50 a
 class RelayError(Exception):
     """relayd answered with its error envelope, or could not be reached (`status` None)."""
 
-    def __init__(self, status: int | None, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int | None, message: str, param: str | None = None, *,
+                 code: str | None = None) -> None:
         super().__init__(message if param is None else f"{message} (field: {param})")
         self.status = status
         self.message = message
         self.param = param
+        self.code = code  # the envelope's machine-readable `code`, when it has one
 
     @property
     def unreachable(self) -> bool:
@@ -38,6 +40,14 @@ class Event:
 
     type: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """Jobs read from `GET /v1/batches`, newest first; `more`: relayd has older ones."""
+
+    jobs: list[dict[str, Any]]
+    more: bool
 
 
 class RelayClient:
@@ -123,15 +133,21 @@ class RelayClient:
 
     def all_jobs(self, *, page: int = 100, most: int = 1000, **filters: Any) -> list[dict]:
         """Newest first, following `after` until the list ends or `most` are read."""
+        return self.job_listing(page=page, most=most, **filters).jobs
+
+    def job_listing(self, *, page: int = 100, most: int = 1000,
+                    **filters: Any) -> JobListing:
+        """`all_jobs`, saying whether relayd has jobs past the last one read."""
         found: list[dict[str, Any]] = []
-        after = None
+        after, more = None, False
         while len(found) < most:
             listing = self.jobs(limit=min(page, most - len(found)), after=after, **filters)
             found.extend(listing["data"])
-            if not listing["has_more"] or not listing["data"]:
+            more = bool(listing["has_more"] and listing["data"])
+            if not more:
                 break
             after = listing["last_id"]
-        return found
+        return JobListing(found, more)
 
     def results(self, job_id: str, *, limit: int | None = None,
                 after: str | None = None) -> dict[str, Any]:
@@ -233,10 +249,10 @@ class RelayClient:
             return
         try:
             err = reply.json()["error"]
-            message, param = err["message"], err.get("param")
+            message, param, code = err["message"], err.get("param"), err.get("code")
         except (ValueError, KeyError, TypeError):
-            message, param = reply.text[:200] or reply.reason_phrase, None
-        raise RelayError(reply.status_code, message, param)
+            message, param, code = reply.text[:200] or reply.reason_phrase, None, None
+        raise RelayError(reply.status_code, message, param, code=code)
 
 
 class EventStream:

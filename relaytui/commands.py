@@ -1,6 +1,6 @@
 """The command palette (ctrl+p) lists every action of the screen it was opened from and
 of the app, named and explained by their bindings: one source for footer, help and
-palette."""
+palette. In read-only mode the actions that write to relayd are not offered."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ from functools import partial
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from relaytui.keys import WRITES
+
 _HIDDEN = {"command_palette"}
 
 
 class RelayCommands(Provider):
     def _commands(self) -> Iterator[tuple[str, str, Callable[[], object]]]:
+        hidden = _HIDDEN | (WRITES if getattr(self.app, "read_only", False) else set())
         for node in (self.screen, self.app):
             for binding in node.BINDINGS:
                 if (isinstance(binding, Binding) and binding.description
-                        and binding.action not in _HIDDEN):
+                        and binding.action not in hidden):
                     key = self.app.get_key_display(Binding(binding.key.split(",")[0], ""))
                     run = partial(self.app.run_action, binding.action, node)
                     yield (f"{binding.description} ({key})", binding.tooltip, run)

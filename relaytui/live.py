@@ -1,5 +1,6 @@
 """The TUI's live feed: list the jobs, then follow `GET /v1/events`; when relayd cannot be
-reached, say so and try again with backoff (1 s doubling to 15 s); when it has no event
+reached, say so and try again with backoff (1 s doubling, at most 5 s: an operator waits
+for it); when it has no event
 stream, poll the list every 2 s. Runs in one thread and reports through a `post`
 callback with plain dataclasses, so it is tested without Textual.
 """
@@ -70,9 +71,9 @@ class Source(Protocol):
 
 
 class Backoff:
-    """1, 2, 4, 8, 15, 15, … seconds until `reset()`."""
+    """1, 2, 4, 5, 5, … seconds until `reset()`."""
 
-    def __init__(self, *, first: float = 1.0, cap: float = 15.0) -> None:
+    def __init__(self, *, first: float = 1.0, cap: float = 5.0) -> None:
         self.first, self.cap = first, cap
         self._next = first
 

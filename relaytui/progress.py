@@ -1,7 +1,8 @@
 """Jobs as the CLI and the demo show them: one summary for both dialects (`summarize`),
-a one-line progress bar, and `watch`, which polls a job until it ends, redrawing the
-bar in place on a terminal or logging a line every few seconds when the output is a
-file or a pipe. No HTTP here: the caller passes a `fetch` function."""
+a one-line progress bar, and `watch`, which polls a job until it ends: on a terminal a
+live rich progress bar with the rate and the ETA; when the output is a file or a pipe,
+a line (with the rate and ETA too) every few seconds. No HTTP here: the caller passes a
+`fetch` function."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from relaytui.models import WITH_ERRORS, JobView
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
+from relaytui.models import WITH_ERRORS, JobView, Throughput
 
 # Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
 ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired"})
@@ -105,23 +109,90 @@ def never_ran(job: JobSummary) -> str:
     return f" ({job.canceled} never ran)" if job.canceled else ""
 
 
+def eta(job: JobSummary, rate: float | None) -> float | None:
+    """Seconds until the job's rows are all done at `rate` rows/s; None once it ended or
+    before a rate is known."""
+    if job.ended or not rate or rate <= 0:
+        return None
+    return max(job.total - job.done, 0) / rate
+
+
+def pace(job: JobSummary, rate: float | None) -> str:
+    """`12.5 rows/s  ETA 0:00:42`; a dash for what is not known yet."""
+    per_s = "- rows/s" if rate is None else f"{rate:.1f} rows/s"
+    left = eta(job, rate)
+    return f"{per_s}  ETA {'-' if left is None else hms(left)}"
+
+
+def hms(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole // 60 % 60:02}:{whole % 60:02}"
+
+
 def watch(fetch: Callable[[], dict[str, Any]], *, stream: TextIO, every: float = 0.5,
           log_every: float = 5.0, sleep: Callable[[float], None] = time.sleep,
           clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Poll `fetch` every `every` seconds until the job ends and return its last view.
-    A terminal gets a bar redrawn in place; anything else a line every `log_every` s
-    (and the final one), so CI logs stay short."""
-    live = stream.isatty()
-    logged_at: float | None = None
-    while True:
-        job = fetch()
-        view = summarize(job)
-        if live:
-            stream.write("\r" + line(view) + "\x1b[K" + ("\n" if view.ended else ""))
-        elif view.ended or logged_at is None or clock() - logged_at >= log_every:
-            stream.write(line(view) + "\n")
-            logged_at = clock()
-        stream.flush()
-        if view.ended:
-            return job
-        sleep(every)
+    A terminal gets a live bar; anything else a line every `log_every` s (and the final
+    one), so CI logs stay short. The rate is over the last 10 s of polls."""
+    meter = Throughput()
+    shown = LiveBar(stream) if stream.isatty() else LogLines(stream, log_every, clock)
+    with shown:
+        while True:
+            job = fetch()
+            view = summarize(job)
+            meter.add(clock(), view.ran)
+            shown.show(view, meter.rate())
+            if view.ended:
+                return job
+            sleep(every)
+
+
+class LogLines:
+    """`watch` into a file or a pipe: `line` and `pace`, now and then."""
+
+    def __init__(self, stream: TextIO, every: float, clock: Callable[[], float]) -> None:
+        self.stream, self.every, self.clock = stream, every, clock
+        self.logged_at: float | None = None
+
+    def __enter__(self) -> LogLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def show(self, job: JobSummary, rate: float | None) -> None:
+        now = self.clock()
+        if job.ended or self.logged_at is None or now - self.logged_at >= self.every:
+            self.stream.write(f"{line(job)}  {pace(job, rate)}\n")
+            self.stream.flush()
+            self.logged_at = now
+
+
+class LiveBar:
+    """`watch` on a terminal: one rich progress bar redrawn in place (on each poll, not
+    on a timer of its own), left on screen when the job ends or the wait is stopped."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(),
+            TextColumn("{task.fields[counts]}"), TextColumn(" {task.fields[pace]}"),
+            console=Console(file=stream, force_terminal=True), auto_refresh=False)
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> LiveBar:
+        return self  # the bar starts with the first view: no empty frame before it
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def show(self, job: JobSummary, rate: float | None) -> None:
+        dead = "" if job.dead_letter is None else f"  dead-letter {job.dead_letter}"
+        counts = f"{job.done}/{job.total}  failed {job.failed}{never_ran(job)}{dead}"
+        if self.task is None:
+            self.task = self.progress.add_task("", counts="", pace="")
+            self.progress.start()
+        self.progress.update(self.task, description=f"{job.shown_status:<10}",
+                             total=job.total or None, completed=job.ran, counts=counts,
+                             pace=pace(job, rate))
+        self.progress.refresh()

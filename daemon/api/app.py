@@ -61,7 +61,7 @@ async def models(request: web.Request) -> web.Response:
     data = [
         {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay",
          "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency,
-         "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
+         "adaptive": m.adaptive, "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
         for m in services.config.models
     ]
     return web.json_response({"object": "list", "data": data})

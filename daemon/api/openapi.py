@@ -289,7 +289,9 @@ def shared_schemas() -> dict[str, Schema]:
             "has_more": boolean()}
     attempt = closed({"model": string(), "status_code": nullable(integer()),
                       "error": nullable(string()), "duration_ms": integer(minimum=0),
-                      "started_at": number("Unix seconds.")})
+                      "started_at": string("UTC, ISO 8601 to the millisecond "
+                                           "(2026-10-04T09:12:44.125Z).",
+                                           format="date-time")})
     entry = {
         "custom_id": string(), "attempts": integer(minimum=0), "models": array(string()),
         "last_error": nullable(string()), "status_code": nullable(integer()),
@@ -389,6 +391,7 @@ def service_schemas() -> dict[str, Schema]:
             "id": string("The alias clients use."), "object": choice("model"),
             "created": integer(), "owned_by": string(), "fallbacks": array(string()),
             "max_concurrency": integer(minimum=1),
+            "adaptive": boolean("Configured: whether the concurrency adapts."),
             "rpm": nullable(integer("Configured requests a minute.", minimum=1)),
             "tpm": nullable(integer("Configured tokens a minute.", minimum=1)),
             "state": nullable(ref("ModelState"))}))}),
@@ -400,7 +403,14 @@ def service_schemas() -> dict[str, Schema]:
             "upstream_tpm": nullable(integer("Announced by x-ratelimit-limit-tokens.")),
             "paused": boolean("A 429 paused the model's dispatch."),
             "paused_until": when, "rate_limited": integer("429s met.", minimum=0),
-            "concurrency": integer("Requests at once allowed now.", minimum=1),
+            "concurrency": integer("Requests at once allowed now: learned from 429s, "
+                                   "timeouts and successes when adaptive.", minimum=1),
+            "concurrency_good": nullable(integer("The last level at which a whole window "
+                                                 "of calls succeeded.", minimum=1)),
+            "concurrency_failed": nullable(integer("The level that last met a 429 or a "
+                                                   "timeout; probed again now and then.",
+                                                   minimum=1)),
+            "adaptive": boolean("Whether the concurrency adapts (the model's `adaptive`)."),
             "in_flight": integer(minimum=0)}),
         "Health": closed({"status": choice("ok")}),
         "Degraded": closed({"status": choice("degraded"),

@@ -35,6 +35,20 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def iso_ms(ts: float) -> str:
+    """ISO 8601 to the millisecond: retries of one row can start within a second."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
+
+
+def attempt_log(row: RowRecord) -> list[dict[str, Any]]:
+    """A row's attempts as clients read them: `started_at` in ISO 8601 (the store keeps
+    Unix seconds). The log is a Relay shape for jobs of either dialect."""
+    return [attempt | {"started_at": iso_ms(attempt["started_at"])}
+            if isinstance(attempt.get("started_at"), int | float) else dict(attempt)
+            for attempt in row.attempt_log]
+
+
 def relay_job(job: Job) -> dict[str, Any]:
     """`GET /v1/batches/{id}` for a Relay-dialect job."""
     view: dict[str, Any] = {
@@ -106,7 +120,7 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
         "status_code": row.status_code,
         "messages": row.body.get("messages"),
         "body": redacted(row.body),
-        "attempt_log": list(row.attempt_log),
+        "attempt_log": attempt_log(row),
         "redriven_to": row.redriven_to,
         "state": row.dead_letter_state,
         "discarded_at": iso(row.discarded_at),
@@ -141,7 +155,7 @@ def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
                                   "completion_tokens": turn.usage.completion_tokens},
                         "messages": list(turn.messages)}
                        for number, turn in enumerate(rounds, start=1)],
-        "attempt_log": list(row.attempt_log),
+        "attempt_log": attempt_log(row),
     }
     if workflow is not None:
         detail["workflow"] = workflow_view(workflow)

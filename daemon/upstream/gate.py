@@ -1,40 +1,93 @@
 """Each model's gate: its concurrency slots and its pace, shared by every job.
 
-A call takes a slot (`max_concurrency` at once), then `admit` waits until it may
-go: past any pause, within the rpm/tpm buckets. The rules are
-`domain/ratelimit.ModelPace`'s; this module only sleeps. The slots are a plain
-semaphore of `concurrency` today; an adaptive controller would own `concurrency`
-and replace `slots` here, and `snapshot` already shows it.
+A call takes a slot (`Slots`: at most `limit` at once), then `admit` waits until it
+may go: past any pause, within the rpm/tpm buckets. The rules are pure and live in
+`domain/`: the pace in `ratelimit.ModelPace`, the limit in `concurrency.AdaptiveLimit`
+(learned from 429s, timeouts and successes; fixed at `max_concurrency` when the
+model sets `adaptive = false`). This module only waits and counts.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from daemon.config import ModelConfig
+from daemon.domain.concurrency import AdaptiveLimit, Signal, Ticket
 from daemon.domain.ratelimit import ModelPace
+
+FIXED = Ticket(-1)  # what a call holds when the model's limit does not adapt
+
+
+class Slots:
+    """A semaphore whose size can change: waiters are served in order, and a smaller
+    limit only stops new calls (those in flight finish)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.taken = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self) -> None:
+        if self.taken < self.limit and not self._waiters:
+            self.taken += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self.taken -= 1
+        self._wake()
+
+    def resize(self, limit: int) -> None:
+        self.limit = limit
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.taken < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.taken += 1
+                waiter.set_result(None)
 
 
 class ModelGate:
-    """One model's slots and pace; every job's calls to the model pass here."""
+    """One model's slots, limit and pace; every job's calls to the model pass here."""
 
     def __init__(self, model: ModelConfig) -> None:
-        self.concurrency = model.max_concurrency
-        self.slots = asyncio.Semaphore(self.concurrency)
-        self.in_flight = 0
+        self.maximum = model.max_concurrency
+        self.control = AdaptiveLimit(model.max_concurrency) if model.adaptive else None
+        self.slots = Slots(model.max_concurrency)
         self.pace = ModelPace(rpm=model.rpm, tpm=model.tpm)
 
+    @property
+    def in_flight(self) -> int:
+        return self.slots.taken
+
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        async with self.slots:
-            self.in_flight += 1
-            try:
-                yield
-            finally:
-                self.in_flight -= 1
+    async def slot(self) -> AsyncIterator[Ticket]:
+        """Hold a slot for one call; report its end with `finish(ticket, signal)`."""
+        await self.slots.acquire()
+        try:
+            yield self.control.start(self.slots.taken) if self.control else FIXED
+        finally:
+            self.slots.release()
+
+    def finish(self, ticket: Ticket, signal: Signal) -> None:
+        if self.control is not None:
+            self.control.finish(ticket, signal)
+            self.slots.resize(self.control.limit)
 
     async def admit(self, tokens: int, *, clock: Callable[[], float],
                     sleep: Callable[[float], Awaitable[object]]) -> None:
@@ -48,5 +101,7 @@ class ModelGate:
             self.pace.release(tokens, now)
 
     def snapshot(self, now: float) -> dict[str, Any]:
-        return {**self.pace.snapshot(now), "concurrency": self.concurrency,
+        learned = self.control.snapshot() if self.control else {
+            "concurrency": self.maximum, "concurrency_good": None, "concurrency_failed": None}
+        return {**self.pace.snapshot(now), **learned, "adaptive": self.control is not None,
                 "in_flight": self.in_flight}

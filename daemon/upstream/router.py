@@ -6,7 +6,8 @@ then each of that model's fallbacks in order, and sums the trip up in a
 pure `classify`, tested on its own; time, sleeping and jitter are injected.
 
 Every call passes its model's gate (`gate.py`: slots, rpm/tpm pacing, pauses),
-shared by every job. A 429 pauses the whole model; the row that met it waits out
+shared by every job, and tells it how it went (`load_signal`), which is how the
+model's concurrency adapts. A 429 pauses the whole model; the row that met it waits out
 the pause at the gate without spending an attempt, up to `RATE_LIMITED_TRIES`
 times per model (so a model limited for good still ends), and does not fall back.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.domain.concurrency import Signal
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.domain.ratelimit import (
@@ -75,6 +77,14 @@ def classify(reply: Reply, *, alias: str) -> Verdict:
     retry_after = header(reply.headers, "Retry-After")
     return Verdict(kind, status=reply.status, error=error, what=str(reply.status),
                    detail=message, retry_after=retry_after, response=_json_object(reply.body))
+
+
+def load_signal(verdict: Verdict) -> Signal:
+    """What a call says of the model's load, for its adaptive concurrency: a 429 or a
+    timeout is an overload; any other failure says nothing."""
+    if verdict.status == 429 or verdict.what == "timeout":
+        return "overload"
+    return "ok" if verdict.kind == "success" else "neutral"
 
 
 def classify_error(exc: TransportError) -> Verdict:
@@ -279,11 +289,12 @@ class Router:
         """One upstream call, holding the model's slot while it waits for its pace and
         while it is on the wire."""
         gate = self._gates[model.alias]
-        async with gate.slot():
+        async with gate.slot() as ticket:
             tokens = gate.pace.estimator.estimate(len(payload), max_tokens)
             await gate.admit(tokens, clock=self._clock, sleep=self._sleep)
             started = self._clock()
             verdict = await self._send(model, endpoint, payload, gate)
+            gate.finish(ticket, load_signal(verdict))
             elapsed_ms = max(0, round((self._clock() - started) * 1000))
         if verdict.kind == "success":
             self._settle(gate, verdict, size=len(payload), max_tokens=max_tokens,

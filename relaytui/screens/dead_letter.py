@@ -164,6 +164,8 @@ class DeadLetterScreen(RelayScreen):
         return [e for e in self.entries if self.key_of(e) in keys]
 
     def action_redrive_marked(self) -> None:
+        if self.refuses("Re-driving"):
+            return
         chosen = self._chosen()
         again = [e for e in chosen if not is_open(e)]
         if not again:
@@ -175,6 +177,8 @@ class DeadLetterScreen(RelayScreen):
                   lambda: self._redrive(chosen, force=True), yes="Re-drive again")
 
     def action_redrive_all(self) -> None:
+        if self.refuses("Re-driving"):
+            return
         still = [e for e in self.entries if is_open(e)]
         if not still:
             self.notify("No open dead-lettered rows: each was re-driven or discarded "
@@ -186,6 +190,8 @@ class DeadLetterScreen(RelayScreen):
                   yes="Re-drive all")
 
     def action_discard(self) -> None:
+        if self.refuses("Discarding"):
+            return
         chosen = [e for e in self._chosen() if is_open(e)]
         if not chosen:
             self.notify("Only open rows can be discarded.", severity="warning")

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import Footer, Static
 
-from relaytui.keys import APP_BINDINGS
+from relaytui.keys import APP_BINDINGS, WRITES
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
 from relaytui.screens.jobs import JobsScreen
@@ -21,7 +21,8 @@ from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 
 # Keys the widgets bring (tables, trees, inputs) that an operator should know about.
-MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also page up/down, home, end)"),
+MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also j k, page up/down, "
+                  "home end, g G)"),
           Binding("tab", "", "", tooltip="Move to the next field or pane (shift+tab back)")]
 
 
@@ -70,6 +71,8 @@ class HelpScreen(RelayScreen):
                 continue
             keys = " ".join(self._key(k.strip()) for k in binding.key.split(","))
             about = binding.tooltip or binding.description
+            if self.read_only and binding.action in WRITES:
+                about += " — off: read-only"
             lines.append(f"  [b]{escape(keys):<16}[/b] {escape(about)}")
         return "\n".join(lines) + "\n"
 

@@ -21,7 +21,7 @@ from relaytui.client import RelayError
 from relaytui.health import EVERY_S, HealthWatch, StoreHealth
 from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
 from relaytui.messages import FeedUpdate, HealthUpdate
-from relaytui.models import STATUS_FILTERS, JobView
+from relaytui.models import STATUS_FILTERS, JobView, clock_text
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
@@ -31,6 +31,7 @@ from relaytui.widgets.header import ConnectionBar, StoreBanner
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
 
+STALE_STATES = frozenset({"down", "refused"})  # the feed delivers nothing: numbers age
 _ENDED: dict[str, SeverityLevel] = {"completed": "information", "canceled": "warning",
                                     "failed": "error", "expired": "error"}
 
@@ -70,9 +71,11 @@ class JobsScreen(RelayScreen):
         self.store = StoreHealth()
         self.listed = False
         self.status_filter = "all"
+        self.stale_since: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield ConnectionBar(self.url, self.workspace, clock=self.clock, id="connection")
+        yield ConnectionBar(self.url, self.workspace, clock=self.clock,
+                            read_only=self.read_only, id="connection")
         with Vertical(id="jobs-main"):
             yield StoreBanner(id="store-banner")
             yield Input(placeholder="filter by name, id or model — enter keeps it, "
@@ -108,6 +111,7 @@ class JobsScreen(RelayScreen):
         update = message.update
         if isinstance(update, Connection):
             self.query_one(ConnectionBar).show(update)
+            self._stale(update.state in STALE_STATES)
         elif isinstance(update, Workspace):
             bar = self.query_one(ConnectionBar)
             bar.show_target(bar.url, update.name)
@@ -162,6 +166,17 @@ class JobsScreen(RelayScreen):
                     severity="warning" if view.with_errors
                     else _ENDED.get(view.status, "information"))
 
+    def _stale(self, stale: bool) -> None:
+        """While the feed is down the numbers on screen are the last ones relayd gave:
+        dimmed and titled so. The next listing (on reconnect) refreshes them all."""
+        if stale and self.stale_since is None:
+            self.stale_since = self.clock()
+        elif not stale:
+            self.stale_since = None
+        for widget in (self.table, self.detail):
+            widget.set_class(stale, "-stale")
+        self._title()
+
     def _tick(self) -> None:
         self.table.tick()
         self.detail.show(self.detail.job_id)
@@ -172,6 +187,8 @@ class JobsScreen(RelayScreen):
                  f"status: {self.status_filter}"]
         if search:
             parts.append(f"search: {search}")
+        if self.stale_since is not None:
+            parts.append(f"stale since {clock_text(self.stale_since)[11:]}")
         self.table.border_title = "Jobs — " + " · ".join(parts)
 
     # -- selection ---------------------------------------------------------------------
@@ -247,6 +264,8 @@ class JobsScreen(RelayScreen):
         self.app.push_screen(DeadLetterScreen(self.client))
 
     def action_upload(self) -> None:
+        if self.refuses("Uploading a job"):
+            return
         self.app.push_screen(UploadScreen(self.client, start_dir=self.start_dir),
                              self._uploaded)
 
@@ -272,6 +291,8 @@ class JobsScreen(RelayScreen):
         self.post_message(FeedUpdate(JobsListed(jobs, self.clock())))
 
     def action_cancel(self) -> None:
+        if self.refuses("Cancelling"):
+            return
         view = self.selected()
         if view is None:
             return

@@ -68,6 +68,8 @@ def preview_cells(n: int, row: dict[str, Any]) -> tuple[str, str, str]:
 
 
 class UploadScreen(RelayScreen):
+    # Narrower than this, the tree goes above the form and the form's pairs stack.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012 (Textual types it so)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", tooltip="Back to the jobs, sending nothing"),
         Binding("ctrl+s", "submit", "Submit", tooltip="Submit the file as one job"),
@@ -86,12 +88,12 @@ class UploadScreen(RelayScreen):
                      "(Relay rows or OpenAI records)", classes="screen-title")
         with Horizontal(id="upload-main"):
             yield InputFileTree(self.start_dir, id="tree")
-            with VerticalScroll(id="form"):
+            with VerticalScroll(id="form", can_focus=False):  # tab: tree → path
                 with Horizontal(classes="row"):
                     with Vertical():
                         yield Label("File")
                         yield Input(placeholder="path to a .csv or .jsonl file, or pick one "
-                                    "on the left", id="path")
+                                    "in the tree", id="path")
                     with Vertical(classes="narrow"):
                         yield Label("Prompt column")
                         yield Input(placeholder="CSV: auto", id="column")
@@ -125,7 +127,7 @@ class UploadScreen(RelayScreen):
         for label, width in (("custom_id", 16), ("role", 10), ("content", 74)):
             preview.add_column(label, width=width)
         self.query_one("#busy").display = False
-        self.query_one("#path", Input).focus()
+        self.query_one("#tree").focus()  # where ↓ works: pick a file
         self._load_models()
 
     # -- models ----------------------------------------------------------------------
@@ -239,7 +241,7 @@ class UploadScreen(RelayScreen):
 
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
-        if self.submitting:  # one submit at a time, whatever the keys say
+        if self.submitting or self.refuses("Submitting"):  # one at a time
             return
         form = self._form()
         if form is None:

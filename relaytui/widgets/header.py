@@ -25,9 +25,10 @@ class ConnectionBar(Static):
     """Shows a `Connection`; counts down to the next retry once a second."""
 
     def __init__(self, url: str, workspace: str, *, clock: Callable[[], float],
-                 id: str | None = None) -> None:
+                 read_only: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.url, self.workspace, self.clock = url, workspace, clock
+        self.read_only = read_only
         self.connection = Connection("connecting")
         self._retry_at: float | None = None
 
@@ -56,6 +57,8 @@ class ConnectionBar(Static):
         colour, label = _STATES.get(self.connection.state, ("$text-warning", "?"))
         where = (f"[b]Relay[/b]  {escape(self.url)}  [dim]workspace[/dim] "
                  f"{escape(self.workspace)}  [{colour}]{label}[/]")
+        if self.read_only:
+            where += "  [b $text-warning]read-only[/]"
         self.update(where + self._detail())
 
     def _detail(self) -> str:
@@ -65,7 +68,9 @@ class ConnectionBar(Static):
             when = "retrying now…" if not wait else f"retrying in {wait}s"
             return f"  [$text-error]{escape(c.detail)}, {when}[/]"
         if c.state == "refused":
-            return (f"  [$text-error]{escape(c.detail)}[/] — press [b]k[/b] to enter a key "
+            how = ("restart relay with another --key" if self.read_only
+                   else "press [b]K[/b] to enter a key")
+            return (f"  [$text-error]{escape(c.detail)}[/] — {how} "
                     f"(retrying in {self.retry_in or 0}s)")
         if c.state == "polling":
             return f"  [dim]{escape(c.detail)}[/dim]"

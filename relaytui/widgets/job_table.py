@@ -1,6 +1,9 @@
 """The jobs table: one row per job of the board that passes the filters, running first
-then newest. A change touches only the cells whose text changed; the order is fixed
-with `DataTable.sort` only when a job arrives or changes group."""
+then newest. The name gives up room first; below that the columns an operator can do
+without leave one by one (age, rows/s, priority, model, done/total), so at 80 columns
+status, name, progress, failed, DL and ETA stay. A change touches only the cells whose
+text changed; the order is fixed with `DataTable.sort` only when a job arrives or
+changes group."""
 
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ COLUMNS = (("status", "Status", 13), ("name", "Name", 44), ("model", "Model", 14
            ("failed", "Failed", 6), ("dead", "DL", 4), ("rate", "Rows/s", 6),
            ("age", "Age", 5), ("eta", "ETA", 8))
 NAME_WIDTH = 40  # at first; `on_resize` gives it the room the other columns leave
-_FIXED = sum(width for key, _, width in COLUMNS if key != "name")
+NAME_MIN = 16  # narrower than this, a column leaves instead
+DROPPED_FIRST = ("age", "rate", "priority", "model", "count")
 _RIGHT = {"priority", "count", "failed", "dead", "rate", "age", "eta"}
 
 LABELS = {"running": "▶ running", "queued": "· queued", "scheduled": "↻ scheduled",
@@ -73,6 +77,7 @@ class JobTable(DataTable[Text]):
         self.status_filter, self.text_filter = "all", ""
         self._shown: dict[str, dict[str, str]] = {}
         self._styles: dict[str, Style | str] = {}
+        self.keys: tuple[str, ...] = ()
 
     def on_mount(self) -> None:
         self._columns(NAME_WIDTH)
@@ -80,18 +85,19 @@ class JobTable(DataTable[Text]):
 
     def on_resize(self) -> None:
         """The name column takes the width the others leave (a resize is rare)."""
-        spare = self.size.width - _FIXED - 2 * self.cell_padding * len(COLUMNS) - 2
-        width = max(NAME_WIDTH // 2, min(spare, NAME_WIDTH * 2))
+        keys, width = fitting(self.size.width, padding=self.cell_padding)
         current = next((c.width for c in self.columns.values() if c.key == "name"), None)
-        if width != current:
+        if width != current or keys != self.keys:
             self.clear(columns=True)
-            self._columns(width)
+            self._columns(width, keys)
             self.fill()
 
-    def _columns(self, name_width: int) -> None:
+    def _columns(self, name_width: int, keys: tuple[str, ...] | None = None) -> None:
+        self.keys = keys or tuple(key for key, _, _ in COLUMNS)
         for key, label, width in COLUMNS:
-            self.add_column(Text(label, justify="right" if key in _RIGHT else "left"),
-                            key=key, width=name_width if key == "name" else width)
+            if key in self.keys:
+                self.add_column(Text(label, justify="right" if key in _RIGHT else "left"),
+                                key=key, width=name_width if key == "name" else width)
 
     def _restyle(self, _theme: object) -> None:
         self._styles.clear()
@@ -153,13 +159,13 @@ class JobTable(DataTable[Text]):
     def _add(self, view: JobView) -> None:
         texts = self._texts(view)
         self._shown[view.id] = texts
-        cells = [self._cell(view, key, texts[key]) for key, _, _ in COLUMNS]
+        cells = [self._cell(view, key, texts[key]) for key in self.keys]
         self.add_row(*cells, key=view.id)
 
     def _update(self, view: JobView, only: tuple[str, ...] | None = None) -> None:
         texts, shown = self._texts(view), self._shown[view.id]
         for key in only or texts:
-            if texts[key] != shown.get(key):
+            if key in self.keys and texts[key] != shown.get(key):
                 shown[key] = texts[key]
                 self.update_cell(view.id, key, self._cell(view, key, texts[key]))
 
@@ -207,3 +213,19 @@ class JobTable(DataTable[Text]):
     def select(self, job_id: str | None) -> None:
         if job_id is not None and job_id in self._shown:
             self.move_cursor(row=self.get_row_index(job_id), scroll=False)
+
+
+def fitting(width: int, *, padding: int = 1) -> tuple[tuple[str, ...], int]:
+    """The columns shown in a table `width` wide (its content), and the name's width: every
+    column while the name gets NAME_MIN, else fewer (`DROPPED_FIRST` leave first)."""
+    keys = [key for key, _, _ in COLUMNS]
+    widths = {key: w for key, _, w in COLUMNS}
+    for leaving in (None, *DROPPED_FIRST):
+        if leaving is not None:
+            keys.remove(leaving)
+        # `width` is inside the border; 2 more for a scrollbar, when the rows overflow
+        spare = width - sum(widths[k] for k in keys if k != "name") \
+            - 2 * padding * len(keys) - 2
+        if spare >= NAME_MIN:
+            break
+    return tuple(keys), max(NAME_MIN, min(spare, NAME_WIDTH * 2))

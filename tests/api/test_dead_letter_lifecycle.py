@@ -4,6 +4,8 @@ and the workspace-wide list."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from tests.actors.harness import wait_for
 from tests.api.conftest import assert_envelope, batch
 
@@ -58,3 +60,19 @@ async def test_discarding_nothing_open_is_400(relay):
     status, body = await relay.call("POST", f"/v1/batches/{job['id']}/dead_letter/discard")
     assert status == 400
     assert_envelope(body, code="nothing_to_discard")
+
+
+async def test_attempt_logs_are_iso_8601_to_the_millisecond(relay):
+    job = await relay.submit(batch("x OUTAGE", name="stamps"))
+    one = f"/v1/batches/{job['id']}"
+    done = await relay.wait_status(job["id"], "completed")
+    logs = [(await relay.ok("GET", one + "/dead_letter"))["data"][0]["attempt_log"],
+            (await relay.ok("GET", "/v1/dead_letter"))["data"][0]["attempt_log"],
+            (await relay.ok("GET", one + "/rows/r-1"))["attempt_log"]]
+
+    stamps = [a["started_at"] for log in logs for a in log]
+    assert stamps and all(isinstance(s, str) for s in stamps)
+    parsed = [datetime.fromisoformat(s) for s in stamps]
+    assert all(s.endswith("Z") and len(s) == len("2026-10-04T09:12:44.125Z") for s in stamps)
+    assert all(p.tzinfo is not None for p in parsed)
+    assert min(parsed) >= datetime.fromisoformat(done["created_at"]).replace(microsecond=0)

@@ -26,11 +26,16 @@ COMMANDS = [("ls",), ("status", "abc"), ("cancel", "abc"), ("results", "abc"),
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_unreachable_daemon_exits_3_with_its_address(cli, command):
     url = f"http://127.0.0.1:{free_port()}"
-    run = cli(*command, "--url", url, "--key", "k", "--json")
+    run = cli(*command, "--url", url, "--key", "k")
     assert run.code == 3
     assert run.err.startswith(f"relay: cannot reach relayd at {url}")
     assert run.out == ""
     assert "Traceback" not in run.err
+    as_json = cli(*command, "--url", url, "--key", "k", "--json")  # the error on stdout
+    assert (as_json.code, as_json.err) == (3, "")
+    error = as_json.json()["error"]
+    assert (error["type"], error["exit_code"]) == ("unreachable", 3)
+    assert error["message"].startswith(f"cannot reach relayd at {url}")
 
 
 def test_submit_to_an_unreachable_daemon_exits_3(cli, write):
@@ -42,11 +47,14 @@ def test_submit_to_an_unreachable_daemon_exits_3(cli, write):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_missing_key_says_how_to_get_one(cli, shared_relayd, command):
-    run = cli(*command, "--url", shared_relayd.url, "--json")
+    run = cli(*command, "--url", shared_relayd.url)
     assert run.code == 2
     assert run.err.startswith("relay: no API key.")
     assert "relayd keys create --workspace NAME" in run.err
     assert run.out == ""
+    error = cli(*command, "--url", shared_relayd.url, "--json").json()["error"]
+    assert (error["type"], error["exit_code"]) == ("usage", 2)
+    assert "relayd keys create --workspace NAME" in error["message"]
 
 
 def test_a_wrong_key_is_the_daemons_401_with_the_same_hint(cli, shared_relayd):
@@ -122,11 +130,14 @@ def test_help_exits_0(cli):
 def test_bare_relay_opens_the_tui_with_the_resolved_settings(cli, monkeypatch):
     calls = []
     fake = types.ModuleType("relaytui.app")
-    fake.run = lambda url, key: calls.append((url, key)) or 7  # type: ignore[attr-defined]
+    fake.run = (lambda url, key, read_only=False:  # type: ignore[attr-defined]
+                calls.append((url, key, read_only)) or 7)
     monkeypatch.setitem(sys.modules, "relaytui.app", fake)
     monkeypatch.setenv("RELAY_URL", "http://relay.example:9000/")
     assert cli("--key", "rk_1").code == 7
-    assert calls == [("http://relay.example:9000", "rk_1")]
+    assert cli("--key", "rk_1", "--read-only").code == 7
+    assert calls == [("http://relay.example:9000", "rk_1", False),
+                     ("http://relay.example:9000", "rk_1", True)]
 
 
 def test_bare_relay_without_the_tui_says_so(cli, monkeypatch):

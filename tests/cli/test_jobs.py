@@ -107,7 +107,10 @@ def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay, submit)
     assert (run.code, run.out) == (0, f"{template['id']}: canceled\n")
     again = relay("cancel", template["id"], "--json")
     assert again.code == 1
-    assert "has already ended (canceled)" in again.err and again.out == ""
+    error = again.json()["error"]
+    assert "has already ended (canceled)" in error["message"] and again.err == ""
+    assert (error["status"], error["code"], error["exit_code"]) == (
+        409, "batch_already_ended", 1)
 
 
 def test_cancel_a_running_job_then_results_once_it_ends(relay, http, submit):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from relaytui.progress import JobSummary, line, outcome, summarize, watch
+from relaytui.progress import JobSummary, eta, hms, line, outcome, pace, summarize, watch
 
 RELAY_JOB = {"id": "9f2c", "object": "batch", "name": "Reviews", "status": "running",
              "model": "gpt-4o-mini", "priority": 5, "total": 300, "completed": 120,
@@ -73,9 +73,33 @@ def test_a_log_gets_a_line_every_few_seconds_and_the_last_one():
     assert feed.now == 7.0
 
 
-def test_a_terminal_gets_one_line_redrawn_in_place():
+def test_a_log_line_tells_the_rate_and_the_eta():
+    feed, log = Feed([0, 30, 60, 300]), io.StringIO()
+    watch(feed.fetch, stream=log, every=1.0, log_every=0.0, sleep=feed.sleep,
+          clock=lambda: feed.now)
+    lines = log.getvalue().splitlines()
+    assert lines[0].endswith("failed 0  dead-letter 0  - rows/s  ETA -")  # one poll: no rate
+    assert lines[1].endswith("30.0 rows/s  ETA 0:00:09")  # 270 rows left at 30/s
+    assert lines[2].endswith("30.0 rows/s  ETA 0:00:08")
+    assert lines[3].endswith("100.0 rows/s  ETA -")  # ended: no ETA
+
+
+def test_pace_and_eta():
+    running = summarize({**RELAY_JOB, "completed": 100, "failed": 0})
+    assert eta(running, 2.0) == 100.0
+    assert pace(running, 2.0) == "2.0 rows/s  ETA 0:01:40"
+    assert pace(running, None) == "- rows/s  ETA -"
+    assert pace(running, 0.0) == "0.0 rows/s  ETA -"
+    assert hms(3725.4) == "1:02:05"
+
+
+def test_a_terminal_gets_a_rich_bar_with_the_rate_and_eta_redrawn_in_place():
     feed, tty = Feed([0, 150, 300]), Terminal()
-    watch(feed.fetch, stream=tty, every=0.5, sleep=feed.sleep, clock=lambda: feed.now)
+    watch(feed.fetch, stream=tty, every=1.0, sleep=feed.sleep, clock=lambda: feed.now)
     text = tty.getvalue()
-    assert text.count("\r") == 3 and text.count("\n") == 1 and text.endswith("\n")
-    assert "\x1b[K" in text and "300/300" in text
+    frames = [f for f in text.split("\r") if "/300" in f]
+    assert text.count("\n") == 1 and text.endswith("\x1b[?25h")  # one line, left at the end
+    assert "━" in text  # rich's bar, not `[###...]`
+    assert all(f.removeprefix("\x1b[2K").startswith(("running", "completed")) for f in frames)
+    assert "150/300" in text and "150.0 rows/s  ETA 0:00:01" in text  # 150 in 1 s
+    assert "completed" in frames[-1] and "300/300" in frames[-1] and "ETA -" in frames[-1]

@@ -4,6 +4,7 @@ and a relayd that drains a job at that rate without a storm of 429s."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,22 @@ RPM = 1200  # 20 a second; the simulator's burst is one second of it
 ROWS = 80
 
 
-def start_relayd(home: Path, sim: Simulator, **model: Any) -> Relayd:
-    tables = config_tables(sim, concurrency=32)
-    tables["retry"] |= {"retry_after_cap_s": 60}  # obey the upstream's pauses in full
-    tables["models"][0] |= {"max_concurrency": 64, **model}
-    return Relayd(home=home).write_config(**tables).start()
+@pytest.fixture
+def start_relayd(tmp_path: Path) -> Iterator[Callable[..., Relayd]]:
+    """`start_relayd(sim, **model_keys)`: a started relayd on `sim`, stopped at teardown."""
+    started: list[Relayd] = []
+
+    def start(sim: Simulator, **model: Any) -> Relayd:
+        tables = config_tables(sim, concurrency=32)
+        tables["retry"] |= {"retry_after_cap_s": 60}  # obey the upstream's pauses in full
+        tables["models"][0] |= {"max_concurrency": 64, **model}
+        relayd = Relayd(home=tmp_path / "relayd").write_config(**tables)
+        started.append(relayd)
+        return relayd.start()
+
+    yield start
+    for relayd in started:
+        relayd.stop()
 
 
 def drain(relayd: Relayd, sim: Simulator) -> tuple[float, dict[str, int], dict[str, Any]]:
@@ -38,9 +50,9 @@ def drain(relayd: Relayd, sim: Simulator) -> tuple[float, dict[str, int], dict[s
     return elapsed, sim.stats()["by_status"], model
 
 
-def test_a_configured_rpm_drains_at_the_limit_with_no_429s(simulator_factory, tmp_path):
+def test_a_configured_rpm_drains_at_the_limit_with_no_429s(simulator_factory, start_relayd):
     sim = simulator_factory("--rpm", str(RPM))
-    relayd = start_relayd(tmp_path / "relayd", sim, rpm=RPM)
+    relayd = start_relayd(sim, rpm=RPM)
     elapsed, statuses, model = drain(relayd, sim)
     assert statuses.get("429", 0) <= 1
     rate = RPM / 60
@@ -50,9 +62,9 @@ def test_a_configured_rpm_drains_at_the_limit_with_no_429s(simulator_factory, tm
     assert model["state"]["upstream_rpm"] == RPM and model["state"]["in_flight"] == 0
 
 
-def test_without_rpm_the_limit_is_learned_from_the_headers(simulator_factory, tmp_path):
+def test_without_rpm_the_limit_is_learned_from_the_headers(simulator_factory, start_relayd):
     sim = simulator_factory("--rpm", str(RPM))
-    relayd = start_relayd(tmp_path / "relayd", sim)
+    relayd = start_relayd(sim)
     elapsed, statuses, model = drain(relayd, sim)
     # Only the first burst, before any answer announced the limit, can meet a 429.
     assert statuses.get("429", 0) <= 32 - RPM // 60 + 4  # 12 seen here

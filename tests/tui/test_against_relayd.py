@@ -113,7 +113,7 @@ async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_ap
                                 and app.screen)
         await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini",
                        what="the models")
-        await pilot.press(*prompts.name, "enter")
+        await pilot.press("tab", *prompts.name, "enter")  # from the tree to the path
         await wait_for(pilot, lambda: upload.rows is not None, what="the file is read")
         assert "3 rows" in str(upload.query_one("#file-status").render())
         upload.query_one("#name").value = "From the TUI"
@@ -147,6 +147,7 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
                                 and app.screen)
         path = upload.query_one("#path")
+        path.focus()  # the tree has it at first
         status = upload.query_one("#file-status")
         for name, (_, reason) in bad.items():
             path.value = str(tmp_path / name)
@@ -226,10 +227,11 @@ async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_fac
         text = await wait_for(pilot, lambda: "retrying in" in str(bar.render())
                               and str(bar.render()), what="the down state")
         assert f"cannot reach relayd at {relayd.url}" in text
+        assert app.jobs_screen.table.has_class("-stale")
         relayd.start()
         await wait_for(pilot, lambda: bar.connection.state == "live", timeout=20,
                        what="the reconnect")
-        assert app.is_running
+        assert app.is_running and not app.jobs_screen.table.has_class("-stale")
 
 
 async def test_nothing_listening_keeps_the_app_up(make_app):

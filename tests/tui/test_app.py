@@ -74,6 +74,7 @@ async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
                                 and app.screen)
         await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
         upload.query_one("#model").value = "gone-model"
+        upload.query_one("#path").focus()  # the tree has it at first
         upload.query_one("#path").value = str(HERE / "fixtures" / "openai-records.jsonl")
         await pilot.press("enter")
         await wait_for(pilot, lambda: upload.rows is not None)
@@ -198,7 +199,7 @@ class RefusingRelay(FakeRelay):
         raise RelayError(401, "Invalid API key.")
 
 
-async def test_a_refused_key_says_so_and_k_connects_with_another():
+async def test_a_refused_key_says_so_and_K_connects_with_another():
     saved, made = [], []
 
     def connect(url, key):
@@ -210,8 +211,8 @@ async def test_a_refused_key_says_so_and_k_connects_with_another():
         first = app.jobs_screen
         bar = first.query_one("#connection")
         await wait_for(pilot, lambda: "key refused" in str(bar.render()))
-        assert "Invalid API key." in str(bar.render()) and "press k" in str(bar.render())
-        await pilot.press("k")
+        assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
+        await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
         app.screen.query_one("#key").value = "rk_better"
         await pilot.press("enter")
@@ -263,3 +264,18 @@ async def test_discarding_asks_first_and_the_row_reads_discarded():
         await wait_for(pilot, lambda: fake.discarded == [(job_id(5), ["review-0010"])])
         await wait_for(pilot, lambda: screen.entries[0]["state"] == "discarded")
         assert fake.jobs_by_id[job_id(5)]["dead_letter_open"] == 2
+
+
+async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay():
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.jobs_screen.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
+        keys = [c.key.value for c in table.columns.values()]
+        assert keys == ["status", "name", "progress", "failed", "dead", "eta"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        await pilot.resize_terminal(160, 45)
+        await wait_for(pilot, lambda: len(table.columns) == 11)
+        assert table.row_count == len(canned_jobs())
+        assert str(table.get_cell(job_id(1), "model")) == fake.jobs_by_id[job_id(1)]["model"]

@@ -53,16 +53,16 @@ def feed(source):
     return LiveFeed(source, posted.append, clock=lambda: float(clock())), posted
 
 
-def test_backoff_doubles_to_fifteen_and_resets():
+def test_backoff_doubles_to_five_and_resets():
     backoff = Backoff()
-    assert [backoff.next() for _ in range(7)] == [1, 2, 4, 8, 15, 15, 15]
+    assert [backoff.next() for _ in range(6)] == [1, 2, 4, 5, 5, 5]
     backoff.reset()
     assert backoff.next() == 1
 
 
 def test_a_daemon_that_is_down_is_retried_with_backoff_and_announced_each_time():
     live, posted = feed(Source([DOWN]))
-    assert [live.step() for _ in range(6)] == [1, 2, 4, 8, 15, 15]
+    assert [live.step() for _ in range(6)] == [1, 2, 4, 5, 5, 5]
     assert all(p.state == "down" for p in posted)
     assert posted[0].detail == "cannot reach relayd at http://x" and posted[0].retry_in == 1
 
@@ -144,3 +144,27 @@ def test_the_stream_names_the_workspace():
     live, posted = feed(Source([[]], [stream]))
     live.step()
     assert [p for p in posted if isinstance(p, Workspace)] == [Workspace("acme")]
+
+
+async def test_while_disconnected_the_numbers_read_stale_until_relayd_is_back():
+    from relaytui.app import build_app
+    from relaytui.live import Connection
+    from relaytui.messages import FeedUpdate
+    from relaytui.settings import Settings
+    from relaytui.testing import FakeRelay
+    from tests.tui.conftest import SIZE, wait_for
+
+    fake = FakeRelay(replay=False)
+    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+                    save=lambda _: None)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = app.jobs_screen
+        await wait_for(pilot, lambda: len(jobs.board) > 0)
+        table, detail = jobs.query_one("#jobs"), jobs.query_one("#detail")
+        assert not table.has_class("-stale")
+        jobs.post_message(FeedUpdate(Connection("down", "cannot reach relayd", 5.0)))
+        await wait_for(pilot, lambda: table.has_class("-stale"))
+        assert detail.has_class("-stale") and "stale since" in str(table.border_title)
+        jobs.post_message(FeedUpdate(Connection("live", "live events")))
+        await wait_for(pilot, lambda: not table.has_class("-stale"))
+        assert not detail.has_class("-stale") and "stale" not in str(table.border_title)

@@ -188,6 +188,7 @@ def test_upload_with_a_preview(snap_compare, fake_app):
         await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
         path = upload.query_one("#path")
         path.cursor_blink = False
+        path.focus()  # the tree has it at first
         path.value = "fixtures/reviews.csv"
         await pilot.press("enter")
         await wait_for(pilot, lambda: upload.rows is not None)
@@ -218,3 +219,17 @@ def test_asking_for_a_key(snap_compare, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+NARROW = (80, 24)
+
+
+def test_jobs_at_80_columns(snap_compare, fake_app):
+    """Status, progress, failed, DL and ETA stay; the name shortens, and age, rows/s,
+    priority, model and done/total leave."""
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)

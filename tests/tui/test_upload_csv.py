@@ -32,6 +32,7 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         upload = await open_upload(pilot, app)
         status = upload.query_one("#file-status")
+        upload.query_one("#path").focus()  # the tree has it at first
         upload.query_one("#path").value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: "line 1: 3 cells where one prompt was expected"
@@ -62,6 +63,7 @@ async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
     app = app_on(DuplicateRefusing(replay=False), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         upload = await open_upload(pilot, app)
+        upload.query_one("#path").focus()  # the tree has it at first
         upload.query_one("#path").value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: upload.rows is not None)
@@ -71,3 +73,23 @@ async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
         assert ("relayd refused the job (400): line 5: Duplicate custom_id 'a' (first used "
                 "by line 2).") in str(message.render())
         assert upload.query_one("#path").has_class("-invalid")
+
+
+async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_path):
+    app = app_on(FakeRelay(replay=False), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        upload = await open_upload(pilot, app)
+        tree = upload.query_one("#tree")
+        assert tree.has_focus and upload.has_class("-narrow")
+        await pilot.press("tab")  # the path field is next
+        assert upload.query_one("#path").has_focus
+        await pilot.press("shift+tab")
+        form = upload.query_one("#form")
+        assert tree.region.bottom <= form.region.y  # the tree above the form
+        path, column = upload.query_one("#path"), upload.query_one("#column")
+        assert column.region.y > path.region.y  # one field under the other
+        assert path.region.right <= 80
+        await pilot.resize_terminal(160, 45)
+        await wait_for(pilot, lambda: upload.has_class("-wide"))
+        await pilot.pause()
+        assert tree.region.right <= form.region.x  # side by side again

@@ -105,6 +105,8 @@ def test_unknown_key_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
     ({"models": [make_model(max_concurrency="8")]}, "models[0].max_concurrency"),
     ({"models": [make_model(input_usd_per_mtok="0.1")]}, "models[0].input_usd_per_mtok"),
     ({"models": [make_model(output_usd_per_mtok=False)]}, "models[0].output_usd_per_mtok"),
+    ({"models": [make_model(adaptive="no")]}, "models[0].adaptive"),
+    ({"models": [make_model(adaptive=0)]}, "models[0].adaptive"),
 ])
 def test_wrong_type_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
     assert refusal(raw, environ={}).startswith(f"{key}:")
@@ -181,6 +183,12 @@ def test_model_defaults_and_fields() -> None:
     assert isinstance(a.input_usd_per_mtok, float)
     assert b.model == "upstream-b"
     assert (b.max_concurrency, b.fallbacks, b.api_key) == (32, (), None)
+
+
+def test_adaptive_concurrency_is_on_unless_turned_off() -> None:
+    config = parse({"models": [make_model(alias="a"), make_model(alias="b", adaptive=False)]},
+                   environ={})
+    assert [m.adaptive for m in config.models] == [True, False]
 
 
 def test_api_key_is_read_from_the_given_environ() -> None:
