@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.domain.every import Every
 from daemon.store.faults import UNAVAILABLE, StoreFault, store_fault
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -69,12 +70,9 @@ class HealthProbe(pykka.ThreadingActor):
         self.repo = repo
         self.files = files
         self.health = health
-        self.every = every
-        self.due_at: float | None = None  # None: at the first tick
+        self.every = Every(every)
 
     @contained
     def tick(self, now: float) -> None:
-        if self.due_at is not None and now < self.due_at:
-            return
-        self.due_at = now + self.every
-        self.health.record(probe(self.repo, self.files, now=now), now=now)
+        if self.every.due(now):
+            self.health.record(probe(self.repo, self.files, now=now), now=now)

@@ -18,6 +18,7 @@ from daemon.actors.contained import attempt, contained
 from daemon.actors.ending import end_job
 from daemon.dialects import dialect_of
 from daemon.domain import cron
+from daemon.domain.every import Every
 from daemon.domain.jobs import (
     CANCELLED,
     CANCELLING,
@@ -61,7 +62,7 @@ class Scheduler(pykka.ThreadingActor):
         self.running: dict[int, Any] = {}
         self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
-        self.watched_at = float("-inf")
+        self.watchdog = Every(WATCH_S)
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -128,7 +129,7 @@ class Scheduler(pykka.ThreadingActor):
                 supervisor.tick(now)
             else:
                 attempt(self._revive, seq)
-        if not self.draining and now - self.watched_at >= WATCH_S:
+        if not self.draining and self.watchdog.due(now):
             attempt(self._watch, now)
         self._admit()
 
@@ -164,7 +165,6 @@ class Scheduler(pykka.ThreadingActor):
         requeue, or a cancel's ending failed, say) is handled as at start after a
         crash: requeued, or ended as it was ending. A webhook still queued is sent (its
         claim in the store keeps it to at most once)."""
-        self.watched_at = now
         for status, action in ((RUNNING, "requeued"), (CANCELLING, "cancelled"),
                                (FINALIZING, "completed")):
             for job in self.repo.jobs_in(status):

@@ -13,6 +13,7 @@ import logging
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.domain.every import Every
 from daemon.domain.files import FileRecord
 from daemon.domain.leftovers import leftovers, orphan_candidates
 from daemon.store.files import FileStore
@@ -55,12 +56,9 @@ class FileSweeper(pykka.ThreadingActor):
         super().__init__()
         self.repo = repo
         self.files = files
-        self.every = every
-        self.due_at: float | None = None  # None: at the first tick
+        self.every = Every(every)
 
     @contained
     def tick(self, now: float) -> None:
-        if self.due_at is not None and now < self.due_at:
-            return
-        self.due_at = now + self.every
-        expire_files(self.repo, self.files, now=now)
+        if self.every.due(now):
+            expire_files(self.repo, self.files, now=now)

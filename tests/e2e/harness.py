@@ -48,19 +48,22 @@ def wait_until(check: Callable[[], Any], *, timeout: float = TIMEOUT_S) -> Any:
 def config_tables(sim: Simulator, *, concurrency: int = 8, running: int = 2,
                   allow_private: bool = True, attempts: int = 3,
                   server: dict[str, int] | None = None,
-                  gateway: dict[str, int] | None = None) -> dict[str, Any]:
+                  gateway: dict[str, int] | None = None,
+                  retry: dict[str, Any] | None = None,
+                  model: dict[str, Any] | None = None) -> dict[str, Any]:
     """A test daemon's config (`Relayd.write_config`'s keywords): tiny backoffs, and
-    "gpt-4o-mini" on the simulator with "backup" as its fallback. `server` and `gateway`
-    add keys to those tables."""
+    "gpt-4o-mini" on the simulator with "backup" as its fallback. `server`, `gateway` and
+    `retry` add keys to those tables, `model` to gpt-4o-mini's."""
     return {
         "server": server or {},
         "gateway": {"batch_concurrency": concurrency, "max_running_jobs": running,
                     **(gateway or {})},
         "security": {"allow_private_targets": allow_private},
         "retry": {"attempts": attempts, "backoff_base_s": 0.01, "backoff_cap_s": 0.05,
-                  "retry_after_cap_s": 0.05, "request_timeout_s": 5},
+                  "retry_after_cap_s": 0.05, "request_timeout_s": 5, **(retry or {})},
         "models": [simulated_model("gpt-4o-mini", sim, fallbacks=["backup"],
-                                   input_usd_per_mtok=0.15, output_usd_per_mtok=0.60),
+                                   input_usd_per_mtok=0.15, output_usd_per_mtok=0.60,
+                                   **(model or {})),
                    simulated_model("backup", sim, model="sim-large")],
     }
 

@@ -4,13 +4,12 @@ that answers 429 past 16 requests at once, and a relayd allowed 64 that learns 1
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Relayd, Simulator, config_tables, rows, wait_for_status
+from tests.e2e.harness import Relayd, Simulator, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
@@ -20,20 +19,14 @@ ROWS = 240  # per job; two jobs of 32 rows in flight each offer the model 64 at 
 
 
 @pytest.fixture
-def start_relayd(tmp_path: Path) -> Iterator[Callable[..., Relayd]]:
-    """`start_relayd(sim, **model_keys)`: a started relayd on `sim`, stopped at teardown."""
-    started: list[Relayd] = []
-
+def start_relayd(relayd_factory: Callable[..., Relayd]) -> Callable[..., Relayd]:
+    """`start_relayd(sim, **model_keys)`: a started relayd on `sim`, gpt-4o-mini allowed 64
+    at once; stopped at teardown."""
     def start(sim: Simulator, **model: Any) -> Relayd:
-        tables = config_tables(sim, concurrency=32, running=2)
-        tables["models"][0] |= {"max_concurrency": 64, **model}
-        relayd = Relayd(home=tmp_path / "relayd").write_config(**tables)
-        started.append(relayd)
-        return relayd.start()
+        return relayd_factory(sim, concurrency=32, running=2,
+                              model={"max_concurrency": 64, **model}).start()
 
-    yield start
-    for relayd in started:
-        relayd.stop()
+    return start
 
 
 def drain(relayd: Relayd, sim: Simulator) -> tuple[int, int, dict[str, Any]]:

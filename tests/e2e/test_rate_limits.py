@@ -4,13 +4,12 @@ and a relayd that drains a job at that rate without a storm of 429s."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Relayd, Simulator, config_tables, rows, wait_for_status
+from tests.e2e.harness import Relayd, Simulator, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
@@ -19,21 +18,14 @@ ROWS = 80
 
 
 @pytest.fixture
-def start_relayd(tmp_path: Path) -> Iterator[Callable[..., Relayd]]:
-    """`start_relayd(sim, **model_keys)`: a started relayd on `sim`, stopped at teardown."""
-    started: list[Relayd] = []
-
+def start_relayd(relayd_factory: Callable[..., Relayd]) -> Callable[..., Relayd]:
+    """`start_relayd(sim, **model_keys)`: a started relayd on `sim`, gpt-4o-mini allowed 64
+    at once and Retry-After obeyed in full; stopped at teardown."""
     def start(sim: Simulator, **model: Any) -> Relayd:
-        tables = config_tables(sim, concurrency=32)
-        tables["retry"] |= {"retry_after_cap_s": 60}  # obey the upstream's pauses in full
-        tables["models"][0] |= {"max_concurrency": 64, **model}
-        relayd = Relayd(home=tmp_path / "relayd").write_config(**tables)
-        started.append(relayd)
-        return relayd.start()
+        return relayd_factory(sim, concurrency=32, model={"max_concurrency": 64, **model},
+                              retry={"retry_after_cap_s": 60}).start()
 
-    yield start
-    for relayd in started:
-        relayd.stop()
+    return start
 
 
 def drain(relayd: Relayd, sim: Simulator) -> tuple[float, dict[str, int], dict[str, Any]]:
