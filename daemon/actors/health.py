@@ -10,7 +10,7 @@ health does not wait for the next probe to say so.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
 
 import pykka
 
@@ -25,29 +25,36 @@ log = logging.getLogger("relay.health")
 PROBE_EVERY_S = 5.0
 
 
-@dataclass
 class Health:
-    """The store's health as last seen. Written by the probe and the API, read by
-    `/healthz`; each write replaces one field, so a reader never needs a lock."""
+    """The store's health as last seen: written by the probe, the API and the writers
+    (each on its own thread, under one lock), read by `/healthz` and `/metrics` as one
+    `(fault, since)` pair."""
 
-    fault: StoreFault | None = None
-    since: float | None = None  # when the current fault was first seen
+    def __init__(self) -> None:
+        self.state: tuple[StoreFault | None, float | None] = (None, None)
+        self._lock = threading.Lock()
 
     def record(self, fault: StoreFault | None, *, now: float) -> None:
-        if fault is None:
-            if self.fault is not None:
-                log.warning("the store takes writes again, after %.0f s",
-                            now - (self.since or now))
-            self.fault, self.since = None, None
-            return
-        if self.fault is None:
-            log.error("the store cannot write: %s (%s)", fault.code, fault.detail)
-            self.since = now
-        self.fault = fault
+        with self._lock:
+            was, since = self.state
+            if fault is None:
+                if was is not None:
+                    log.warning("the store takes writes again, after %.0f s",
+                                now - (since or now))
+                self.state = (None, None)
+                return
+            if was is None:
+                log.error("the store cannot write: %s (%s)", fault.code, fault.detail)
+                since = now
+            self.state = (fault, since)
+
+    @property
+    def fault(self) -> StoreFault | None:
+        return self.state[0]
 
     @property
     def ok(self) -> bool:
-        return self.fault is None
+        return self.state[0] is None
 
 
 def probe(repo: Store, files: FileStore, *, now: float) -> StoreFault | None:

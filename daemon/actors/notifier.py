@@ -9,7 +9,7 @@ every `min_interval` seconds, the last one always sent.
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,9 +42,11 @@ class Notifier(pykka.ThreadingActor):
         self.dirty: set[int] = set()
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="relay-webhook")
         self.save_waits: tuple[float, ...] = SAVE_WAITS_S
+        self.stopping = threading.Event()
 
     def on_stop(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
+        self.stopping.set()  # an outcome still being retried gives up: the next start
+        self.pool.shutdown(wait=True, cancel_futures=False)  # records it as interrupted
 
     @contained
     def job_created(self, job: Job) -> None:
@@ -109,9 +111,8 @@ class Notifier(pykka.ThreadingActor):
                 return
             except Exception as exc:
                 _log_failure(f"storing the webhook outcome of job {job.id} failed", exc)
-                if wait is None:  # the next start records it as interrupted
-                    return
-                time.sleep(wait)
+                if wait is None or self.stopping.wait(wait):  # the next start records
+                    return  # it as interrupted
 
 
 def _log_failure(what: str, exc: Exception) -> None:

@@ -114,7 +114,7 @@ class JobSupervisor(pykka.ThreadingActor):
         if write is not self.write:
             return
         self.write = None
-        self.run.stored(ok=write.result(), now=self.clock())
+        self.run.stored(ok=_succeeded(write), now=self.clock())
         self._pump()
 
     @contained
@@ -188,14 +188,15 @@ class JobSupervisor(pykka.ThreadingActor):
                         self.job.id, len(outcomes), fault.detail)
             self.health.record(fault, now=now)
             return False
-        self.notifier.progress(self.job.seq)
+        with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
+            self.notifier.progress(self.job.seq)
         return True
 
     def _store_all(self, now: float) -> None:
         """Shutdown: wait for the write under way, then store what is left, here."""
         if self.write is not None:
             write, self.write = self.write, None
-            self.run.stored(ok=write.result(), now=now)
+            self.run.stored(ok=_succeeded(write), now=now)
         while self.run.buffer:
             ok = self._save(self.run.take_flush(), now)
             self.run.stored(ok=ok, now=now)
@@ -250,3 +251,9 @@ class JobSupervisor(pykka.ThreadingActor):
         self.scheduler.job_finished(self.job.seq)
         self.stop()
 
+
+
+def _succeeded(write: Future[bool]) -> bool:
+    """Whether a write committed; one that raised counts as failed (trying it again is
+    safe: outcomes already stored are skipped)."""
+    return write.exception() is None and write.result()

@@ -47,11 +47,10 @@ async def healthz(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     if not services.accepting:
         return envelope(503, "relayd is shutting down.", code="unavailable")
-    fault = services.health.fault
+    fault, since = services.health.state
     if fault is not None:
         return web.json_response({"status": "degraded", "reason": fault.code,
-                                  "detail": fault.detail, "since": services.health.since},
-                                 status=503)
+                                  "detail": fault.detail, "since": since}, status=503)
     return web.json_response({"status": "ok"})
 
 

@@ -230,7 +230,7 @@ class ModelPace:
             self.rate_limited += 1
             self.streak += 1
             backoff = min(backoff_cap_s, backoff_s * 2 ** min(self.streak - 1, 30))
-            pause = _first(rate.retry_after_s, rate.exhausted_reset(), backoff)
+            pause = _first(rate.retry_after_s, rate.exhausted_reset(), backoff) or backoff
         else:
             self.streak = 0
             if self.requests is None and self.tokens is None:  # no rate known to pace by

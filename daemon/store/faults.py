@@ -22,6 +22,9 @@ UNAVAILABLE = "store_unavailable"
 _SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _STORAGE_ERRNOS = {errno.EROFS, errno.EIO}
 _SPACE_WORDS = ("database or disk is full", "disk is full", "no space left")
+_STORAGE_WORDS = ("disk i/o error", "readonly", "read-only", "locked", "busy",
+                  "unable to open", "cannot rollback", "cannot commit", "malformed",
+                  "not a database", "connection", "server closed")
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,15 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _classify(exc: BaseException) -> StoreFault | None:
     text = str(exc)
-    # Only operational errors: an integrity or programming error is a bug, not storage.
+    # Only operational errors that are the storage's: "no such column" or "too many SQL
+    # variables" is a bug, not storage, and keeps its traceback.
     if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError):
-        if any(word in text.lower() for word in _SPACE_WORDS):
+        lowered = text.lower()
+        if any(word in lowered for word in _SPACE_WORDS):
             return StoreFault(SPACE, text)
-        return StoreFault(UNAVAILABLE, text)
+        if any(word in lowered for word in _STORAGE_WORDS):
+            return StoreFault(UNAVAILABLE, text)
+        return None
     if isinstance(exc, OSError) and exc.errno is not None:
         if exc.errno in _SPACE_ERRNOS:
             return StoreFault(SPACE, text)

@@ -124,8 +124,8 @@ class RowQueries(SqlBase):
         self, outcomes: Sequence[tuple[int, RowOutcome]]
     ) -> list[tuple[int, RowOutcome]]:
         ids = list(dict(outcomes))
-        pending = {r.id for r in RowModel.select(RowModel.id)
-                   .where(RowModel.id.in_(ids), RowModel.status == ROW_PENDING)}
+        pending = {r.id for chunk in _chunks(ids) for r in RowModel.select(RowModel.id)
+                   .where(RowModel.id.in_(chunk), RowModel.status == ROW_PENDING)}
         first: dict[int, RowOutcome] = {}
         for rid, outcome in outcomes:
             if rid in pending:
@@ -247,3 +247,10 @@ def _never_ran(outcome: RowOutcome) -> bool:
 def _turn(r: RoundModel) -> Turn:
     return Turn(model=r.model, usage=Usage(r.prompt_tokens, r.completion_tokens),
                 messages=tuple(json.loads(r.messages)))
+
+
+IN_CHUNK = 500  # ids in one `IN (...)`: under SQLite's older 999-variable limit
+
+
+def _chunks(ids: list[int]) -> list[list[int]]:
+    return [ids[i:i + IN_CHUNK] for i in range(0, len(ids), IN_CHUNK)]

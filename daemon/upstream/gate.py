@@ -42,7 +42,7 @@ class Slots:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # handed a slot as it was cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # `_wake` may have dropped it already
                 self._waiters.remove(waiter)
             raise
 

@@ -137,3 +137,17 @@ async def test_a_lower_limit_holds_the_next_calls() -> None:
     assert held[0] == 4
     release.set()
     await asyncio.gather(*calls)
+
+
+async def test_a_waiter_cancelled_as_a_slot_frees_leaves_quietly() -> None:
+    slots = Slots(1)
+    await slots.acquire()
+    waiting = asyncio.create_task(slots.acquire())
+    await asyncio.sleep(0)  # it waits for the slot
+    waiting.cancel()
+    slots.release()  # drops the cancelled waiter before its task resumes
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert slots.taken == 0
+    await slots.acquire()  # the slot is free for the next call
+    assert slots.taken == 1

@@ -39,6 +39,8 @@ def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
     FileNotFoundError(errno.ENOENT, "No such file"),
     PermissionError(errno.EACCES, "Permission denied"),
     OSError("no errno"),
+    sqlite3.OperationalError("no such column: x"),  # a bug in a query, not the storage
+    peewee.OperationalError("too many SQL variables"),
 ])
 def test_other_errors_are_not_storage_faults(exc: BaseException) -> None:
     assert store_fault(exc) is None
