@@ -83,15 +83,16 @@ class JobSupervisor(pykka.ThreadingActor):
         self._me = self.actor_ref.proxy()
         self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
                                       io_loop=self.io_loop,
-                                      lane=self.lane,
-                                      supervisor=self.actor_ref.proxy()).proxy()
+                                      lane=self.lane, supervisor=self._me).proxy()
         self._pump()
 
     def on_stop(self) -> None:
-        self._store_all(self.clock())
-        self.writer.shutdown(wait=False)
-        if self.worker is not None:
-            self.worker.actor_ref.stop(block=False)
+        try:
+            self._store_all(self.clock())
+        finally:  # whatever the store did, the writer and the worker go
+            self.writer.shutdown(wait=False)
+            if self.worker is not None:
+                self.worker.actor_ref.stop(block=False)
 
     @contained
     def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
