@@ -4,6 +4,7 @@ form, failures as notifications, the command palette, and a thousand jobs."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from relaytui.app import build_app
 from relaytui.client import RelayError
@@ -223,16 +224,21 @@ async def test_a_refused_key_says_so_and_K_connects_with_another():
         assert first.feed.stopped  # the old connection's feed ended with its screen
 
 
+async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
+    """The dead-letter screen of job 5, once its entries are shown."""
+    await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
+    app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
+    return await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
+                          and app.screen.entries and app.screen)
+
+
 async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
 
     fake = FakeRelay(replay=False)
     app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
-        app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
-                                and app.screen.entries and app.screen)
+        screen = await open_dead_letter(pilot, app, fake)
         await pilot.press("R")
         assert isinstance(app.screen, ConfirmScreen) and fake.retried == []
         await pilot.press("y")
@@ -256,10 +262,7 @@ async def test_discarding_asks_first_and_the_row_reads_discarded():
     app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
-        app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
-                                and app.screen.entries and app.screen)
+        screen = await open_dead_letter(pilot, app, fake)
         await pilot.press("x", "y")
         await wait_for(pilot, lambda: fake.discarded == [(job_id(5), ["review-0010"])])
         await wait_for(pilot, lambda: screen.entries[0]["state"] == "discarded")
