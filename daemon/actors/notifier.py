@@ -19,7 +19,7 @@ import pykka
 from daemon.actors.contained import contained
 from daemon.dialects import event_view
 from daemon.domain.jobs import Job
-from daemon.store.faults import store_fault
+from daemon.store.faults import log_failure
 from daemon.store.interface import Store
 
 log = logging.getLogger("relay.notifier")
@@ -100,7 +100,7 @@ class Notifier(pykka.ThreadingActor):
             secret = self.repo.webhook_secret(job.workspace_id)
             outcome = self.deliver(job, secret, self.clock())
         except Exception as exc:
-            _log_failure(f"webhook of job {job.id} failed", exc)
+            log_failure(log, f"webhook of job {job.id} failed", exc)
             return
         self._save(job, outcome)
 
@@ -110,14 +110,7 @@ class Notifier(pykka.ThreadingActor):
                 self.repo.save_webhook(job.seq, outcome)
                 return
             except Exception as exc:
-                _log_failure(f"storing the webhook outcome of job {job.id} failed", exc)
+                log_failure(log, f"storing the webhook outcome of job {job.id} failed", exc)
                 if wait is None or self.stopping.wait(wait):  # the next start records
                     return  # it as interrupted
 
-
-def _log_failure(what: str, exc: Exception) -> None:
-    fault = store_fault(exc)
-    if fault is None:
-        log.exception(what)
-    else:
-        log.warning("%s: %s", what, fault.detail)

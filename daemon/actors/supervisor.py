@@ -31,7 +31,7 @@ from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
 from daemon.executors.lane import STOPPED, Lane
-from daemon.store.faults import store_fault
+from daemon.store.faults import log_failure
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
@@ -180,18 +180,17 @@ class JobSupervisor(pykka.ThreadingActor):
         try:
             self.repo.save_outcomes(self.job.seq, outcomes, now=now)
         except Exception as exc:
-            fault = store_fault(exc)
-            if fault is None:  # not the storage: a bug, with its traceback
-                log.exception("job %s: storing %d outcomes failed; kept, will retry",
-                              self.job.id, len(outcomes))
-                return False
-            log.warning("job %s: storing %d outcomes failed (%s); kept, will retry",
-                        self.job.id, len(outcomes), fault.detail)
-            self.health.record(fault, now=now)
+            self._failed(f"job {self.job.id}: storing {len(outcomes)} outcomes failed; "
+                         "kept, will retry", exc, now)
             return False
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
             self.notifier.progress(self.job.seq)
         return True
+
+    def _failed(self, what: str, exc: Exception, now: float) -> None:
+        fault = log_failure(log, what, exc)
+        if fault is not None:
+            self.health.record(fault, now=now)
 
     def _store_all(self, now: float) -> None:
         """Shutdown: wait for the write under way, then store what is left, here."""
@@ -238,13 +237,7 @@ class JobSupervisor(pykka.ThreadingActor):
                 job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
         except Exception as exc:
             self.finish_at = now + FINISH_RETRY_S
-            fault = store_fault(exc)
-            if fault is None:
-                log.exception("job %s: ending it failed; will try again", self.job.id)
-                return
-            log.warning("job %s: ending it failed (%s); will try again", self.job.id,
-                        fault.detail)
-            self.health.record(fault, now=now)
+            self._failed(f"job {self.job.id}: ending it failed; will try again", exc, now)
             return
         self.finished = True
         if job is not None:

@@ -11,6 +11,7 @@ answers them with their own status and code, and health reports them.
 from __future__ import annotations
 
 import errno
+import logging
 import sqlite3
 from dataclasses import dataclass
 
@@ -72,3 +73,14 @@ def _classify(exc: BaseException) -> StoreFault | None:
         if exc.errno in _STORAGE_ERRNOS:
             return StoreFault(UNAVAILABLE, text)
     return None
+
+
+def log_failure(log: logging.Logger, what: str, exc: BaseException) -> StoreFault | None:
+    """Log a store call that failed: one line for a storage fault (which it returns, for
+    health to record), a traceback for anything else (a bug)."""
+    fault = store_fault(exc)
+    if fault is None:
+        log.error(what, exc_info=exc)
+    else:
+        log.warning("%s (%s)", what, fault.detail)
+    return fault
