@@ -97,9 +97,10 @@ class JobSupervisor(pykka.ThreadingActor):
     @contained
     def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         """Outcomes that finished together, in one message."""
+        now = self.clock()
         for row_id, outcome in done:
             self.run.record(row_id, replace(self._settled(outcome),
-                                            cost_nano_usd=self._cost(outcome)))
+                                            cost_nano_usd=self._cost(outcome)), now=now)
         self._pump()
 
     @contained

@@ -10,7 +10,10 @@ A model's pace has three parts:
   announces (`x-ratelimit-limit-*`), whichever is lower;
 - a **pause**: a 429 stops the model's dispatch for the time the upstream asked
   (`Retry-After`, `retry-after-ms`, else the exhausted limit's `x-ratelimit-reset-*`,
-  else a backoff doubling with each 429 in a row);
+  else a backoff doubling with each 429 in a row). A bare 429, one that names no
+  limit (no `x-ratelimit-*`: an overloaded server such as a loaded vLLM, not a
+  rate), pauses nothing when the model's concurrency adapts: the lower limit is the
+  answer, and the row that met it waits its own `Retry-After` (`sheds_overload`);
 - a **token estimate** (`TokenEstimate`) that each answer's `usage` corrects.
 """
 
@@ -109,6 +112,12 @@ class RateHeaders:
                  if left == 0 and reset is not None]
         return max(waits) if waits else None
 
+    def names_a_limit(self) -> bool:
+        """Whether the answer spoke of a rate (any `x-ratelimit-*`), not only of waiting."""
+        return any(value is not None for value in (
+            self.limit_requests, self.limit_tokens, self.remaining_requests,
+            self.remaining_tokens, self.reset_requests_s, self.reset_tokens_s))
+
 
 def read_rate_headers(get: Callable[[str], str | None], *, now: float) -> RateHeaders:
     """Read `x-ratelimit-*`, `retry-after-ms` and `Retry-After` through `get(name)`,
@@ -174,6 +183,7 @@ class ModelPace:
     paused_until: float = 0.0
     rate_limited: int = 0  # 429s met, ever
     streak: int = 0  # 429s in a row, for a pause the upstream gave no time for
+    sheds_overload: bool = False  # a bare 429 lowers concurrency instead of pausing
     requests: TokenBucket | None = None
     tokens: TokenBucket | None = None
     estimator: TokenEstimate = field(default_factory=TokenEstimate)
@@ -214,6 +224,11 @@ class ModelPace:
         if self.tokens is not None and used > 0:
             self.tokens.give(estimated - used, now)
 
+    def pauses_for(self, status: int, rate: RateHeaders) -> bool:
+        """Whether this answer pauses the whole model: a 429, unless it is a bare one
+        and the model sheds overload by its concurrency instead."""
+        return status == 429 and (not self.sheds_overload or rate.names_a_limit())
+
     def observe(self, status: int, rate: RateHeaders, *, now: float, backoff_s: float,
                 backoff_cap_s: float, pause_cap_s: float) -> None:
         """Learn from one answer: the announced limits, and on a 429 a pause."""
@@ -228,10 +243,11 @@ class ModelPace:
         pause = None
         if status == 429:
             self.rate_limited += 1
+        if self.pauses_for(status, rate):
             self.streak += 1
             backoff = min(backoff_cap_s, backoff_s * 2 ** min(self.streak - 1, 30))
             pause = _first(rate.retry_after_s, rate.exhausted_reset(), backoff) or backoff
-        else:
+        elif status != 429:
             self.streak = 0
             if self.requests is None and self.tokens is None:  # no rate known to pace by
                 pause = rate.exhausted_reset()

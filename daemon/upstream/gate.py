@@ -69,7 +69,7 @@ class ModelGate:
         self.maximum = model.max_concurrency
         self.control = AdaptiveLimit(model.max_concurrency) if model.adaptive else None
         self.slots = Slots(model.max_concurrency)
-        self.pace = ModelPace(rpm=model.rpm, tpm=model.tpm)
+        self.pace = ModelPace(rpm=model.rpm, tpm=model.tpm, sheds_overload=model.adaptive)
 
     @property
     def in_flight(self) -> int:

@@ -7,9 +7,12 @@ pure `classify`, tested on its own; time, sleeping and jitter are injected.
 
 Every call passes its model's gate (`gate.py`: slots, rpm/tpm pacing, pauses),
 shared by every job, and tells it how it went (`load_signal`), which is how the
-model's concurrency adapts. A 429 pauses the whole model; the row that met it waits out
-the pause at the gate without spending an attempt, up to `RATE_LIMITED_TRIES`
-times per model (so a model limited for good still ends), and does not fall back.
+model's concurrency adapts. A 429 that names a rate (`x-ratelimit-*`) pauses the
+whole model, and the row that met it waits out the pause at the gate. A bare 429 (a
+server at capacity) lowers an adaptive model's concurrency instead, and only its row
+waits (its `Retry-After`, else the backoff). Either way the row spends no attempt, up
+to `RATE_LIMITED_TRIES` times per model (so a model limited for good still ends),
+and does not fall back.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
@@ -56,6 +59,7 @@ class Verdict:
     text: str | None = None  # a successful body as received (UTF-8 JSON text)
     code: str = "upstream_error"
     retry_after: str | None = None
+    paused_model: bool = False  # a 429 that paused the whole model (the gate waits it out)
 
 
 @dataclass(frozen=True)
@@ -266,8 +270,10 @@ class Router:
             verdict = await self._attempt(model, endpoint, payload, attempts,
                                           max_tokens=max_tokens)
             if verdict.status == 429 and paced < RATE_LIMITED_TRIES:
-                paced += 1  # the model is paused now; the gate waits it out
-                continue
+                paced += 1
+                if not verdict.paused_model:  # a server at capacity: only this row waits
+                    await self._sleep(self._delay(paced, verdict))
+                continue  # else the gate waits out the model's pause
             tries += 1
             if verdict.kind != "transient" or tries >= self._retry.attempts:
                 return verdict, tries + paced
@@ -311,11 +317,13 @@ class Router:
             reply = await self._transport.send(model, endpoint, payload)
         except TransportError as exc:
             return classify_error(exc)
-        self._observe(gate, reply)
-        return classify(reply, alias=model.alias)
+        paused = self._observe(gate, reply)
+        verdict = classify(reply, alias=model.alias)
+        return replace(verdict, paused_model=True) if paused else verdict
 
-    def _observe(self, gate: ModelGate, reply: Reply) -> None:
-        """Let the model's pace learn from an answer's rate-limit headers (and a 429)."""
+    def _observe(self, gate: ModelGate, reply: Reply) -> bool:
+        """Let the model's pace learn from an answer's rate-limit headers (and a 429);
+        say whether the answer paused the model."""
         now = self._clock()
         names = {k.lower(): v for k, v in reply.headers.items()}
         # Most answers say nothing of limits: skip reading them (a few µs a call).
@@ -324,6 +332,7 @@ class Router:
         gate.pace.observe(reply.status, rate, now=now, backoff_s=self._retry.backoff_base_s,
                           backoff_cap_s=self._retry.backoff_cap_s,
                           pause_cap_s=self._retry.retry_after_cap_s)
+        return gate.pace.pauses_for(reply.status, rate)
 
     def _settle(self, gate: ModelGate, verdict: Verdict, *, size: int, max_tokens: int | None,
                 estimated: int) -> None:

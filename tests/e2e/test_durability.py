@@ -44,8 +44,8 @@ def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
     assert len(seen) == ROWS
     repeated = sum(n - 1 for n in seen.values())
     print(f"rows re-run after kill -9: {repeated}")
-    # Group commit with no timer: only the rows in flight, those in the write under way
-    # and those that finished during it may run again.
+    # Group commit: only the rows in flight, those in the write under way and those
+    # waiting for the next write may run again.
     assert repeated <= 3 * CONCURRENCY, repeated
     client.close()
 

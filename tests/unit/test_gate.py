@@ -96,7 +96,8 @@ def burst_router(replies: list[Any], **model: Any) -> tuple[Router, asyncio.Even
 
 
 async def test_a_burst_of_429s_halves_the_concurrency_once() -> None:
-    router, release, held = burst_router([status(429)] * 4)
+    limited = status(429, **{"x-ratelimit-remaining-requests": "0"})
+    router, release, held = burst_router([limited] * 4)
     calls = [asyncio.create_task(router.call("main", ENDPOINT, BODY)) for _ in range(8)]
     await settle()
     assert held == [8, 8]

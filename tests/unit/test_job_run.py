@@ -6,7 +6,7 @@ from typing import Any
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
-from daemon.domain.run import JobRun
+from daemon.domain.run import FLUSH_ROWS, LINGER_S, JobRun
 
 START = 1_700_000_000.0
 
@@ -86,7 +86,7 @@ def test_take_dispatch_respects_concurrency() -> None:
     assert [w.id for w in first] == [1, 2]
     assert run.in_flight == {1, 2}
     assert run.take_dispatch() == []
-    assert run.record(1, make_outcome())
+    assert run.record(1, make_outcome(), now=START)
     assert [w.id for w in run.take_dispatch()] == [3]
     assert run.in_flight == {2, 3}
 
@@ -95,9 +95,9 @@ def test_record_ignores_rows_not_in_flight() -> None:
     run = make_run()
     run.add_rows(works(1, 2))
     run.take_dispatch()
-    assert not run.record(99, make_outcome())
-    assert run.record(1, make_outcome())
-    assert not run.record(1, make_outcome())  # a second report of the same row
+    assert not run.record(99, make_outcome(), now=START)
+    assert run.record(1, make_outcome(), now=START)
+    assert not run.record(1, make_outcome(), now=START)  # a second report of the same row
     assert [rid for rid, _ in run.buffer] == [1]
 
 
@@ -106,25 +106,57 @@ def test_should_flush_needs_something_buffered() -> None:
     assert not run.should_flush(START + 100)
 
 
-def test_one_outcome_is_written_at_once() -> None:
+def test_a_small_group_waits_for_company_or_its_linger() -> None:
     run = make_run(concurrency=4)
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
-    run.record(1, make_outcome())
-    assert run.should_flush(START)  # no size or age to wait for
+    run.record(1, make_outcome(), now=START)
+    assert not run.should_flush(START)  # three more rows are in flight
+    assert not run.should_flush(START + LINGER_S / 2)
+    assert run.should_flush(START + 2 * LINGER_S)  # the oldest waited long enough
+
+
+def test_a_full_group_is_written_at_once() -> None:
+    run = make_run(concurrency=4)
+    run.add_rows(works(1, 2, 3, 4, 5, 6))
+    run.take_dispatch()
+    for rid in (1, 2, 3, 4):
+        assert not run.should_flush(START)
+        run.record(rid, make_outcome(), now=START)
+    assert run.flush_rows == 4 and run.should_flush(START)
+    assert make_run(concurrency=500).flush_rows == FLUSH_ROWS
+
+
+def test_the_last_rows_in_flight_are_written_at_once() -> None:
+    run = make_run(concurrency=4)
+    run.add_rows(works(1, 2))
+    run.take_dispatch()
+    run.record(1, make_outcome(), now=START)
+    assert not run.should_flush(START)
+    run.record(2, make_outcome(), now=START)
+    assert run.should_flush(START)  # nothing left in flight to wait for
+
+
+def test_a_stopping_run_writes_what_it_has() -> None:
+    run = make_run(concurrency=4)
+    run.add_rows(works(1, 2, 3))
+    run.take_dispatch()
+    run.record(1, make_outcome(), now=START)
+    run.stop()
+    assert run.should_flush(START)
 
 
 def test_one_write_at_a_time_carries_what_finished_meanwhile() -> None:
     run = make_run(concurrency=4)
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     assert [rid for rid, _ in run.take_flush()] == [1]
-    run.record(2, make_outcome())
-    run.record(3, make_outcome())
-    assert not run.should_flush(START)  # the write of row 1 is under way
-    run.stored(ok=True, now=START)
-    assert run.should_flush(START)
+    run.record(2, make_outcome(), now=START)
+    run.record(3, make_outcome(), now=START)
+    assert not run.should_flush(START + 1)  # the write of row 1 is under way
+    run.stored(ok=True, now=START + 1)
+    assert run.should_flush(START + 1)
     assert [rid for rid, _ in run.take_flush()] == [2, 3]
 
 
@@ -133,7 +165,7 @@ def test_a_group_is_bounded() -> None:
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
     for rid in (1, 2, 3):
-        run.record(rid, make_outcome())
+        run.record(rid, make_outcome(), now=START)
     assert [rid for rid, _ in run.take_flush()] == [1, 2]
     run.stored(ok=True, now=START)
     assert [rid for rid, _ in run.take_flush()] == [3]
@@ -143,9 +175,9 @@ def test_a_failed_write_goes_back_first_and_waits_with_backoff() -> None:
     run = make_run(concurrency=4)
     run.add_rows(works(1, 2, 3, 4))
     run.take_dispatch()
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     run.take_flush()
-    run.record(2, make_outcome())
+    run.record(2, make_outcome(), now=START)
     run.stored(ok=False, now=START)
     assert [rid for rid, _ in run.buffer] == [1, 2]
     assert not run.should_flush(START + 0.4)
@@ -157,7 +189,7 @@ def test_a_failed_write_goes_back_first_and_waits_with_backoff() -> None:
     run.take_flush()
     run.stored(ok=True, now=START + 2)
     assert run.buffer == [] and run.write_failures == 0
-    run.record(3, make_outcome())
+    run.record(3, make_outcome(), now=START)
     assert run.should_flush(START + 2)  # success clears the backoff
 
 
@@ -165,7 +197,7 @@ def test_nothing_starts_while_writes_fail() -> None:
     run = make_run(concurrency=1)
     run.add_rows(works(1, 2))
     assert [w.id for w in run.take_dispatch()] == [1]
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     run.take_flush()
     run.stored(ok=False, now=START)
     assert run.take_dispatch() == []
@@ -178,7 +210,7 @@ def test_backoff_is_capped() -> None:
     run = make_run(concurrency=1)
     run.add_rows(works(1))
     run.take_dispatch()
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     for _ in range(20):
         run.take_flush()
         run.stored(ok=False, now=START)
@@ -190,8 +222,8 @@ def test_take_flush_hands_over_the_buffer_in_order() -> None:
     run.add_rows(works(1, 2, 3))
     run.take_dispatch()
     bad = make_outcome(ok=False)
-    run.record(3, bad)
-    run.record(1, make_outcome())
+    run.record(3, bad, now=START)
+    run.record(1, make_outcome(), now=START)
     batch = run.take_flush()
     assert [rid for rid, _ in batch] == [3, 1]
     assert batch[0][1] is bad
@@ -203,7 +235,7 @@ def test_not_done_while_a_write_is_under_way() -> None:
     run = make_run(concurrency=1)
     run.add_rows(works(1))
     run.take_dispatch()
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     run.take_flush()
     assert run.done_dispatching and not run.done
     run.stored(ok=True, now=START)
@@ -220,8 +252,8 @@ def test_stop_clears_queue_and_stops_dispatch() -> None:
     assert not run.wants_rows
     assert run.take_dispatch() == []
     assert not run.done_dispatching  # rows 1 and 2 are still in flight
-    assert run.record(1, make_outcome())
-    assert run.record(2, make_outcome())
+    assert run.record(1, make_outcome(), now=START)
+    assert run.record(2, make_outcome(), now=START)
     assert run.done_dispatching
     assert not run.done  # their outcomes are not stored yet
     run.take_flush()
@@ -247,7 +279,7 @@ def test_whole_run_to_done() -> None:
             run.add_rows(works(5) if run.cursor == 4 else [])
         for work in run.take_dispatch():
             assert len(run.in_flight) <= 2
-            run.record(work.id, make_outcome())
+            run.record(work.id, make_outcome(), now=START)
         now += 0.25
         if run.should_flush(now):
             stored += [rid for rid, _ in run.take_flush()]
@@ -261,7 +293,7 @@ def test_not_done_dispatching_while_rows_are_queued() -> None:
     run = make_run(concurrency=1)
     run.add_rows(works(1, 2))
     run.take_dispatch()
-    run.record(1, make_outcome())
+    run.record(1, make_outcome(), now=START)
     assert run.exhausted
     assert not run.done_dispatching  # row 2 is still queued
     assert not run.done

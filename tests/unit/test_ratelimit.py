@@ -148,6 +148,18 @@ def test_without_retry_after_the_exhausted_reset_then_a_doubling_backoff() -> No
     assert fresh.streak == 0
 
 
+def test_a_bare_429_pauses_nothing_when_the_model_sheds_overload() -> None:
+    shedding = ModelPace(sheds_overload=True)
+    observe(shedding, 429, T0, retry_after_s=1)  # a server at capacity: no rate named
+    assert shedding.paused_for(T0) == 0 and shedding.rate_limited == 1
+    assert shedding.reserve(1, T0) == 0
+    observe(shedding, 429, T0, retry_after_s=1, remaining_requests=0)  # a rate: pause
+    assert shedding.paused_for(T0) == pytest.approx(1)
+    fixed = ModelPace(sheds_overload=False)  # no adaptive concurrency: the pause is all
+    observe(fixed, 429, T0, retry_after_s=1)
+    assert fixed.paused_for(T0) == pytest.approx(1)
+
+
 def test_announced_limits_are_learned_and_the_lower_one_paces() -> None:
     pace = ModelPace(rpm=6000)
     observe(pace, 200, T0, limit_requests=3000, limit_tokens=90000, remaining_requests=0,

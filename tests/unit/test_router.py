@@ -483,7 +483,8 @@ def timed_router(answers: list[Reply], models: Sequence[ModelConfig] = (), *,
 
 
 async def test_a_429_pauses_the_model_for_every_job() -> None:
-    router, time, calls = timed_router([status(429, **{"Retry-After": "5"})])
+    limited = status(429, **{"Retry-After": "5", "x-ratelimit-remaining-requests": "0"})
+    router, time, calls = timed_router([limited])
 
     async def later_row() -> Any:
         await time.sleep(1)
@@ -494,6 +495,33 @@ async def test_a_429_pauses_the_model_for_every_job() -> None:
     assert calls[0][0] == START
     assert [when for when, _ in calls[1:]] == [START + 5, START + 5]  # none during the pause
     assert router.model_states()["main"]["rate_limited"] == 1
+
+
+async def test_a_bare_429_lowers_concurrency_and_only_its_row_waits() -> None:
+    overloaded = status(429, **{"Retry-After": "5"})  # a server at capacity names no rate
+    router, time, calls = timed_router([overloaded])
+
+    async def later_row() -> Any:
+        await time.sleep(1)
+        return await router.call("main", ENDPOINT, BODY)
+
+    first, second = await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    assert first.ok and second.ok
+    assert [when - START for when, _ in calls] == [0, 1, 5]  # the other row did not wait
+    state = router.model_states()["main"]
+    assert not state["paused"] and state["concurrency"] < make_model().max_concurrency
+
+
+async def test_a_bare_429_pauses_a_model_whose_concurrency_is_fixed() -> None:
+    overloaded = status(429, **{"Retry-After": "5"})
+    router, time, calls = timed_router([overloaded], [make_model(adaptive=False)])
+
+    async def later_row() -> Any:
+        await time.sleep(1)
+        return await router.call("main", ENDPOINT, BODY)
+
+    await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    assert [when - START for when, _ in calls] == [0, 5, 5]
 
 
 async def test_paced_429s_spend_no_attempt_and_do_not_fall_back() -> None:
