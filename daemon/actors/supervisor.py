@@ -68,7 +68,8 @@ class JobSupervisor(pykka.ThreadingActor):
         self.notifier = notifier
         self.models = models
         self.clock = clock
-        self.run = JobRun(concurrency=max(1, min(concurrency, job.total or 1)))
+        slots = max(1, min(concurrency, job.total or 1))
+        self.run = JobRun(concurrency=slots, ahead=slots)
         self.worker: Any = None
         self.lane = Lane(max(1, concurrency))  # requests in flight, whatever the rows
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
@@ -82,8 +83,9 @@ class JobSupervisor(pykka.ThreadingActor):
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
         self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
-                                      io_loop=self.io_loop,
-                                      lane=self.lane, supervisor=self._me).proxy()
+                                      io_loop=self.io_loop, lane=self.lane,
+                                      supervisor=self._me,
+                                      report_rows=self.run.flush_rows).proxy()
         self._pump()
 
     def on_stop(self) -> None:

@@ -3,7 +3,12 @@
 One message carries a group of rows (whatever the supervisor may start now). Each
 row's whole life (retries, backoff, fallbacks, later tool rounds) is one coroutine,
 on the shared I/O loop, of the executor chosen for it, so rows in flight cost no
-thread each; outcomes that finish together go back to the supervisor as one message.
+thread each. The supervisor hands over more rows than the job has request slots;
+those wait for a slot on the loop, so a freed slot is taken at once. Outcomes go
+back to the supervisor in groups, one message each: once `report_rows` have
+finished, or `REPORT_S` after the first, or when no other row is running (each
+message to another thread costs a wake-up and a hand-over of the interpreter lock,
+a good part of a row's cost when rows are quick).
 A worker never dies of a row: anything unexpected becomes that row's error. Rows
 cut off by shutdown are not reported and stay pending in the store, to run after
 the next start.
@@ -27,16 +32,18 @@ from daemon.upstream.ioloop import IOLoop
 log = logging.getLogger("relay.worker")
 
 Done = list[tuple[int, RowOutcome]]
+REPORT_S = 0.01  # the longest an outcome waits on the I/O loop for company
 
 
 class RowWorker(pykka.ThreadingActor):
     def __init__(self, *, job_seq: int, executors: Executors, io_loop: IOLoop,
-                 supervisor: Any, lane: Lane) -> None:
+                 supervisor: Any, lane: Lane, report_rows: int = 1) -> None:
         super().__init__()
         self.job_seq = job_seq
         self.executors = executors
         self.io_loop = io_loop
-        self.rows = RowRunner(executors, lane, report=self._report(supervisor))
+        self.rows = RowRunner(executors, lane, report=self._report(supervisor),
+                              report_rows=report_rows)
 
     def run_rows(self, works: Sequence[RowWork]) -> None:
         try:
@@ -61,18 +68,24 @@ class RowWorker(pykka.ThreadingActor):
 
 
 class RowRunner:
-    """The I/O-loop side of a worker: one task per row, outcomes batched per loop turn.
+    """The I/O-loop side of a worker: one task per row, outcomes sent in groups.
     Everything here runs on the I/O loop's thread."""
 
-    def __init__(self, executors: Executors, lane: Lane, *, report: Any) -> None:
+    def __init__(self, executors: Executors, lane: Lane, *, report: Any,
+                 report_rows: int = 1) -> None:
         self.executors = executors
         self.lane = lane
         self.report = report
+        self.report_rows = max(1, report_rows)
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
+        self.running = 0  # rows started and not yet delivered
+        self.timer: asyncio.Handle | None = None  # the next send, if one is due
+        self.soon = False  # the next send is at the end of this loop turn
 
     async def start(self, works: list[RowWork]) -> None:
         for work in works:
+            self.running += 1
             task = asyncio.create_task(self._run(work))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -81,6 +94,7 @@ class RowRunner:
         try:
             outcome = await self.executors.for_row(work).run(work, self.lane)
         except asyncio.CancelledError:
+            self.running -= 1
             return  # shutdown: the row stays pending
         except Exception as exc:
             log.exception("row %s: unexpected error", work.id)
@@ -89,12 +103,22 @@ class RowRunner:
 
     def _deliver(self, row_id: int, outcome: RowOutcome) -> None:
         self.outbox.append((row_id, outcome))
-        if len(self.outbox) == 1:  # the first of this loop turn: send them all at its end
-            asyncio.get_running_loop().call_soon(self._send)
+        self.running -= 1
+        urgent = len(self.outbox) >= self.report_rows or not self.running
+        if self.timer is not None and (self.soon or not urgent):
+            return  # a send is due already
+        if self.timer is not None:
+            self.timer.cancel()
+        loop = asyncio.get_running_loop()
+        # Urgent: at the end of this loop turn, with whatever else finishes in it.
+        self.timer = loop.call_soon(self._send) if urgent else loop.call_later(
+            REPORT_S, self._send)
+        self.soon = urgent
 
     def _send(self) -> None:
-        done, self.outbox = self.outbox, []
-        self.report(done)
+        done, self.outbox, self.timer, self.soon = self.outbox, [], None, False
+        if done:
+            self.report(done)
 
 
 def internal_error(exc: BaseException) -> RowOutcome:

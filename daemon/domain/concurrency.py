@@ -92,7 +92,9 @@ class AdaptiveLimit:
         return self.failed if self.windows >= self.patience else self.limit
 
     def _overloaded(self) -> None:
-        level = self.limit
+        # The level that failed is what was in flight, not an allowance never filled
+        # (64 allowed, 32 sent, 429: the ceiling is below 32, and halving 64 says 32).
+        level = min(self.limit, self.peak) if self.peak else self.limit
         again = level == self.failed  # a probe of the known ceiling failed once more
         self.patience = min(MAX_PATIENCE, self.patience * 2) if again else FIRST_PATIENCE
         self.failed = level

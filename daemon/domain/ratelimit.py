@@ -230,15 +230,17 @@ class ModelPace:
         return status == 429 and (not self.sheds_overload or rate.names_a_limit())
 
     def observe(self, status: int, rate: RateHeaders, *, now: float, backoff_s: float,
-                backoff_cap_s: float, pause_cap_s: float) -> None:
-        """Learn from one answer: the announced limits, and on a 429 a pause."""
+                backoff_cap_s: float, pause_cap_s: float, in_flight: int = 1) -> None:
+        """Learn from one answer (`in_flight` counts the calls out now, this one
+        included): the announced limits, and on a 429 a pause."""
         announced = (rate.limit_requests or self.upstream_rpm,
                      rate.limit_tokens or self.upstream_tpm)
         learned = announced != (self.upstream_rpm, self.upstream_tpm)
-        if learned:
+        if learned:  # start from what the upstream has left, less the calls still out
             self.upstream_rpm, self.upstream_tpm = announced
             self._rebuild(now)
-        if learned or status == 429:  # start from, or fall back to, what the upstream has left
+            self._sync(rate, now, out=max(0, in_flight - 1))
+        elif status == 429:  # fall back to what the upstream has left
             self._sync(rate, now)
         pause = None
         if status == 429:
@@ -262,10 +264,17 @@ class ModelPace:
                 "paused": paused > 0, "paused_until": self.paused_until if paused else None,
                 "rate_limited": self.rate_limited}
 
-    def _sync(self, rate: RateHeaders, now: float) -> None:
-        """Lower the buckets to the upstream's remaining counts. Only now: on every answer
-        it would count the calls in flight twice."""
-        for bucket, left in ((self.requests, rate.remaining_requests),
+    def _sync(self, rate: RateHeaders, now: float, *, out: int = 0) -> None:
+        """Lower the buckets to the upstream's remaining counts. Only when learning or on
+        a 429: on every answer it would count the calls in flight twice. When learning,
+        the `out` calls sent before any limit was known come off the requests left
+        (those the upstream counted already are off its count; those it will refuse
+        cost nothing, so the level stops at zero): else a burst sent blind is
+        followed by a second one that is sure to fail."""
+        requests_left = rate.remaining_requests
+        if requests_left is not None:
+            requests_left = max(0, requests_left - out)
+        for bucket, left in ((self.requests, requests_left),
                              (self.tokens, rate.remaining_tokens)):
             if bucket is not None and left is not None:
                 bucket.level = min(bucket.refill(now), left)

@@ -36,6 +36,7 @@ LINGER_S = 0.1  # a smaller group waits at most this long (plus the scheduler's 
 @dataclass
 class JobRun:
     concurrency: int
+    ahead: int = 0  # rows handed out beyond `concurrency`, to wait for a request slot
     group_rows: int = GROUP_ROWS
     flush_rows: int = 0  # 0: the concurrency, at most FLUSH_ROWS
     load_rows: int = LOAD_ROWS
@@ -67,16 +68,19 @@ class JobRun:
             self.exhausted = True
 
     def take_dispatch(self) -> list[RowWork]:
-        """Rows to start now, in input order, keeping at most `concurrency` of those that
-        hold a slot in flight (a workflow record holds none: its requests take the
-        job's request slots only while they run). Nothing starts while outcomes cannot
-        be stored: no call is paid for whose result could not be kept, and the outcomes
-        kept for the next write stay bounded by the rows in flight."""
+        """Rows to start now, in input order, keeping at most `concurrency + ahead` of
+        those that hold a slot in flight (a workflow record holds none: its requests
+        take the job's request slots only while they run). The job's request slots
+        (its `Lane`) keep `concurrency` on the wire; the `ahead` rows wait there for a
+        slot, so a slot freed on the I/O loop is taken at once, with no round trip to
+        the supervisor. Nothing starts while outcomes cannot be stored: no call is
+        paid for whose result could not be kept, and the outcomes kept for the next
+        write stay bounded by the rows in flight."""
         if self.stopping or self.write_failures:
             return []
         batch: list[RowWork] = []
         while self.queue and (not self.queue[0].holds_slot
-                              or len(self.holding) < self.concurrency):
+                              or len(self.holding) < self.concurrency + self.ahead):
             work = self.queue.popleft()
             batch.append(work)
             if work.holds_slot:

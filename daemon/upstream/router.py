@@ -331,7 +331,7 @@ class Router:
         rate = read_rate_headers(names.get, now=now) if said else SILENT
         gate.pace.observe(reply.status, rate, now=now, backoff_s=self._retry.backoff_base_s,
                           backoff_cap_s=self._retry.backoff_cap_s,
-                          pause_cap_s=self._retry.retry_after_cap_s)
+                          pause_cap_s=self._retry.retry_after_cap_s, in_flight=gate.in_flight)
         return gate.pace.pauses_for(reply.status, rate)
 
     def _settle(self, gate: ModelGate, verdict: Verdict, *, size: int, max_tokens: int | None,

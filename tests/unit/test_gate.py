@@ -112,9 +112,22 @@ async def test_a_burst_of_429s_halves_the_concurrency_once() -> None:
 
 async def test_a_timeout_is_an_overload_too() -> None:
     router, release, _ = burst_router([TransportError("timeout", "read timed out")])
+    calls = [asyncio.create_task(router.call("main", ENDPOINT, BODY)) for _ in range(8)]
+    await settle()
     release.set()
-    await router.call("main", ENDPOINT, BODY)
-    assert router.model_states()["main"]["concurrency"] == 4
+    await asyncio.gather(*calls)
+    assert router.model_states()["main"]["concurrency_failed"] == 8
+
+
+async def test_the_level_that_failed_is_what_was_in_flight() -> None:
+    router, release, _ = burst_router([status(429)])  # 8 allowed, 3 sent, one refused
+    calls = [asyncio.create_task(router.call("main", ENDPOINT, BODY)) for _ in range(3)]
+    await settle()
+    release.set()
+    await asyncio.gather(*calls)
+    state = router.model_states()["main"]
+    assert state["concurrency_failed"] == 3  # not 8, an allowance never filled
+    assert state["concurrency"] < 3
 
 
 async def test_adaptive_false_keeps_max_concurrency() -> None:
@@ -128,10 +141,11 @@ async def test_adaptive_false_keeps_max_concurrency() -> None:
 
 async def test_a_lower_limit_holds_the_next_calls() -> None:
     router, release, held = burst_router([status(429)])
-    first = asyncio.create_task(router.call("main", ENDPOINT, BODY))
+    first = [asyncio.create_task(router.call("main", ENDPOINT, BODY)) for _ in range(8)]
     await settle()
     release.set()
-    await first  # the 429 halved the limit to 4
+    await asyncio.gather(*first)  # the 429 at 8 in flight halved the limit to 4
+    assert router.model_states()["main"]["concurrency"] == 4
     release.clear()
     calls = [asyncio.create_task(router.call("main", ENDPOINT, BODY)) for _ in range(8)]
     await settle()

@@ -169,6 +169,20 @@ def test_announced_limits_are_learned_and_the_lower_one_paces() -> None:
     assert pace.requests is not None and pace.requests.rate == 50
 
 
+def test_learning_a_limit_counts_the_calls_sent_blind() -> None:
+    """32 calls went out before any limit was known; the first answer says 19 are
+    left of 1,200 a minute (a half-second bucket of 10). 31 more are out: nothing is
+    left to send until the bucket refills, so no second burst meets a 429."""
+    pace = ModelPace()
+    pace.observe(200, RateHeaders(limit_requests=1200, remaining_requests=19), now=T0,
+                 backoff_s=0.5, backoff_cap_s=30, pause_cap_s=60, in_flight=32)
+    assert pace.requests is not None and pace.requests.level == 0
+    alone = ModelPace()
+    alone.observe(200, RateHeaders(limit_requests=1200, remaining_requests=19), now=T0,
+                  backoff_s=0.5, backoff_cap_s=30, pause_cap_s=60, in_flight=1)
+    assert alone.requests is not None and alone.requests.level == 10  # the bucket is full
+
+
 def test_remaining_zero_pauses_a_model_with_no_known_rate() -> None:
     pace = ModelPace()
     observe(pace, 200, T0, remaining_requests=0, reset_requests_s=0.5)
