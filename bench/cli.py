@@ -10,21 +10,17 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.harness import FULL, LATENCY_MS, QUICK, Bench
+from bench.limited import CAPACITY, EARLY_S
 from bench.report import ROOT, print_table, results_path, write_json
-from bench.scenarios import (
-    FULL,
-    LATENCY_MS,
-    QUICK,
-    SCENARIOS,
-    Bench,
-    figures,
-    restart_latency_ms,
-)
+from bench.scenarios import SCENARIOS, figures, restart_latency_ms
 
 RESULTS = ROOT / "bench" / "results"
-FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5}
+FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5, "rate-limit": 2,
+             "rate-learned": 2}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "status": 1, "small-jobs": 1, "submit": 2,
-              "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2}
+              "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2,
+              "rate-limit": 1, "rate-learned": 1, "capacity": 1}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",
@@ -44,6 +40,15 @@ NOTES = [
     "(relayd CPU of the records - CPU of the rows) / records / 2.",
     "restart = SIGKILL at half the rows, POST /_sim/reset, start relayd; the first "
     "/_sim/requests `at` after the spawn, minus the spawn time.",
+    "rate-limit = a 100 ms simulator with --rpm (sizes.rate_rpm), Relay's model with the "
+    "same rpm; ideal = rows ÷ rpm minutes; fixed-pacing reference = requests evenly "
+    "spaced at that rpm, all sending paused 15 s after any 429; rate-learned = the same "
+    "without rpm in Relay's config, a fresh relayd per run.",
+    f"capacity = a 100 ms simulator with --capacity {CAPACITY}, Relay's max_concurrency "
+    f"64 (adaptive), a fresh relayd per run; reference = the bare reference {CAPACITY} at "
+    f"once; late 429s = those of calls arriving {EARLY_S:g} s or more after the first.",
+    "429 shares are counted at the simulator (/_sim/requests) between its reset before "
+    "a timed run and that run's end.",
     "All upstreams are SIMULATED (relayd simulate).",
 ]
 

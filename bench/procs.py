@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,21 +46,23 @@ def peak_rss_mb(pid: int) -> float:
 # --- the processes ------------------------------------------------------------------
 
 
-def simulator(latency_ms: float, *, seed: int = 1) -> Simulator:
-    """A SIMULATED upstream adding `latency_ms` to every answer."""
-    return Simulator.start("--latency-ms", str(latency_ms), "--seed", str(seed))
+def simulator(latency_ms: float, *flags: str, seed: int = 1) -> Simulator:
+    """A SIMULATED upstream adding `latency_ms` to every answer; `flags` are more
+    `relayd simulate` flags (`--rpm 3000`, `--capacity 16`)."""
+    return Simulator.start("--latency-ms", str(latency_ms), "--seed", str(seed), *flags)
 
 
-def config_tables(models: dict[str, Simulator], *,
-                  transport: str | None = None) -> dict[str, Any]:
+def config_tables(models: dict[str, Simulator], *, transport: str | None = None,
+                  keys: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The bench config (`Relayd.write_config`'s keywords): `batch_concurrency` 32,
     `[retry]` defaults, and one alias per simulator with `max_concurrency` 64 so the
-    model limit is never the bottleneck; `transport`, the upstream client, if not the
-    default."""
+    model limit is never the bottleneck, plus the alias's `keys` (`rpm`, ...);
+    `transport`, the upstream client, if not the default."""
     gateway = {"batch_concurrency": 32, "max_running_jobs": 2}
+    keys = keys or {}
     return {"gateway": gateway | ({"transport": transport} if transport else {}),
             "security": {"allow_private_targets": True},  # the tool executor on loopback
-            "models": [simulated_model(alias, sim, max_concurrency=64)
+            "models": [simulated_model(alias, sim, max_concurrency=64, **keys.get(alias, {}))
                        for alias, sim in models.items()]}
 
 
@@ -73,11 +76,12 @@ class Relayd(testing.Relayd):
 
     @classmethod
     def create(cls, home: Path, models: dict[str, Simulator], *, seed: Seed,
-               transport: str | None = None) -> Relayd:
+               transport: str | None = None,
+               keys: Mapping[str, Mapping[str, Any]] | None = None) -> Relayd:
         """A daemon whose data dir starts as a copy of the seed's (one workspace, one key)."""
         daemon = cls(home=home, key=seed.key)
         shutil.copytree(seed.data, daemon.data)
-        return daemon.write_config(**config_tables(models, transport=transport))
+        return daemon.write_config(**config_tables(models, transport=transport, keys=keys))
 
     def client(self, *, pool: int = 4) -> httpx.Client:
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)

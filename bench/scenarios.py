@@ -1,28 +1,19 @@
 """The scenarios. Each runs its repetitions and adds one sample per run to its figures.
-
-Processes: a zero-latency and a 100 ms simulator and one shared daemon serve the
-latency, overhead, status and small-jobs scenarios (each waits for its jobs to end
-before the next starts); submit, rss and restart start a fresh daemon per run, since
-they time a first request, a process's lifetime peak or a process start.
+Which processes serve which scenario: `bench/harness.py`; the limited-upstream
+scenarios (rate-limit, rate-learned, capacity): `bench/limited.py`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import shutil
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import TextIO
 
 import httpx
 
-from bench import jobs, profile, reference
+from bench import jobs, limited, profile, reference
+from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
     FLOW_STEPS,
@@ -32,39 +23,13 @@ from bench.jobs import (
     tool_job_body,
     workflow_file,
 )
-from bench.procs import BenchError, Relayd, Seed, Simulator, simulator
+from bench.procs import BenchError, Relayd
 from bench.report import Figure, at_least, at_most
 from daemon.testing import wait_until
 
-CONCURRENCY = 32  # [gateway] batch_concurrency, and the reference's requests in flight
-LATENCY_MS = 100
 SUBMITTERS = 16  # threads submitting the one-row jobs
 STATUS_PAUSE_S = 0.01  # between two status reads
 RESTART_IDEAL_S = 4.0  # the restart job takes at least this long at full speed
-
-
-@dataclass(frozen=True)
-class Sizes:
-    latency_rows: int = 3_200
-    overhead_rows: int = 20_000
-    status_rows: int = 20_000
-    small_jobs: int = 1_000
-    submit_rows: int = 50_000
-    rss_rows: int = 50_000
-    restart_rows: int = 50_000
-    tool_records: int = 4_000
-    workflow_records: int = 1_000
-
-    def scaled(self, factor: float) -> Sizes:
-        """Every size times `factor`, at least 4 (for tests: `--scale 0.05`)."""
-        return replace(self, **{f.name: max(4, round(getattr(self, f.name) * factor))
-                                for f in fields(self)})
-
-
-FULL = Sizes()
-QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jobs=200,
-              submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800,
-              workflow_records=200)
 
 
 def figures() -> dict[str, Figure]:
@@ -101,92 +66,9 @@ def figures() -> dict[str, Figure]:
         Figure("workflow_cpu_ms_per_step", "workflows",
                "relayd CPU per step, beyond its requests", "ms"),
         *client_figures(),
+        *limited.figures(),
     ]
     return {f.name: f for f in listed}
-
-
-@dataclass
-class Bench:
-    """Shared processes and settings for one bench run."""
-
-    sizes: Sizes
-    runs: dict[str, int]
-    figures: dict[str, Figure]
-    profile_dir: Path | None = None
-    out: TextIO = sys.stderr
-    home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="relay-bench-")))
-    _seed: Seed | None = None
-    _sims: dict[float, Simulator] = field(default_factory=dict)
-    _daemons: list[Relayd] = field(default_factory=list)
-    _shared: Relayd | None = None
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def sim(self, latency_ms: float) -> Simulator:
-        if latency_ms not in self._sims:
-            self._sims[latency_ms] = simulator(latency_ms)
-        return self._sims[latency_ms]
-
-    def daemon(self, models: dict[str, Simulator], *, transport: str | None = None) -> Relayd:
-        """A fresh relayd (own data dir, own port), not yet started."""
-        if self._seed is None:
-            self._seed = Seed.make(self.home)
-        home = self.home / f"relayd-{len(self._daemons)}"
-        home.mkdir()
-        daemon = Relayd.create(home, models, seed=self._seed, transport=transport)
-        self._daemons.append(daemon)
-        return daemon
-
-    def shared(self) -> Relayd:
-        """The daemon with alias "fast" on the 0 ms simulator, "slow" on the 100 ms one."""
-        if self._shared is None:
-            self._shared = self.daemon({"fast": self.sim(0), "slow": self.sim(LATENCY_MS)})
-            self._shared.start()
-        return self._shared
-
-    @contextlib.contextmanager
-    def fresh(self, models: dict[str, Simulator]) -> Iterator[Relayd]:
-        """A started fresh daemon, killed afterwards (nothing it leaves matters)."""
-        daemon = self.daemon(models).start()
-        try:
-            yield daemon
-        finally:
-            daemon.kill()
-            daemon.stop()
-
-    def close(self, *, keep: bool = False) -> None:
-        for daemon in self._daemons:
-            daemon.stop()
-        for sim in self._sims.values():
-            sim.stop()
-        if not keep:
-            shutil.rmtree(self.home, ignore_errors=True)
-
-    def log_tails(self) -> str:
-        return "\n".join(f"--- {d.home.name}/relayd.log ({d.state()})\n{d.log_tail()}"
-                         for d in self._daemons if d.log_tail())
-
-
-def job_timeout(rows: int) -> float:
-    """Generous: a job slower than 100 rows/s is broken, not slow."""
-    return 60 + rows / 100
-
-
-def side_by_side(run: int, sim: Simulator, relay: Callable[[], float],
-                 ref: Callable[[], float]) -> tuple[float, float]:
-    """Both timings back to back; the order alternates between runs to cancel drift.
-    The simulator forgets its request log before each, so both meet the same upstream."""
-
-    def fresh(timed: Callable[[], float]) -> float:
-        sim.reset()
-        return timed()
-
-    if run % 2:
-        ref_s = fresh(ref)
-        return fresh(relay), ref_s
-    relay_s = fresh(relay)
-    return relay_s, fresh(ref)
 
 
 # --- the scenarios --------------------------------------------------------------------
@@ -473,6 +355,9 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "tools": tools,
     "workflows": workflows,
     "clients": clients,
+    "rate-limit": limited.rate_limit,
+    "rate-learned": limited.rate_learned,
+    "capacity": limited.capacity,
 }
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bench import fixed_pacing
+from bench.procs import simulator
 from bench.scenarios import SCENARIOS, figures
 
 pytestmark = pytest.mark.e2e
@@ -53,3 +55,33 @@ def test_only_runs_one_scenario(tmp_path: Path) -> None:
     assert [f["name"] for f in doc["figures"]] == ["submit_s"]
     assert set(doc["runs"]) == {"submit"}
     assert "submit" in SCENARIOS
+
+
+@pytest.mark.parametrize("name", ["rate-limit", "rate-learned", "capacity"])
+def test_a_limited_upstream_scenario_runs_alone(tmp_path: Path, name: str) -> None:
+    out = tmp_path / f"{name}.json"
+    done = run_bench(out, "--only", name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(out.read_text())
+    mine = [f.name for f in figures().values() if f.scenario == name]
+    assert [f["name"] for f in doc["figures"]] == mine
+    assert all(f["runs"] == 1 for f in doc["figures"])
+    for figure in doc["figures"]:
+        if figure["unit"] == "%":
+            assert 0 <= figure["value"] <= 100, figure
+    assert doc["sizes"]["rate_rpm"] == 6000  # --scale leaves the limit alone
+
+
+def test_fixed_pacing_pauses_after_a_429_and_sends_every_row() -> None:
+    sim = simulator(0)
+    try:
+        texts = ["Classify: one", "Classify: two [sim:fail=429 times=1]", "Classify: three",
+                 "Classify: four"]
+        seconds = fixed_pacing.run(sim.base_url, texts, rpm=600, pause_s=0.5)  # 0.1 s apart
+        calls = sim.requests()
+    finally:
+        sim.stop()
+    assert [c["status"] for c in calls] == [200, 429, 200, 200, 200]
+    assert calls[2]["at"] - calls[1]["at"] >= 0.5  # nothing went during the pause
+    assert calls[-1]["prompt"].endswith("times=1]")  # the refused row went again, last
+    assert seconds >= 0.5

@@ -6,18 +6,20 @@ import os
 import tomllib
 from pathlib import Path
 
+from bench.harness import FULL, QUICK
 from bench.jobs import job_body, percentile, prompts
 from bench.procs import config_tables, cpu_seconds, peak_rss_mb
 from bench.profile import read_collapsed, split_frame, summarise
 from bench.report import Figure, at_least, at_most, table_rows
-from bench.scenarios import FULL, QUICK, restart_latency_ms
+from bench.scenarios import restart_latency_ms
 from daemon.testing import config_toml
 
 
 def test_quick_is_smaller_and_scale_keeps_a_floor() -> None:
     assert QUICK.overhead_rows < FULL.overhead_rows == 20_000
     tiny = QUICK.scaled(0.0001)
-    assert tiny.small_jobs == tiny.latency_rows == 4
+    assert tiny.small_jobs == tiny.latency_rows == tiny.rate_rows == 4
+    assert tiny.rate_rpm == QUICK.rate_rpm  # a limit, not a size
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -61,6 +63,16 @@ def test_config_has_the_issue_settings(tmp_path: Path) -> None:
     assert doc["models"] == [{"alias": "fast", "base_url": Sim.base_url, "model": "sim-small",
                               "max_concurrency": 64}]
     assert "retry" not in doc  # defaults
+
+
+def test_config_adds_an_alias_keys_to_that_alias_only() -> None:
+    class Sim:
+        base_url = "http://127.0.0.1:1/v1"
+
+    sims = {"paced": Sim(), "other": Sim()}
+    models = config_tables(sims, keys={"paced": {"rpm": 3000}})["models"]  # type: ignore[arg-type]
+    assert [m.get("rpm") for m in models] == [3000, None]
+    assert {m["max_concurrency"] for m in models} == {64}
 
 
 def test_restart_latency_slows_tiny_jobs_only() -> None:
