@@ -18,7 +18,6 @@ and does not fall back.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
+from daemon.domain import codec
 from daemon.domain.concurrency import Signal
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
@@ -149,7 +149,7 @@ def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
     """The request body as sent: the upstream's model name, without Relay's reserved key."""
     sent = {k: v for k, v in body.items() if k != EXTENSIONS}  # Relay's own; never sent upstream
     sent["model"] = model.model
-    return json.dumps(sent).encode()
+    return codec.dumps(sent)
 
 
 def summarize(failures: Sequence[Failure]) -> str:
@@ -187,7 +187,7 @@ def _utf8(body: bytes) -> str | None:
 
 def _json_object(body: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(body)
+        value = codec.loads(body)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
