@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from daemon import config as configuration
 from daemon import logs
 from daemon.store import UnsupportedDatabase, open_store
+from daemon.store.faults import store_fault
 from daemon.store.interface import Store
+from daemon.store.schema import SchemaError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
                       _webhook_secret)
     secret.add_argument("--workspace", required=True)
     secret.add_argument("--rotate", action="store_true")
+    db = commands.add_parser("db", help="the database").add_subparsers(dest="db", required=True)
+    _command(db, "migrate", "create the database's tables, or migrate them to this relayd's "
+             "schema version, and print it (serve does the same at start)", _db_migrate)
     return parser
 
 
@@ -158,6 +163,21 @@ def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> i
     for ws in _repo(config).workspaces():
         print(f"{ws.name:<24} {_on(ws.batch_access):<13} {_on(ws.expedited):<10} "
               f"{_on(ws.workflows)}")
+    return 0
+
+
+def _db_migrate(config: configuration.Config, args: argparse.Namespace) -> int:
+    try:
+        repo = _repo(config)  # opening a store brings its schema up to date
+    except Exception as exc:
+        fault = store_fault(exc)
+        if fault is None and not isinstance(exc, SchemaError):
+            raise
+        print(f"relayd: cannot migrate the database: {fault.detail if fault else exc}",
+              file=sys.stderr)
+        return 1
+    print(f"schema version {repo.schema_version()}")
+    repo.close()
     return 0
 
 

@@ -139,8 +139,8 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
     _reject_unknown(database, {"url"}, "database.")
     url = _typed(database, "url", str, "", "database.")
     if url and "://" not in url:
-        raise ConfigError(f"database.url: must be a URL such as sqlite:///relay-data/relay.db, "
-                          f"got {url!r}")
+        raise ConfigError(f"database.url: must be a URL such as sqlite:///relay-data/relay.db "
+                          f"or postgresql://user@host:5432/relay, got {url!r}")
     models = _models(raw.get("models", []), env)
     return Config(
         server=server,

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from daemon.store.interface import Store
 
-SCHEMES = ("sqlite",)
+SCHEMES = ("sqlite", "postgresql", "postgres")
 
 
 class UnsupportedDatabase(ValueError):
@@ -15,12 +15,18 @@ class UnsupportedDatabase(ValueError):
 
 
 def open_store(url: str) -> Store:
-    """The store at `url`: `sqlite:///relative/path.db` or `sqlite:////absolute/path.db`."""
+    """The store at `url`, its schema brought up to date: `sqlite:///relative/path.db`,
+    `sqlite:////absolute/path.db`, or `postgresql://user@host:port/db` (also
+    `postgres://`; any libpq URI, see store/postgres.py)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from daemon.store.sqlite import open_sqlite
 
         return open_sqlite(Path(url.removeprefix("sqlite:///")))
+    if scheme in ("postgresql", "postgres"):
+        from daemon.store.postgres import open_postgres
+
+        return open_postgres(url)
     raise UnsupportedDatabase(
         f"database.url: no backend for {scheme or 'a URL without a scheme'!r} "
         f"(supported: {', '.join(s + '://' for s in SCHEMES)}); got {url!r}")

@@ -87,7 +87,7 @@ class AccessQueries(SqlBase):
     def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
         """The workspace's signing secret, created on first use."""
         with self.write():
-            ws = Workspace.get_by_id(workspace_id)
+            ws = self.locked(Workspace.select().where(Workspace.id == workspace_id)).get()
             if ws.webhook_secret is None or rotate:
                 ws.webhook_secret = "whsec_" + secrets.token_hex(24)
                 ws.save()

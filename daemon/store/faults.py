@@ -3,9 +3,11 @@ database I/O error. `store_fault` tells them apart from everything else, so the 
 answers them with their own status and code, and health reports them.
 
     StoreFault
-     ├── space (507 insufficient_storage): no room left (ENOSPC, EDQUOT, SQLITE_FULL)
+     ├── space (507 insufficient_storage): no room left (ENOSPC, EDQUOT, SQLITE_FULL,
+     │   PostgreSQL's disk_full)
      └── unavailable (503 store_unavailable): anything else the storage refused
-         (EROFS, EIO, a locked or unreachable database)
+         (EROFS, EIO, a locked or unreachable database, a PostgreSQL server that is
+         shutting down, out of connections or read-only)
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ UNAVAILABLE = "store_unavailable"
 
 _SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _STORAGE_ERRNOS = {errno.EROFS, errno.EIO}
+# PostgreSQL's SQLSTATEs (psycopg errors carry `sqlstate`): disk_full; then the classes of
+# connection exceptions, insufficient resources, operator intervention and system errors,
+# and a read-only transaction (a standby).
+_SPACE_STATES = ("53100",)
+_STORAGE_STATES = ("08", "53", "57P", "58", "25006")
 _SPACE_WORDS = ("database or disk is full", "disk is full", "no space left")
 _STORAGE_WORDS = ("disk i/o error", "readonly", "read-only", "locked", "busy",
                   "unable to open", "cannot rollback", "cannot commit", "malformed",
@@ -58,6 +65,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _classify(exc: BaseException) -> StoreFault | None:
     text = str(exc)
+    state = getattr(exc, "sqlstate", None)
+    if isinstance(state, str) and state.startswith(_SPACE_STATES + _STORAGE_STATES):
+        return StoreFault(SPACE if state.startswith(_SPACE_STATES) else UNAVAILABLE, text)
     # Only operational errors that are the storage's: "no such column" or "too many SQL
     # variables" is a bug, not storage, and keeps its traceback.
     if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from peewee import ModelSelect
+
 from daemon.domain.files import FileRecord
 from daemon.store.models import FileModel
 from daemon.store.records import file_record
-from daemon.store.sql import SqlBase
-
-_IN_CHUNK = 500  # ids per IN (...) list: far below any backend's parameter limit
+from daemon.store.sql import SqlBase, chunks
 
 
 def insert_file(record: FileRecord) -> None:
@@ -30,10 +30,7 @@ class FileQueries(SqlBase):
         return record
 
     def file(self, file_id: str, *, workspace_id: int | None = None) -> FileRecord | None:
-        query = FileModel.select().where(FileModel.id == file_id, FileModel.deleted_at.is_null())
-        if workspace_id is not None:
-            query = query.where(FileModel.workspace == workspace_id)
-        row = query.first()
+        row = _live(file_id, workspace_id).first()
         return file_record(row) if row else None
 
     def list_files(self, workspace_id: int, *, limit: int, after: str | None = None,
@@ -60,26 +57,33 @@ class FileQueries(SqlBase):
 
     def delete_file(self, file_id: str, *, workspace_id: int, now: float) -> FileRecord | None:
         with self.write():
-            found = self.file(file_id, workspace_id=workspace_id)
-            if found is not None:
-                FileModel.update(deleted_at=now).where(FileModel.id == file_id).execute()
-        return found
+            row = self.locked(_live(file_id, workspace_id)).first()
+            if row is not None:
+                FileModel.update(deleted_at=now).where(FileModel.seq == row.seq).execute()
+        return file_record(row) if row else None
 
     def expire_files(self, *, now: float) -> list[FileRecord]:
         """Delete the records of the files whose `expires_at` has passed, and return them
         (their bytes are the caller's to remove)."""
-        due = (FileModel.deleted_at.is_null(), FileModel.expires_at <= now)
-        with self.write():  # IMMEDIATE: what is read is what is updated
-            rows = list(FileModel.select().where(*due))
-            if rows:
-                FileModel.update(deleted_at=now).where(*due).execute()
+        due = FileModel.select().where(FileModel.deleted_at.is_null(), FileModel.expires_at <= now)
+        with self.write():  # what is read is what is updated, and no other node takes it
+            rows = list(self.locked(due.order_by(FileModel.seq)))
+            for part in chunks([r.seq for r in rows]):
+                FileModel.update(deleted_at=now).where(FileModel.seq.in_(list(part))).execute()
         return [file_record(r) for r in rows]
 
     def recorded_files(self, file_ids: Collection[str]) -> set[str]:
         """The ids among `file_ids` that a live (not deleted) record names."""
-        ids, found = list(file_ids), set()
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start:start + _IN_CHUNK]
+        found = set()
+        for part in chunks(list(file_ids)):
             found |= {r.id for r in FileModel.select(FileModel.id).where(
-                FileModel.id.in_(chunk), FileModel.deleted_at.is_null())}
+                FileModel.id.in_(list(part)), FileModel.deleted_at.is_null())}
         return found
+
+
+def _live(file_id: str, workspace_id: int | None) -> ModelSelect[FileModel]:
+    """A file not deleted, by id (and workspace, when given)."""
+    query = FileModel.select().where(FileModel.id == file_id, FileModel.deleted_at.is_null())
+    if workspace_id is not None:
+        query = query.where(FileModel.workspace == workspace_id)
+    return query

@@ -1,9 +1,9 @@
 """The store's interface: every query the actors, the API and the CLI make, and the
 frozen records that cross the boundary. Peewee never leaks out of `store/`.
 
-`Store` is what the rest of Relay depends on; `SqliteStore` is one implementation
-(see `open_store`), and the contract suite in `tests/store/test_contract.py`
-runs against every backend. Rules every implementation keeps:
+`Store` is what the rest of Relay depends on; `SqliteStore` and `PostgresStore`
+implement it (see `open_store`), and the contract suite in `tests/store/` runs
+against every backend. Rules every implementation keeps:
 
 - Every write that changes a job's state is one transaction; rows are inserted and
   updated in bulk, never one commit per row.
@@ -156,5 +156,8 @@ class Store(Protocol):
     def daemon_counts(self) -> DaemonCounts: ...
     def attempts_after(self, after_id: int, *, limit: int) -> list[AttemptSample]: ...
     def last_attempt_id(self) -> int: ...
+
+    # -- schema (`relayd db migrate`; opening a store migrates it)
+    def schema_version(self) -> int: ...
 
     def close(self) -> None: ...

@@ -30,7 +30,7 @@ from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_record, row_record
 from daemon.store.rows import OPEN_DEAD_LETTER, insert_rows
-from daemon.store.sql import COPY_ROWS, SqlBase
+from daemon.store.sql import COPY_ROWS, SqlBase, chunks
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
 
@@ -38,11 +38,18 @@ def _redrivable(seq: int, custom_ids: Sequence[str] | None, *, force: bool) -> l
     """A job's dead-lettered rows (those of `custom_ids` when given), less the ones
     re-driven already unless `force`."""
     query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
-    if custom_ids:
-        query = query.where(RowModel.custom_id.in_(list(custom_ids)))
     if not force:
         query = query.where(OPEN_DEAD_LETTER)
-    return list(query.order_by(RowModel.position))
+    if not custom_ids:
+        return list(query.order_by(RowModel.position))
+    found = [r for part in chunks(list(dict.fromkeys(custom_ids)))
+             for r in query.where(RowModel.custom_id.in_(list(part)))]
+    return sorted(found, key=lambda r: r.position)
+
+
+def _mark(row_ids: list[int], **values: Any) -> None:
+    for part in chunks(row_ids):
+        RowModel.update(**values).where(RowModel.id.in_(list(part))).execute()
 
 
 def _resolved(seq: int, count: int) -> None:
@@ -62,7 +69,7 @@ class JobQueries(SqlBase):
                 **draft_fields(draft), total=len(rows), stamps=stamps,
                 failed=sum(1 for r in rows if r.error),
             )
-            insert_rows(self.db, job.seq, rows, now=draft.created_at)
+            insert_rows(self, job.seq, rows, now=draft.created_at)
         return job_record(job)
 
     def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
@@ -120,7 +127,7 @@ class JobQueries(SqlBase):
         if target in TERMINAL:
             raise ValueError(f"a job ends through end_job, not transition (to {target})")
         with self.write():
-            row = JobModel.get_or_none(JobModel.seq == seq)
+            row = self.lock_job(seq)
             if row is None or not can_transition(row.status, target):
                 return None
             self._move(row, target, now=now, **fields)
@@ -131,7 +138,7 @@ class JobQueries(SqlBase):
         the result files are recorded, the status is set and the webhook (if any) is
         queued. None if the table does not allow the ending from the current status."""
         with self.write():
-            row = JobModel.get_or_none(JobModel.seq == seq)
+            row = self.lock_job(seq)
             if row is None or not can_transition(row.status, ending.status):
                 return None
             unrun = self._end_unrun_rows(seq, ending.unrun, now=now)
@@ -160,11 +167,13 @@ class JobQueries(SqlBase):
                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
 
     def jobs_in(self, status: str) -> list[Job]:
-        return [job_record(r) for r in JobModel.select().where(JobModel.status == status)]
+        query = JobModel.select().where(JobModel.status == status).order_by(JobModel.seq)
+        return [job_record(r) for r in query]
 
     def requeue_running(self, *, now: float) -> list[Job]:
         """At start: jobs a previous process left running go back to the queue."""
-        seqs = [r.seq for r in JobModel.select(JobModel.seq).where(JobModel.status == RUNNING)]
+        seqs = [r.seq for r in JobModel.select(JobModel.seq)
+                .where(JobModel.status == RUNNING).order_by(JobModel.seq)]
         requeued = (self.transition(seq, QUEUED, now=now) for seq in seqs)
         return [job for job in requeued if job is not None]
 
@@ -186,10 +195,10 @@ class JobQueries(SqlBase):
         `input_rows`), is recorded as the new job's input file; the retry then takes
         exactly those rows or nothing, so the file and the job hold the same rows."""
         with self.write():
-            source = JobModel.get_by_id(seq)
-            taken = _redrivable(seq, custom_ids, force=force)
-            if not taken or (input_file is not None
-                             and {r.id for r in taken} != set(input_rows)):
+            source = self.lock_job(seq)  # retries sent at once take turns
+            taken = _redrivable(seq, custom_ids, force=force) if source else []
+            if source is None or not taken or (
+                    input_file is not None and {r.id for r in taken} != set(input_rows)):
                 return None
             if input_file is not None:
                 insert_file(input_file)
@@ -202,8 +211,7 @@ class JobQueries(SqlBase):
                                                    body=json.loads(r.body), model=r.model)
                                           for r in taken])
             opened = sum(1 for r in taken if r.redriven_to is None and r.discarded_at is None)
-            (RowModel.update(redriven_to=new_id)
-             .where(RowModel.id.in_([r.id for r in taken])).execute())
+            _mark([r.id for r in taken], redriven_to=new_id)
             _resolved(seq, opened)
             return job
 
@@ -212,9 +220,10 @@ class JobQueries(SqlBase):
         """Take a job's open dead-lettered rows (those of `custom_ids` when given) off
         its list; how many were taken. The `dead_letter` counter keeps them."""
         with self.write():
+            self.hold_job(seq)  # as retry_dead_letter does: one of them takes a row
             taken = [r.id for r in _redrivable(seq, custom_ids, force=False)]
             if taken:
-                RowModel.update(discarded_at=now).where(RowModel.id.in_(taken)).execute()
+                _mark(taken, discarded_at=now)
                 _resolved(seq, len(taken))
         return len(taken)
 
@@ -247,10 +256,10 @@ class JobQueries(SqlBase):
         """A validated batch's records become its rows and it joins the queue, in one
         transaction; None if it left `validating` meanwhile (cancelled)."""
         with self.write():
-            job = JobModel.get_or_none(JobModel.seq == seq)
+            job = self.lock_job(seq)
             if job is None or job.status != VALIDATING:
                 return None
-            insert_rows(self.db, seq, rows, now=now)
+            insert_rows(self, seq, rows, now=now)
             JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
                             model=model or job.model).where(JobModel.seq == seq).execute()
             return self.transition(seq, QUEUED, now=now)
@@ -258,4 +267,4 @@ class JobQueries(SqlBase):
     def expired_jobs(self, now: float) -> list[Job]:
         query = JobModel.select().where(JobModel.expires_at <= now,
                                         JobModel.status.in_(list(sources_of(EXPIRED))))
-        return [job_record(r) for r in query]
+        return [job_record(r) for r in query.order_by(JobModel.seq)]

@@ -9,8 +9,9 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from functools import reduce
 from typing import Any
 
-from peewee import Database, fn
+from peewee import fn
 
+from daemon.domain import codec
 from daemon.domain.jobs import (
     DL_DISCARDED,
     DL_OPEN,
@@ -32,28 +33,28 @@ from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
-    INSERT_ATTEMPTS,
-    INSERT_ROWS,
+    ATTEMPT_COLUMNS,
     PENDING_ROWS,
+    ROW_COLUMNS,
     SAVE_ROUNDS,
     UPDATE_ROWS,
     SqlBase,
+    chunks,
 )
 from daemon.store.workflows import workflows_of
 
 INSERT_CHUNK = 500
 
 
-def insert_rows(db: Database, job_seq: int, rows: Sequence[RowDraft], *, now: float) -> None:
+def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
+                now: float) -> None:
     """A job's rows, in bulk (inside the caller's transaction)."""
-    cursor = db.cursor()
-    statement = INSERT_ROWS.format(p=db.param)
     for start in range(0, len(rows), INSERT_CHUNK):
         chunk = rows[start:start + INSERT_CHUNK]
-        cursor.executemany(statement, [
-            (job_seq, start + i + 1, r.custom_id, r.model, json.dumps(r.body),
+        store.insert_many("row", ROW_COLUMNS, [
+            (job_seq, start + i + 1, r.custom_id, r.model, codec.dumps(r.body).decode(),
              ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
-             now if r.error else None)
+             now if r.error else None, 0, False, 0, 0, 0)
             for i, r in enumerate(chunk)
         ])
 
@@ -68,7 +69,7 @@ class RowQueries(SqlBase):
                                      (job.seq, ROW_PENDING, after_id, limit))
         found = []
         for rid, custom_id, model, text in cursor.fetchall():
-            body = json.loads(text)
+            body = codec.loads(text)
             found.append((rid, custom_id, model, body, row_kind(body)))
         # Only rows with an extension can have progress stored: a plain job asks nothing.
         tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
@@ -98,6 +99,7 @@ class RowQueries(SqlBase):
         if not outcomes:
             return Flushed(0, 0, 0)
         with self.write():
+            self.hold_job(job_seq)
             done = self._still_pending(outcomes)
             completed = sum(1 for _, o in done if o.ok)
             flushed = Flushed(completed, len(done) - completed,
@@ -124,8 +126,9 @@ class RowQueries(SqlBase):
         self, outcomes: Sequence[tuple[int, RowOutcome]]
     ) -> list[tuple[int, RowOutcome]]:
         ids = list(dict(outcomes))
-        pending = {r.id for chunk in _chunks(ids) for r in RowModel.select(RowModel.id)
-                   .where(RowModel.id.in_(chunk), RowModel.status == ROW_PENDING)}
+        pending = {r.id for part in chunks(ids) for r in self.locked(
+            RowModel.select(RowModel.id)
+            .where(RowModel.id.in_(list(part)), RowModel.status == ROW_PENDING))}
         first: dict[int, RowOutcome] = {}
         for rid, outcome in outcomes:
             if rid in pending:
@@ -137,14 +140,14 @@ class RowQueries(SqlBase):
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
              (o.response_text or dumps(o.response)) if o.ok else dumps(o.error_body),
              o.status_code,
-             o.error, o.error_code, int(o.dead_letter), o.model, o.usage.prompt_tokens,
+             o.error, o.error_code, bool(o.dead_letter), o.model, o.usage.prompt_tokens,
              o.usage.completion_tokens, o.cost_nano_usd, now, rid, ROW_PENDING)
             for rid, o in done
         ])
 
     def _insert_attempts(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
-        self.db.cursor().executemany(self.sql(INSERT_ATTEMPTS), [
-            (rid, a.model, a.status_code, a.error, a.duration_ms, a.started_at, int(a.transient))
+        self.insert_many("attempt", ATTEMPT_COLUMNS, [
+            (rid, a.model, a.status_code, a.error, a.duration_ms, a.started_at, bool(a.transient))
             for rid, o in done for a in o.attempts
         ])
 
@@ -218,9 +221,9 @@ class RowQueries(SqlBase):
     def _with_attempts(self, selected: Iterable[RowModel]) -> list[RowRecord]:
         rows = list(selected)
         log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
-        if rows:
+        for part in chunks(list(log)):
             attempts = (AttemptModel.select()
-                        .where(AttemptModel.row.in_(list(log)))
+                        .where(AttemptModel.row.in_(list(part)))
                         .order_by(AttemptModel.id))
             for a in attempts:
                 log[a.row_id].append({
@@ -248,9 +251,3 @@ def _turn(r: RoundModel) -> Turn:
     return Turn(model=r.model, usage=Usage(r.prompt_tokens, r.completion_tokens),
                 messages=tuple(json.loads(r.messages)))
 
-
-IN_CHUNK = 500  # ids in one `IN (...)`: under SQLite's older 999-variable limit
-
-
-def _chunks(ids: list[int]) -> list[list[int]]:
-    return [ids[i:i + IN_CHUNK] for i in range(0, len(ids), IN_CHUNK)]

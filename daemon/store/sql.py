@@ -1,26 +1,35 @@
-"""What every query group stands on: the database handle, the backend's way to open a
-write transaction, and the few bulk statements written as raw SQL for speed.
+"""What every query group stands on: the database handle, and the few places where the
+backends' SQL differs, each behind one small method a backend implements (`write`,
+`schema_change`, `locked`, `whole`, `json_text`); plus the bulk statements written as
+raw SQL for speed.
 
 The raw statements use `{p}` for a parameter and are formatted with the backend's
 own marker (`db.param`: `?` for SQLite, `%s` for PostgreSQL), so they are the
-same text on every backend.
+same text on every backend. Booleans are written `FALSE` and bound as `bool`
+(PostgreSQL's `boolean` takes no 0/1); every other word in them means the same on both.
+Rows and attempts go in through `insert_many` (SQLite: `executemany`; PostgreSQL:
+`COPY`, a few times faster than one `INSERT` per row even when pipelined).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 
-from peewee import Database
+from peewee import Database, ModelSelect
 
-INSERT_ROWS = (
-    'INSERT INTO "row" (job_id, position, custom_id, model, body, status, error, error_code, '
-    "finished_at, attempts, dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
-    "VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, 0, 0, 0, 0, 0)")
+from daemon.store.models import JobModel
+
+ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "error",
+               "error_code", "finished_at", "attempts", "dead_letter", "prompt_tokens",
+               "completion_tokens", "cost_nano_usd")
+ATTEMPT_COLUMNS = ("row_id", "model", "status_code", "error", "duration_ms", "started_at",
+                   "transient")
 COPY_ROWS = (
     'INSERT INTO "row" (job_id, position, custom_id, model, body, status, attempts, '
     "dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
-    "SELECT {p}, position, custom_id, model, body, {p}, 0, 0, 0, 0, 0 "
+    "SELECT {p}, position, custom_id, model, body, {p}, 0, FALSE, 0, 0, 0 "
     'FROM "row" WHERE job_id = {p} ORDER BY position')
 PENDING_ROWS = (
     'SELECT id, custom_id, model, body FROM "row" WHERE job_id = {p} AND status = {p} '
@@ -41,13 +50,21 @@ SAVE_WORKFLOW = (
 SAVE_WORKFLOW_RESULT = (
     'INSERT INTO "workflow_result" (row_id, step, position, result) VALUES ({p}, {p}, {p}, {p}) '
     "ON CONFLICT (row_id, step, position) DO NOTHING")
-INSERT_ATTEMPTS = (
-    "INSERT INTO attempt (row_id, model, status_code, error, duration_ms, started_at, "
-    "transient) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})")
+
+IN_CHUNK = 500  # values in one `IN (...)`: far below SQLite's and PostgreSQL's limits
+
+T = TypeVar("T")
+Query = TypeVar("Query", bound="ModelSelect[Any]")
+
+
+def chunks(values: Sequence[T]) -> list[Sequence[T]]:
+    """`values` in pieces of at most `IN_CHUNK`, for `IN (...)` lists of any length."""
+    return [values[i:i + IN_CHUNK] for i in range(0, len(values), IN_CHUNK)]
 
 
 class SqlBase:
-    """The handle every query group (access, jobs, rows, files, webhooks) shares."""
+    """The handle every query group (access, jobs, rows, files, webhooks) shares, and
+    the methods where a backend's SQL differs."""
 
     db: Database
 
@@ -55,8 +72,46 @@ class SqlBase:
         """A write transaction, taken the way this backend needs it."""
         raise NotImplementedError
 
-    def sql(self, statement: str) -> str:
-        """A raw statement in this backend's parameter style."""
+    def insert_many(self, table: str, columns: Sequence[str],
+                    values: Iterable[Sequence[Any]]) -> None:
+        """Many rows into `table` (inside the caller's transaction), the fastest way
+        this backend has."""
+        raise NotImplementedError
+
+    def schema_change(self) -> AbstractContextManager[Any]:
+        """The transaction that creates or migrates the schema, held by one process at a
+        time (nodes sharing a database may start at once)."""
+        raise NotImplementedError
+
+    def locked(self, query: Query) -> Query:
+        """`query` for a read that decides a write in the same transaction: on a backend
+        whose write transactions run side by side, its rows stay locked until the
+        transaction ends (`FOR UPDATE`)."""
+        raise NotImplementedError
+
+    def whole(self, expr: str) -> str:
+        """SQL for the whole part (the floor) of a non-negative number."""
+        raise NotImplementedError
+
+    def json_text(self, column: str, key: str) -> str:
+        """SQL for the text at `key` of the JSON object in `column` (NULL when absent)."""
+        raise NotImplementedError
+
+    def lock_job(self, seq: int) -> JobModel | None:
+        """A job read for a write that depends on it. Whoever writes a job and its rows
+        locks the job first, so two writers of one job wait rather than deadlock."""
+        return self.locked(JobModel.select().where(JobModel.seq == seq)).first()
+
+    def hold_job(self, seq: int) -> None:
+        """`lock_job` for a write that needs only the lock, not the job (a backend whose
+        write transactions hold the whole database skips the read)."""
+        self.lock_job(seq)
+
+    def sql(self, statement: str, **fragments: str) -> str:
+        """A raw statement in this backend's parameter style; `fragments` fill its other
+        `{name}`s and may hold `{p}` themselves."""
+        if fragments:
+            statement = statement.format(p="{p}", **fragments)
         return statement.format(p=self.db.param)
 
     def close(self) -> None:

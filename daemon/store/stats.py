@@ -36,8 +36,8 @@ USAGE_JOBS = 50  # jobs listed with their usage, newest first
 _WINDOW = ('FROM job j JOIN "row" r ON r.job_id = j.seq '
            "WHERE j.workspace_id = {p} AND (j.finished_at IS NULL OR j.finished_at >= {p}) "
            "AND r.finished_at >= {p}")
-THROUGHPUT = (
-    "SELECT CAST((r.finished_at - {p}) / {p} AS INTEGER) AS bucket, "
+THROUGHPUT = (  # {bucket}: the whole part of (r.finished_at - since) / bucket_s
+    "SELECT {bucket} AS bucket, "
     "SUM(CASE WHEN r.status = 'completed' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END) " + _WINDOW + " GROUP BY bucket")
 # An attempt without an answer is written "timeout: …" or "connection: …": its first
@@ -54,7 +54,7 @@ LATENCY = (  # nearest rank: the ceil(p * n)-th fastest success
     "ROW_NUMBER() OVER (PARTITION BY a.model ORDER BY a.duration_ms) AS rn, "
     "COUNT(*) OVER (PARTITION BY a.model) AS n "
     + _WINDOW.replace("WHERE", "JOIN attempt a ON a.row_id = r.id WHERE")
-    + " AND a.error IS NULL) GROUP BY model, n")
+    + " AND a.error IS NULL) AS ranked GROUP BY model, n")
 JOB_USAGE = (
     "SELECT id, name, model, input_tokens, output_tokens, cost_nano_usd FROM job "
     "WHERE workspace_id = {p} AND status != {p} AND (finished_at IS NULL OR finished_at >= {p}) "
@@ -80,7 +80,7 @@ PENDING = (
     "GROUP BY w.name")
 WEBHOOKS = (
     "SELECT w.name, CASE WHEN j.webhook_state != 'done' THEN 'pending' "
-    "WHEN json_extract(j.webhook, '$.error') IS NULL THEN 'delivered' ELSE 'failed' END AS o, "
+    "WHEN {webhook_error} IS NULL THEN 'delivered' ELSE 'failed' END AS o, "
     "COUNT(*) FROM job j JOIN workspace w ON w.id = j.workspace_id "
     "WHERE j.webhook_state IS NOT NULL GROUP BY w.name, o")
 ATTEMPTS_AFTER = (
@@ -100,7 +100,9 @@ class StatsQueries(SqlBase):
         return WorkspaceStats(
             now=now, since=since, bucket_s=bucket_s,
             throughput=[(int(b), int(c or 0), int(f or 0)) for b, c, f in
-                        self._all(THROUGHPUT, (since, bucket_s, *window)) if b is not None],
+                        self._all(THROUGHPUT, (since, bucket_s, *window),
+                                  bucket=self.whole("(r.finished_at - {p}) / {p}"))
+                        if b is not None],
             attempts=self._attempts(window),
             recent=self._attempts((workspace_id, recent_since, recent_since)),
             latencies=[Latency(m, int(p50), int(p95), int(n))
@@ -110,8 +112,8 @@ class StatsQueries(SqlBase):
                       JOB_USAGE, (workspace_id, SCHEDULED, since, USAGE_JOBS))],
             total=Usage(*(int(v) for v in self._all(TOTAL_USAGE, (workspace_id,))[0])),
             queue=[QueueDepth(int(p), int(n), int(rows or 0)) for _, p, n, rows
-                   in self._all(QUEUE.replace("{where}", "AND j.workspace_id = {p}"),
-                                (VALIDATING, QUEUED, workspace_id))],
+                   in self._all(QUEUE, (VALIDATING, QUEUED, workspace_id),
+                                where="AND j.workspace_id = {p}")],
         )
 
     def daemon_counts(self) -> DaemonCounts:
@@ -123,11 +125,12 @@ class StatsQueries(SqlBase):
         return DaemonCounts(
             jobs=[(ws, status, int(n)) for ws, status, n in self._all(JOBS_BY_STATUS, ())],
             queue=[(ws, int(p), int(n), int(r or 0)) for ws, p, n, r in
-                   self._all(QUEUE.replace("{where}", ""), (VALIDATING, QUEUED))],
+                   self._all(QUEUE, (VALIDATING, QUEUED), where="")],
             rows=rows,
             pending=[(ws, int(n or 0)) for ws, n in
                      self._all(PENDING, (RUNNING, FINALIZING, CANCELLING))],
-            webhooks=[(ws, o, int(n)) for ws, o, n in self._all(WEBHOOKS, ())],
+            webhooks=[(ws, o, int(n)) for ws, o, n in self._all(
+                WEBHOOKS, (), webhook_error=self.json_text("j.webhook", "error"))],
         )
 
     def attempts_after(self, after_id: int, *, limit: int) -> list[AttemptSample]:
@@ -144,5 +147,6 @@ class StatsQueries(SqlBase):
         return [AttemptCount(model, attempt_class(status, None if ok else prefix), int(n))
                 for model, status, ok, prefix, n in self._all(ATTEMPTS, window)]
 
-    def _all(self, statement: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        return list(self.db.execute_sql(self.sql(statement), params).fetchall())
+    def _all(self, statement: str, params: tuple[Any, ...],
+             **fragments: str) -> list[tuple[Any, ...]]:
+        return list(self.db.execute_sql(self.sql(statement, **fragments), params).fetchall())

@@ -35,7 +35,7 @@ class WebhookQueries(SqlBase):
     def unsent_webhooks(self) -> list[Job]:
         """Ended jobs whose webhook was never claimed (the process stopped first)."""
         query = JobModel.select().where(JobModel.webhook_state == WEBHOOK_QUEUED)
-        return [job_record(r) for r in query]
+        return [job_record(r) for r in query.order_by(JobModel.seq)]
 
     def abandon_claimed_webhooks(self, *, now: float) -> int:
         """A claim that never got its outcome: the process died mid-delivery. Record that

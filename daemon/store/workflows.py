@@ -29,7 +29,7 @@ class WorkflowQueries(SqlBase):
     def workflow_states(self, job_seq: int) -> list[tuple[str, dict[str, Any]]]:
         """`(row status, state)` of every workflow record of a job that has started."""
         query = (WorkflowModel.select(RowModel.status, WorkflowModel.state)
-                 .join(RowModel).where(RowModel.job == job_seq))
+                 .join(RowModel).where(RowModel.job == job_seq).order_by(RowModel.id))
         return [(status, json.loads(state)) for status, state in self.db.execute(query)]
 
     def workflow(self, row_id: int) -> dict[str, Any] | None:

@@ -2,13 +2,17 @@
 
 The `repo` fixture is parametrized over `BACKENDS`, so every test in this folder is
 part of the store's contract suite and runs against each backend (in the style of
-huey's storage tests). A new backend adds one opener here.
+huey's storage tests). A new backend adds one opener here: a context manager that
+yields an empty store of its own and cleans up afterwards. The PostgreSQL one takes a
+schema of the test's own on the test server (tests/store/postgres.py), and skips where
+there is none.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,9 @@ from daemon.domain import ids
 from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.store.interface import Ending, Store
+from daemon.store.postgres import open_postgres
 from daemon.store.sqlite import open_sqlite
+from tests.store import postgres
 
 NOW = 1_700_000_000.0
 
@@ -31,16 +37,46 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "relay.db"
 
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {
-    "sqlite": lambda tmp: open_sqlite(tmp / "relay.db"),
+@contextmanager
+def sqlite_store(tmp: Path) -> Iterator[Store]:
+    store = open_sqlite(tmp / "relay.db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def postgres_store(tmp: Path) -> Iterator[Store]:
+    with postgres.clean_schema() as url:
+        store = open_postgres(url)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+BACKENDS: dict[str, Callable[[Path], AbstractContextManager[Store]]] = {
+    "sqlite": sqlite_store,
+    "postgres": postgres_store,
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    store = BACKENDS[request.param](tmp_path)
-    yield store
-    store.close()
+    with BACKENDS[request.param](tmp_path) as store:
+        yield store
+
+
+def pytest_sessionfinish() -> None:
+    postgres.finish()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say it at the end of every run that skipped the PostgreSQL tests, and why."""
+    reason = postgres.unreachable() if postgres.asked() else None
+    if reason:
+        terminalreporter.write_line(f"PostgreSQL tests skipped: {reason}", yellow=True)
 
 
 def end(repo: Store, job: Job, status: str, *, now: float = NOW, **ending: Any) -> Job | None:

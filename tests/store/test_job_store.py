@@ -471,10 +471,10 @@ def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None
     n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)
     positions = [p for (p,) in repo.db.execute_sql(
-        'SELECT position FROM "row" WHERE job_id = ? ORDER BY id', (job.seq,))]
+        repo.sql('SELECT position FROM "row" WHERE job_id = {p} ORDER BY id'), (job.seq,))]
     assert positions == list(range(1, n + 1))
     bodies = [json.loads(b) for (b,) in repo.db.execute_sql(
-        'SELECT body FROM "row" WHERE job_id = ? AND position = ?', (job.seq, n))]
+        repo.sql('SELECT body FROM "row" WHERE job_id = {p} AND position = {p}'), (job.seq, n))]
     assert bodies == [{"messages": [{"role": "user", "content": f"prompt {n}"}]}]
 
 

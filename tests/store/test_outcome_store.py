@@ -14,13 +14,13 @@ def row_ids(repo: Store, job: Job) -> list[int]:
 
 
 def row_tokens(repo: Store, job: Job) -> tuple[int, int]:
-    return repo.db.execute_sql(
+    return repo.db.execute_sql(repo.sql(
         'SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) '
-        'FROM "row" WHERE job_id = ?', (job.seq,)).fetchone()
+        'FROM "row" WHERE job_id = {p}'), (job.seq,)).fetchone()
 
 
 def attempt_count(repo: Store, row_id: int) -> int:
-    (n,) = repo.db.execute_sql("SELECT COUNT(*) FROM attempt WHERE row_id = ?",
+    (n,) = repo.db.execute_sql(repo.sql("SELECT COUNT(*) FROM attempt WHERE row_id = {p}"),
                                (row_id,)).fetchone()
     return n
 

@@ -1,0 +1,28 @@
+"""`SqlStore`: every query group on one class. Each backend (`sqlite.py`,
+`postgres.py`) subclasses it with its database and the few methods where its SQL
+differs (`sql.SqlBase`); the queries themselves are written once."""
+
+from __future__ import annotations
+
+from peewee import Database
+
+from daemon.store.access import AccessQueries
+from daemon.store.file_records import FileQueries
+from daemon.store.health import HealthQueries
+from daemon.store.jobs import JobQueries
+from daemon.store.rows import RowQueries
+from daemon.store.schema import version
+from daemon.store.stats import StatsQueries
+from daemon.store.webhooks import WebhookQueries
+from daemon.store.workflows import WorkflowQueries
+
+
+class SqlStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
+               WorkflowQueries, HealthQueries, StatsQueries):
+    """The `Store` on one SQL database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def schema_version(self) -> int:
+        return version()
