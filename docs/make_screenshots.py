@@ -2,9 +2,10 @@
 
     .venv/bin/python docs/make_screenshots.py
 
-Each screen runs headless at 160×45 on `relaytui.testing.FakeRelay`: canned jobs at
-fixed times and a clock that stands still, so the pictures only change when the UI
-does. Nothing talks to a real relayd.
+Each screen runs headless at 160×45 (the jobs screen at 80×24 too) on
+`relaytui.testing.FakeRelay`: canned jobs and workspace stats at fixed times and a clock
+that stands still, so the pictures only change when the UI does. Nothing talks to a real
+relayd.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ async def settle(pilot: Any, app: RelayApp, fake: FakeRelay, select: int | None)
     jobs = app.jobs_screen
     await until(pilot, fake.replayed.is_set)
     await until(pilot, lambda: (v := jobs.board.get(job_id(2))) and v.completed == 556)
+    await until(pilot, lambda: jobs.stats is not None)  # the header's numbers
     if select is not None:
         jobs.query_one(JobTable).select(job_id(select))
     detail = jobs.query_one(JobDetail)
@@ -54,11 +56,12 @@ async def settle(pilot: Any, app: RelayApp, fake: FakeRelay, select: int | None)
 
 
 async def shoot(name: str, *, select: int | None = None, theme: str | None = None,
-                keys: tuple[str, ...] = (), then: Step | None = None) -> None:
+                keys: tuple[str, ...] = (), then: Step | None = None,
+                size: tuple[int, int] = SIZE) -> None:
     fake = FakeRelay()
     app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("sample_data"))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         if theme:
             app.theme = theme
         await settle(pilot, app, fake, select)
@@ -84,8 +87,10 @@ async def attempts(pilot: Any, app: RelayApp) -> None:
 async def upload(pilot: Any, app: RelayApp) -> None:
     form = app.screen
     await until(pilot, lambda: form.query_one("#model").value == "gpt-4o-mini")
-    form.query_one("#path").cursor_blink = False
-    form.query_one("#path").value = "sample_data/reviews.jsonl"
+    path = form.query_one("#path")
+    path.cursor_blink = False
+    path.focus()  # the tree has it at first, and enter there would fold it
+    path.value = "sample_data/reviews.jsonl"
     await pilot.press("enter")
     await until(pilot, lambda: form.rows is not None)
     form.query_one("#name").value = "Review sentiment — November"
@@ -97,6 +102,7 @@ async def main() -> None:
     os.chdir(ROOT)  # the upload screen's tree starts at sample_data/
     OUT.mkdir(parents=True, exist_ok=True)
     await shoot("jobs")
+    await shoot("jobs-80x24", size=(80, 24))
     await shoot("detail", select=3)
     await shoot("jobs-light", theme="textual-light", select=5)
     await shoot("dead-letter", select=5, keys=("d",), then=loaded)

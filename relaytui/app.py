@@ -37,14 +37,15 @@ class RelayApp(App[int]):
     def __init__(self, client: Any | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
                  connect: Callable[[str, str], Any], start_dir: Path,
-                 health_every: float = EVERY_S, read_only: bool = False) -> None:
+                 health_every: float = EVERY_S, stats_every: float = EVERY_S,
+                 read_only: bool = False) -> None:
         super().__init__()
         self.read_only = read_only
         if read_only:
             hide_writes(self)
         self.client, self.settings = client, settings
         self.clock, self.save, self.connect, self.start_dir = clock, save, connect, start_dir
-        self.health_every = health_every
+        self.health_every, self.stats_every = health_every, stats_every
         self.jobs_screen: JobsScreen | None = None
         self._clients = [client] if client is not None else []
 
@@ -83,7 +84,7 @@ class RelayApp(App[int]):
         """A fresh jobs screen (and live feed) for this connection."""
         screen = JobsScreen(client, url=self.settings.url, workspace=key_hint(
             self.settings.key), clock=self.clock, start_dir=self.start_dir,
-            health_every=self.health_every)
+            health_every=self.health_every, stats_every=self.stats_every)
         if self.jobs_screen is None:
             self.push_screen(screen)
         else:
@@ -171,15 +172,15 @@ def build_app(client: Any | None, settings: Settings, *,
               save: Callable[[Settings], object] = settings_file.save,
               connect: Callable[[str, str], Any] = RelayClient,
               start_dir: Path | None = None, health_every: float = EVERY_S,
-              read_only: bool = False) -> RelayApp:
+              stats_every: float = EVERY_S, read_only: bool = False) -> RelayApp:
     """The app with its collaborators: a `RelayClient` (or a stand-in such as
     `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, the
-    clock that ages and rates are read from, how often relayd's health is asked, and
-    whether it only watches (`read_only`: nothing is submitted, cancelled, re-driven or
-    discarded, and the key is not changed)."""
+    clock that ages and rates are read from, how often relayd's health and the
+    workspace's stats are asked, and whether it only watches (`read_only`: nothing is
+    submitted, cancelled, re-driven or discarded, and the key is not changed)."""
     return RelayApp(client, settings, clock=clock, save=save, connect=connect,
                     start_dir=start_dir or Path.cwd(), health_every=health_every,
-                    read_only=read_only)
+                    stats_every=stats_every, read_only=read_only)
 
 
 def run(url: str, key: str | None, *, read_only: bool = False) -> int:

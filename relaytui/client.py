@@ -209,6 +209,13 @@ class RelayClient:
     def models(self) -> dict[str, Any]:
         return self._call("GET", "/v1/models")
 
+    def stats(self, *, minutes: int | None = None) -> dict[str, Any]:
+        """`GET /v1/stats`: the workspace at a glance over the last `minutes` (relayd's
+        default: an hour): rows finished per bucket, each model's error rates and
+        latency, the models failing now, tokens and cost, the queue by priority."""
+        params = {} if minutes is None else {"minutes": minutes}
+        return self._call("GET", "/v1/stats", params=params)
+
     def file_content(self, file_id: str) -> bytes:
         try:
             reply = self.http.get(f"/v1/files/{file_id}/content")

@@ -5,12 +5,12 @@ last word on the store stands until relayd answers again. No Textual here."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from relaytui.models import clock_text
+from relaytui.watch import Watch
 
 EVERY_S = 5.0
 
@@ -52,29 +52,11 @@ class Source(Protocol):
     def health(self) -> dict[str, Any]: ...
 
 
-class HealthWatch:
+class HealthWatch(Watch[StoreHealth]):
+    """`GET /healthz` every `every` seconds, a `StoreHealth` posted when it changed."""
+
     def __init__(self, client: Source, post: Callable[[StoreHealth], object], *,
                  every: float = EVERY_S) -> None:
-        self.client, self.post, self.every = client, post, every
-        self.last: StoreHealth | None = None
-        self._stopped = threading.Event()
-
-    def run(self) -> None:
-        """Until `stop()`: ask now, then every `every` seconds."""
-        while not self._stopped.is_set():
-            self.step()
-            self._stopped.wait(self.every)
-
-    def stop(self) -> None:
-        """Thread-safe; ends the wait at once."""
-        self._stopped.set()
-
-    def step(self) -> None:
-        """Ask relayd once; post what it says if that changed."""
-        try:
-            health = StoreHealth.from_answer(self.client.health())
-        except Exception:  # down, shutting down or an odd answer: nothing learnt
-            return
-        if health != self.last:
-            self.last = health
-            self.post(health)
+        super().__init__(lambda: StoreHealth.from_answer(client.health()), post,
+                         every=every)
+        self.client = client

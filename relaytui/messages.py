@@ -9,6 +9,7 @@ from textual.message import Message
 
 from relaytui.health import StoreHealth
 from relaytui.live import JobEvent, Update
+from relaytui.stats import WorkspaceStats
 
 
 @dataclass
@@ -33,3 +34,10 @@ class HealthUpdate(Message):
     """relayd's store health changed (`HealthWatch`): ok, or degraded and why."""
 
     health: StoreHealth
+
+
+@dataclass
+class StatsUpdate(Message):
+    """What `GET /v1/stats` says changed (`StatsWatch`); None: relayd has no stats."""
+
+    stats: WorkspaceStats | None

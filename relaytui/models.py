@@ -76,6 +76,9 @@ class JobView:
     error: str | None = None
     webhook_url: str | None = None
     webhook: dict[str, Any] | None = None
+    input_tokens: int | None = None  # tokens and cost so far (None: not told)
+    output_tokens: int | None = None
+    cost_nano_usd: int | None = None
 
     @classmethod
     def from_event(cls, data: dict[str, Any]) -> JobView:
@@ -95,7 +98,10 @@ class JobView:
             started_at=parse_time(data.get("started_at")),
             finished_at=parse_time(data.get("finished_at")), cron=data.get("cron"),
             next_run_at=parse_time(data.get("next_run_at")),
-            template_id=data.get("template_id"), error=data.get("error"))
+            template_id=data.get("template_id"), error=data.get("error"),
+            input_tokens=_maybe_int(data.get("input_tokens")),
+            output_tokens=_maybe_int(data.get("output_tokens")),
+            cost_nano_usd=_maybe_int(data.get("cost_nano_usd")))
 
     @classmethod
     def from_api(cls, obj: dict[str, Any]) -> JobView:
@@ -115,7 +121,9 @@ class JobView:
             next_run_at=parse_time(obj.get("next_run_at")),
             template_id=obj.get("template_id"), last_run_id=obj.get("last_run_id"),
             error=obj.get("error"), webhook_url=obj.get("webhookUrl"),
-            webhook=obj.get("webhook"))
+            webhook=obj.get("webhook"), input_tokens=_used(obj, "input_tokens"),
+            output_tokens=_used(obj, "output_tokens"),
+            cost_nano_usd=_used(obj, "cost_nano_usd"))
 
     @classmethod
     def _from_openai(cls, obj: dict[str, Any]) -> JobView:
@@ -131,7 +139,9 @@ class JobView:
             completed=_int(counts.get("completed")), failed=_int(counts.get("failed")),
             dead_letter=None, canceled=None, created_at=parse_time(obj.get("created_at")),
             started_at=parse_time(obj.get("in_progress_at")), finished_at=parse_time(ended),
-            error="; ".join(str(e.get("message")) for e in errors) or None)
+            error="; ".join(str(e.get("message")) for e in errors) or None,
+            input_tokens=_used(obj, "input_tokens"), output_tokens=_used(obj, "output_tokens"),
+            cost_nano_usd=_used(obj, "cost_nano_usd"))
 
     def merge(self, newer: JobView) -> JobView:
         """`newer`, keeping what this view knew where `newer` does not say (an OpenAI
@@ -299,8 +309,24 @@ def clock_text(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def next_run_text(next_run_at: float | None, now: float) -> str:
+    """A cron template's next run: `2026-10-05 02:00:00Z (in 16h30m)`; once that time
+    has passed, `due since 02:00:00Z` until relayd says when the one after is."""
+    if next_run_at is None:
+        return "—"
+    if next_run_at <= now:
+        return f"due since {clock_text(next_run_at)[11:]}"
+    return f"{clock_text(next_run_at)} (in {duration_text(next_run_at - now)})"
+
+
 def key_hint(key: str | None) -> str:
     """A key's public prefix (what `relayd keys list` shows), never the secret part."""
     if not key:
         return "no key"
     return key[:10] + "…"
+
+
+def _used(obj: dict[str, Any], key: str) -> int | None:
+    """One count of a batch object's `usage` (BatchUsage with `cost_nano_usd`)."""
+    usage = obj.get("usage")
+    return _maybe_int(usage.get(key)) if isinstance(usage, dict) else None

@@ -5,7 +5,8 @@ they show never changes. Its event stream replays progress over the 30 s before 
 tool-calling records: their results carry tool-round summaries and `row()` gives each
 one's transcript. `FakeRelay(workflows=True)` adds a running OpenAI batch of workflow
 records (one completed, one waiting, one failed at its step limit): `row()` gives where
-each stands and `workflows()` the job's counters. No Textual, no network."""
+each stands and `workflows()` the job's counters. `stats()` answers `GET /v1/stats` with
+`relaytui.testing_stats`' canned numbers (or `stats_answer`). No Textual, no network."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from relaytui.client import RESULTS_PAGE, Event, RelayError
+from relaytui.testing_stats import canned_stats
 
 NOW = datetime(2026, 10, 4, 9, 30, tzinfo=UTC).timestamp()
 REPLAY_S = 30
@@ -426,6 +428,9 @@ class FakeRelay:
         self.result_pages_read: list[tuple[str, str | None]] = []  # (job, after)
         self.listed_dialects: list[str] = []
         self.health_answer: dict[str, Any] = {"status": "ok"}  # what `/healthz` says
+        # what `/v1/stats` says: None for the canned numbers; a RelayError is raised
+        self.stats_answer: dict[str, Any] | RelayError | None = None
+        self.stats_asked: list[int | None] = []  # `minutes` of each call
 
     # -- reads ---------------------------------------------------------------------
 
@@ -454,7 +459,10 @@ class FakeRelay:
     def job(self, job_id: str) -> dict[str, Any]:
         if job_id not in self.jobs_by_id:
             raise RelayError(404, f"No batch {job_id}.")
-        return self._render(self.jobs_by_id[job_id])
+        job = self.jobs_by_id[job_id]
+        while job["cron"] and job["next_run_at"] and job["next_run_at"] <= self.clock():
+            job["next_run_at"] += 86400  # relayd ran it: the canned cron is daily
+        return self._render(job)
 
     def results(self, job_id: str, *, limit: int | None = None,
                 after: str | None = None) -> dict[str, Any]:
@@ -515,6 +523,15 @@ class FakeRelay:
 
     def models(self) -> dict[str, Any]:
         return {"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]}
+
+    def stats(self, *, minutes: int | None = None) -> dict[str, Any]:
+        self.stats_asked.append(minutes)
+        if isinstance(self.stats_answer, RelayError):
+            raise self.stats_answer
+        if self.stats_answer is not None:
+            return self.stats_answer
+        return canned_stats(NOW, minutes=minutes or 60,
+                            jobs={n: job_id(n) for n in (1, 2, 9)})
 
     # -- writes --------------------------------------------------------------------
 

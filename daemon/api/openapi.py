@@ -166,6 +166,7 @@ def relay_schemas() -> dict[str, Schema]:
             "cron": nullable(string()), "next_run_at": stamp,
             "template_id": nullable(string("The cron template this job is a run of.")),
             "retry_of": nullable(string("The job a dead-letter retry took its rows from.")),
+            "usage": ref("BatchUsage"),
         }, {"last_run_id": nullable(string("A template's latest run."))},
             description="A job of the Relay Batches API."),
         "RelayResult": {"anyOf": [
@@ -426,6 +427,8 @@ def service_schemas() -> dict[str, Schema]:
             "created_at": number(), "started_at": when, "finished_at": when,
             "cron": nullable(string()), "next_run_at": when,
             "template_id": nullable(string()), "error": nullable(string()),
+            "input_tokens": integer(minimum=0), "output_tokens": integer(minimum=0),
+            "cost_nano_usd": integer("The price paid so far.", minimum=0),
             "relay_status": ref("RelayStatus"),
         }, description="data of job.snapshot, job.created, job.progress, job.ended."),
         "StreamHello": closed({"workspace": string()}),

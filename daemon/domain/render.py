@@ -49,6 +49,19 @@ def attempt_log(row: RowRecord) -> list[dict[str, Any]]:
             for attempt in row.attempt_log]
 
 
+def usage(job: Job) -> dict[str, Any]:
+    """OpenAI's `BatchUsage` (every field it requires), plus `cost_nano_usd`: the
+    OpenAI view's `usage`, and the Relay view's too."""
+    return {
+        "input_tokens": job.input_tokens,
+        "input_tokens_details": {"cached_tokens": job.cached_tokens},
+        "output_tokens": job.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": job.reasoning_tokens},
+        "total_tokens": job.input_tokens + job.output_tokens,
+        "cost_nano_usd": job.cost_nano_usd,
+    }
+
+
 def relay_job(job: Job) -> dict[str, Any]:
     """`GET /v1/batches/{id}` for a Relay-dialect job."""
     view: dict[str, Any] = {
@@ -74,6 +87,7 @@ def relay_job(job: Job) -> dict[str, Any]:
         "next_run_at": iso(job.next_run_at),
         "template_id": job.template_id,
         "retry_of": job.retry_of,
+        "usage": usage(job),
     }
     if job.is_template:
         view["last_run_id"] = job.last_run_id
@@ -236,4 +250,7 @@ def event_fields(job: Job) -> dict[str, Any]:
         "next_run_at": job.next_run_at,
         "template_id": job.template_id,
         "error": job.error,
+        "input_tokens": job.input_tokens,
+        "output_tokens": job.output_tokens,
+        "cost_nano_usd": job.cost_nano_usd,
     }

@@ -22,6 +22,7 @@ from daemon.domain.jobs import (
     RowRecord,
     StatusView,
 )
+from daemon.domain.render import usage
 
 OPENAI_VIEW = StatusView({QUEUED: "in_progress", RUNNING: "in_progress"})
 openai_status = OPENAI_VIEW.name
@@ -61,18 +62,6 @@ def batch(job: Job) -> dict[str, Any]:
         "priority": job.tier,
         "usage": usage(job) if progressed else None,
     } | ({"retry_of": job.retry_of} if job.retry_of else {})
-
-
-def usage(job: Job) -> dict[str, Any]:
-    """OpenAI's `BatchUsage` (every field it requires), plus seed 002's `cost_nano_usd`."""
-    return {
-        "input_tokens": job.input_tokens,
-        "input_tokens_details": {"cached_tokens": job.cached_tokens},
-        "output_tokens": job.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": job.reasoning_tokens},
-        "total_tokens": job.input_tokens + job.output_tokens,
-        "cost_nano_usd": job.cost_nano_usd,
-    }
 
 
 def file_object(f: FileRecord) -> dict[str, Any]:

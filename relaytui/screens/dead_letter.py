@@ -14,13 +14,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.markup import escape
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, LoadingIndicator, Static
+from textual.widgets import DataTable, LoadingIndicator, Static
 
 from relaytui.client import RelayError
 from relaytui.models import JobView
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable, plain
 from relaytui.widgets.confirm import ConfirmScreen
+from relaytui.widgets.footer import RelayFooter
 
 
 class DeadLetterScreen(RelayScreen):
@@ -64,7 +65,7 @@ class DeadLetterScreen(RelayScreen):
         yield LoadingIndicator()
         yield DataTable(id="dead", cursor_type="row", zebra_stripes=True)
         yield Static("", id="dead-summary", classes="summary")
-        yield Footer()
+        yield RelayFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

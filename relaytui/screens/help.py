@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from relaytui.keys import APP_BINDINGS, WRITES
 from relaytui.screens.base import RelayScreen
@@ -19,6 +19,7 @@ from relaytui.screens.jobs import JobsScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
+from relaytui.widgets.footer import RelayFooter
 
 # Keys the widgets bring (tables, trees, inputs) that an operator should know about.
 MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also j k, page up/down, "
@@ -59,7 +60,7 @@ class HelpScreen(RelayScreen):
                      classes="screen-title")
         with VerticalScroll(id="help"):
             yield Static(self._text())
-        yield Footer()
+        yield RelayFooter()
 
     def _text(self) -> str:
         return "\n".join(self._section(title, bindings) for title, bindings in sections())

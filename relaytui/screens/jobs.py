@@ -1,7 +1,7 @@
-"""The home screen: every job of the workspace, live. It owns the live feed and the
-store-health watch (thread workers), folds what they report into the board and the
-banner, and updates the table one row at a time; the other screens open from here for
-the selected job."""
+"""The home screen: every job of the workspace, live. It owns the live feed, the
+store-health watch and the stats watch (thread workers), folds what they report into the
+board, the banners and the header, and updates the table one row at a time; the other
+screens open from here for the selected job."""
 
 from __future__ import annotations
 
@@ -14,24 +14,29 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.notifications import SeverityLevel
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
 from relaytui.health import EVERY_S, HealthWatch, StoreHealth
 from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
-from relaytui.messages import FeedUpdate, HealthUpdate
+from relaytui.messages import FeedUpdate, HealthUpdate, StatsUpdate
 from relaytui.models import STATUS_FILTERS, JobView, clock_text
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.upload import UploadScreen
+from relaytui.stats import StatsWatch, WorkspaceStats
+from relaytui.stats_text import failing_changes, window_text
 from relaytui.widgets.confirm import ConfirmScreen
-from relaytui.widgets.header import ConnectionBar, StoreBanner
+from relaytui.widgets.footer import RelayFooter
+from relaytui.widgets.header import ConnectionBar, FailingBanner, StoreBanner
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
+from relaytui.widgets.stats_header import StatsHeader, header_mode
 
 STALE_STATES = frozenset({"down", "refused"})  # the feed delivers nothing: numbers age
+DUE_EVERY_S = 5.0  # a template past its next run is fetched again at most this often
 _ENDED: dict[str, SeverityLevel] = {"completed": "information", "canceled": "warning",
                                     "failed": "error", "expired": "error"}
 
@@ -55,11 +60,13 @@ class JobsScreen(RelayScreen):
                 tooltip="Cancel the selected job or cron template (asks first)"),
         Binding("u", "upload", "Upload", tooltip="Submit a .csv or .jsonl file as a new job"),
         Binding("r", "refresh", "Refresh", show=False, tooltip="Fetch the job list again"),
+        Binding("w", "stats_window", "Stats window", show=False,
+                tooltip="The header's window: the last 15 min, 60 min, 6 h or 24 h"),
     ]
 
     def __init__(self, client: Any, *, url: str, workspace: str,
                  clock: Callable[[], float], start_dir: Path,
-                 health_every: float = EVERY_S) -> None:
+                 health_every: float = EVERY_S, stats_every: float = EVERY_S) -> None:
         super().__init__()
         self.client, self.url, self.workspace = client, url, workspace
         self.clock, self.start_dir = clock, start_dir
@@ -69,6 +76,10 @@ class JobsScreen(RelayScreen):
         self.health = HealthWatch(client, lambda h: self.post_message(HealthUpdate(h)),
                                   every=health_every)
         self.store = StoreHealth()
+        self.stats_watch = StatsWatch(client, lambda s: self.post_message(StatsUpdate(s)),
+                                      every=stats_every)
+        self.stats: WorkspaceStats | None = None
+        self._due_asked: dict[str, float] = {}  # template id -> when it was last fetched
         self.listed = False
         self.status_filter = "all"
         self.stale_since: float | None = None
@@ -78,11 +89,13 @@ class JobsScreen(RelayScreen):
                             read_only=self.read_only, id="connection")
         with Vertical(id="jobs-main"):
             yield StoreBanner(id="store-banner")
+            yield FailingBanner(id="failing-banner")
+            yield StatsHeader(id="stats")
             yield Input(placeholder="filter by name, id or model — enter keeps it, "
                         "escape clears", id="search")
             yield JobTable(self.board, clock=self.clock, id="jobs")
             yield JobDetail(self.client, self.board, clock=self.clock, id="detail")
-        yield Footer()
+        yield RelayFooter()
 
     @property
     def table(self) -> JobTable:
@@ -92,6 +105,10 @@ class JobsScreen(RelayScreen):
     def detail(self) -> JobDetail:
         return self.query_one(JobDetail)
 
+    @property
+    def header(self) -> StatsHeader:
+        return self.query_one(StatsHeader)
+
     def on_mount(self) -> None:
         self._title()
         self.set_interval(1.0, self._tick)
@@ -99,10 +116,16 @@ class JobsScreen(RelayScreen):
                         exit_on_error=False)
         self.run_worker(self.health.run, thread=True, name="store health", group="health",
                         exit_on_error=False)
+        self.run_worker(self.stats_watch.run, thread=True, name="workspace stats",
+                        group="stats", exit_on_error=False)
 
     def on_unmount(self) -> None:
         self.feed.stop()
         self.health.stop()
+        self.stats_watch.stop()
+
+    def on_resize(self) -> None:
+        self.header.set_mode(header_mode(self.size.width, self.size.height))
 
     # -- the live feed ---------------------------------------------------------------
 
@@ -121,6 +144,10 @@ class JobsScreen(RelayScreen):
             change = self.board.apply_event(update.type, update.data, at=update.at)
             if change is not None:
                 self._changed(change, ended=update.type == "job.ended")
+            template = update.data.get("template_id")
+            if update.type == "job.created" and isinstance(template, str) \
+                    and template in self.board:
+                self._fetch_job(template)  # a run started: its template has a new next run
 
     @on(HealthUpdate)
     def _health(self, message: HealthUpdate) -> None:
@@ -133,6 +160,24 @@ class JobsScreen(RelayScreen):
                         timeout=10)
         elif before.degraded and not self.store.degraded:
             self.notify("relayd's store takes writes again.", title="relayd is healthy")
+
+    @on(StatsUpdate)
+    def _stats(self, message: StatsUpdate) -> None:
+        """The header, the failing banner and the selected job's usage follow relayd's
+        stats; after the first answer, a notification says when a model starts or stops
+        failing (the banner says which fail from the start)."""
+        before, self.stats = self.stats, message.stats
+        self.header.show(self.stats)
+        self.query_one(FailingBanner).show(self.stats.failing if self.stats else ())
+        self.detail.show_stats(self.stats)
+        if before is None or self.stats is None:
+            return
+        started, recovered = failing_changes(before, self.stats)
+        for failing in started:
+            self.notify(failing.message, title="A model is failing", severity="error",
+                        timeout=10)
+        for model in recovered:
+            self.notify(f"{model} is no longer failing.", title="A model recovered")
 
     def _listed(self, listed: JobsListed) -> None:
         views = [JobView.from_api(j) for j in listed.jobs]
@@ -154,7 +199,9 @@ class JobsScreen(RelayScreen):
         if just_ended:
             self._announce_end(change.view)
         if change.view.id == self.detail.job_id:
-            self.detail.show(change.view.id, refetch=just_ended)
+            ran = change.before is not None \
+                and change.before.next_run_at != change.view.next_run_at  # a new run
+            self.detail.show(change.view.id, refetch=just_ended or ran)
         if change.before is None:
             self._title()
 
@@ -173,13 +220,29 @@ class JobsScreen(RelayScreen):
             self.stale_since = self.clock()
         elif not stale:
             self.stale_since = None
-        for widget in (self.table, self.detail):
+        for widget in (self.table, self.detail, self.query_one(FailingBanner)):
             widget.set_class(stale, "-stale")
+        self.header.set_stale(self.stale_since)
         self._title()
 
     def _tick(self) -> None:
         self.table.tick()
         self.detail.show(self.detail.job_id)
+        self._ask_due_templates()
+
+    def _ask_due_templates(self) -> None:
+        """A template whose next run has come: relayd started the run (its event names
+        the template) but tells nothing of the template's next one, so it is fetched
+        again, at most every DUE_EVERY_S, until its next run is ahead."""
+        if self.stale_since is not None:
+            return
+        now = self.clock()
+        for view in self.board.views():
+            due = view.is_template and view.status == "scheduled" \
+                and view.next_run_at is not None and view.next_run_at <= now
+            if due and now - self._due_asked.get(view.id, -DUE_EVERY_S) >= DUE_EVERY_S:
+                self._due_asked[view.id] = now
+                self._fetch_job(view.id)
 
     def _title(self) -> None:
         search = self.query_one("#search", Input).value.strip()
@@ -290,6 +353,23 @@ class JobsScreen(RelayScreen):
             return
         self.post_message(FeedUpdate(JobsListed(jobs, self.clock())))
 
+    @work(thread=True, group="job", exit_on_error=False, name="fetching a job")
+    def _fetch_job(self, job_id: str) -> None:
+        try:
+            answer = self.client.job(job_id)
+        except RelayError:  # down (the feed says so) or gone: the next listing tells
+            return
+        self.app.call_from_thread(self._job_fetched, answer)
+
+    def _job_fetched(self, answer: dict[str, Any]) -> None:
+        change = self.board.put(JobView.from_api(answer), at=self.clock())
+        if change is not None:
+            self._changed(change)
+
+    def action_stats_window(self) -> None:
+        minutes = self.stats_watch.next_window()
+        self.notify(f"The header shows the last {window_text(minutes)}.", title="Stats")
+
     def action_cancel(self) -> None:
         if self.refuses("Cancelling"):
             return
@@ -321,9 +401,7 @@ class JobsScreen(RelayScreen):
         self.app.call_from_thread(self._cancelled, job_id, answer)
 
     def _cancelled(self, job_id: str, answer: dict[str, Any]) -> None:
-        change = self.board.put(JobView.from_api(answer), at=self.clock())
-        if change is not None:
-            self._changed(change)
+        self._job_fetched(answer)
         marked = self.board.mark_cancelling(job_id)
         if marked is not None:
             self._changed(marked)

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
+from textual.widgets import DataTable, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
 from relaytui.client import RelayError
@@ -27,6 +27,7 @@ from relaytui.screens.base import RelayScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.widgets.colours import theme_style
 from relaytui.widgets.confirm import PromptScreen
+from relaytui.widgets.footer import RelayFooter
 from relaytui.workflows import steps_cell, totals_text, workflow_summary
 
 SHOWN_AT_MOST = 5000  # more rows than this make the table slow; search narrows them
@@ -72,7 +73,7 @@ class ResultsScreen(RelayScreen):
         with VerticalScroll(id="result-full"):
             yield Static("", id="result-text")
         yield Static("", id="results-summary", classes="summary")
-        yield Footer()
+        yield RelayFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).display = False

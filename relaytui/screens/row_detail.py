@@ -13,13 +13,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import LoadingIndicator, Static
 
 from relaytui.client import RelayError
 from relaytui.models import JobView
 from relaytui.rows import error_text, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable
+from relaytui.widgets.footer import RelayFooter
 from relaytui.widgets.transcript import RowTranscript
 from relaytui.workflows import facts_part, is_workflow
 
@@ -76,7 +77,7 @@ class RowDetailScreen(RelayScreen):
         with VerticalScroll(id="row-scroll"):
             yield RowTranscript(id="transcript")
         yield AttemptTable(id="row-attempts")
-        yield Footer()
+        yield RelayFooter()
 
     def on_mount(self) -> None:
         self.query_one("#row-scroll").border_title = "Conversation"

@@ -21,7 +21,6 @@ from textual.widgets import (
     Button,
     DataTable,
     DirectoryTree,
-    Footer,
     Input,
     Label,
     LoadingIndicator,
@@ -32,6 +31,7 @@ from textual.widgets import (
 from relaytui.client import RelayError
 from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
+from relaytui.widgets.footer import RelayFooter
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson")
 PREVIEW_ROWS = 5
@@ -120,7 +120,7 @@ class UploadScreen(RelayScreen):
                     yield Button("Submit", variant="primary", id="submit", disabled=True)
                     yield LoadingIndicator(id="busy")
                     yield Static("", id="submit-status")
-        yield Footer()
+        yield RelayFooter()
 
     def on_mount(self) -> None:
         preview = self.query_one("#preview", DataTable)

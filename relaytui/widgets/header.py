@@ -1,16 +1,20 @@
 """The top line: which relayd, which workspace (the key's prefix until the event stream
 names the workspace), and whether the live feed is connected, polling, or down and
-retrying when; below it, a red banner while relayd's store cannot write."""
+retrying when; below it, a red banner while relayd's store cannot write, and one while
+a model is failing (from `GET /v1/stats`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from rich.cells import cell_len
 from textual.markup import escape
 from textual.widgets import Static
 
 from relaytui.health import StoreHealth
 from relaytui.live import Connection
+from relaytui.stats import Failing
+from relaytui.stats_text import banner
 
 _STATES = {
     "connecting": ("$text-warning", "◌ connecting…"),
@@ -83,3 +87,24 @@ class StoreBanner(Static):
     def show(self, health: StoreHealth) -> None:
         self.update(escape(health.banner()))
         self.set_class(health.degraded, "-shown")
+
+
+class FailingBanner(Static):
+    """The models failing now: which, and how (and on how many attempts, when that fits
+    on the line). Hidden while none is."""
+
+    failing: Sequence[Failing] = ()
+
+    def show(self, failing: Sequence[Failing]) -> None:
+        self.failing = failing
+        self.set_class(bool(failing), "-shown")
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        text = banner(self.failing)
+        if cell_len(text) > self.content_region.width:
+            text = banner(self.failing, attempts=False)
+        self.update(escape(text))

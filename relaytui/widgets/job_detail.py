@@ -26,13 +26,16 @@ from relaytui.models import (
     clock_text,
     duration_text,
     eta_seconds,
+    next_run_text,
     rate_text,
 )
+from relaytui.stats import Usage, WorkspaceStats
+from relaytui.stats_text import cost_text, tokens_text
 from relaytui.widgets.failures import report_failure
 from relaytui.widgets.job_table import LABELS
 from relaytui.workflows import counters_text
 
-RECENT_RUNS = 5
+RECENT_RUNS = 4  # as many as the pane has lines for
 WORKFLOWS_EVERY = 5.0  # seconds between fetches of a running job's workflow counters
 
 
@@ -51,6 +54,7 @@ class JobDetail(Vertical):
         self._workflows: tuple[str, dict[str, Any]] | None = None
         self._workflows_asked = 0.0  # time.monotonic() of the last fetch asked for
         self.workflows_every = WORKFLOWS_EVERY
+        self.stats: WorkspaceStats | None = None  # the workspace's, for a job's usage
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -74,6 +78,11 @@ class JobDetail(Vertical):
             self._schedule_fetch()
         else:
             self._refresh_workflows()
+        self._draw()
+
+    def show_stats(self, stats: WorkspaceStats | None) -> None:
+        """New workspace stats: the selected job's tokens and cost may have moved."""
+        self.stats = stats
         self._draw()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -169,6 +178,7 @@ class JobDetail(Vertical):
             f"[dim]model[/dim] {escape(v.model)}   [dim]priority[/dim] {v.priority_text}",
             f"[dim]rows[/dim] {v.total} total · {v.completed} completed · "
             f"{v.failed} failed{_never_ran(v)} · {dead} dead-letter{_open(v)}",
+            *self._usage_line(v),
             *self._workflows_line(v),
             f"[dim]created[/dim] {clock_text(v.created_at)}  "
             f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
@@ -179,6 +189,16 @@ class JobDetail(Vertical):
         if error:
             lines.append(f"[$text-error]error: {escape(error)}[/]")
         return "\n".join(lines)
+
+    def _usage_line(self, v: JobView) -> list[str]:
+        """`usage 12k in · 3.4k out tokens · $0.042`: the job's own (its batch object and
+        events carry them), else what the workspace stats say of it."""
+        usage = Usage.of_job(v)
+        if usage is None and self.stats is not None:
+            usage = self.stats.usage_of(v.id)
+        if usage is None:
+            return []
+        return [f"[dim]usage[/dim] {tokens_text(usage)} · {cost_text(usage.cost_usd)}"]
 
     def _workflows_line(self, v: JobView) -> list[str]:
         """`workflows 1 running · 1 waiting · 1 ended · 7 steps · …`, or nothing for a
@@ -227,8 +247,8 @@ class JobDetail(Vertical):
         return f"[dim]webhook[/dim] {url} → {outcome} at {at}"
 
     def _template_lines(self, v: JobView) -> list[str]:
-        lines = [f"[dim]cron[/dim] {escape(v.cron or '')} (UTC)   "
-                 f"[dim]next run[/dim] {clock_text(v.next_run_at)}",
+        lines = [f"[dim]cron[/dim] {escape(v.cron or '')} (UTC)",
+                 f"[dim]next run[/dim] {next_run_text(v.next_run_at, self.clock())}",
                  "[dim]recent runs[/dim]" if self._runs else "[dim]recent runs[/dim] none yet"]
         for run in self._runs:
             lines.append(f"  {escape(LABELS.get(run.status, run.status))}  "

@@ -180,7 +180,7 @@ class JobTable(DataTable[Text]):
             "dead": "—" if view.dead_letter is None else str(view.dead_letter),
             "rate": rate_text(rate if view.status not in ("queued", "scheduled") else None),
             "age": age_text(now - view.created_at if view.created_at else None),
-            "eta": duration_text(eta_seconds(view, rate)) if view.status == "running" else "",
+            "eta": _eta(view, rate, now),
         }
 
     def _cell(self, view: JobView, key: str, text: str) -> Text:
@@ -213,6 +213,16 @@ class JobTable(DataTable[Text]):
     def select(self, job_id: str | None) -> None:
         if job_id is not None and job_id in self._shown:
             self.move_cursor(row=self.get_row_index(job_id), scroll=False)
+
+
+def _eta(view: JobView, rate: float | None, now: float) -> str:
+    """A running job's ETA; a cron template's time to its next run (`due` once past)."""
+    if view.status == "running":
+        return duration_text(eta_seconds(view, rate))
+    if view.is_template and view.status == "scheduled" and view.next_run_at is not None:
+        left = view.next_run_at - now
+        return duration_text(left) if left > 0 else "due"
+    return ""
 
 
 def fitting(width: int, *, padding: int = 1) -> tuple[tuple[str, ...], int]:

@@ -66,6 +66,9 @@ async def test_rows_errors_latency_and_cost_are_counted(make_relay: MakeRelay):
     assert used["id"] == job["id"] and used["input_tokens"] == 9 and used["output_tokens"] == 6
     assert used["cost_nano_usd"] == 9 * 1_000 + 6 * 2_000
     assert body["usage"]["total"]["cost_nano_usd"] == used["cost_nano_usd"]
+    own = (await relay.ok("GET", f"/v1/batches/{job['id']}"))["usage"]  # the job's own view
+    assert (own["input_tokens"], own["output_tokens"], own["cost_nano_usd"]) == (
+        9, 6, used["cost_nano_usd"])
 
 
 async def test_a_model_that_cannot_be_reached_is_named_failing(relay: Relay):

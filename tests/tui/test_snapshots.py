@@ -40,6 +40,7 @@ async def settled(pilot, fake: FakeRelay, *, select: int | None = None) -> None:
     await wait_for(pilot, lambda: (view := jobs.board.get(job_id(2))) is not None
                    and view.completed == 556, what="the last progress event")
     await wait_for(pilot, lambda: jobs.query_one(ConnectionBar).connection.state == "live")
+    await wait_for(pilot, lambda: jobs.stats is not None, what="the workspace stats")
     if select is not None:
         jobs.query_one(JobTable).select(job_id(select))
     detail = jobs.query_one(JobDetail)
@@ -226,10 +227,22 @@ NARROW = (80, 24)
 
 def test_jobs_at_80_columns(snap_compare, fake_app):
     """Status, progress, failed, DL and ETA stay; the name shortens, and age, rows/s,
-    priority, model and done/total leave."""
+    priority, model and done/total leave. The header is two lines, without the plot;
+    the footer goes compact and keeps every key of the screen."""
     fake, app = fake_app
 
     async def run_before(pilot):
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
+
+
+def test_jobs_at_120_columns(snap_compare, fake_app):
+    """The header keeps its plot and the models; tokens, cost and the queue go to the
+    border's foot."""
+    fake, app = fake_app
+
+    async def run_before(pilot):
+        await settled(pilot, fake)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
