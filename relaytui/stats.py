@@ -55,13 +55,28 @@ class ModelHealth:
     rates: tuple[float, ...] = (0.0,) * len(ERROR_CLASSES)
     p50_ms: int | None = None
     p95_ms: int | None = None
+    concurrency: int | None = None  # allowed in flight now (adaptive), of `max_concurrency`
+    max_concurrency: int | None = None
+    paused: bool = False  # a 429 paused the model's dispatch
 
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> ModelHealth:
         rates, latency = answer.get("error_rates") or {}, answer.get("latency_ms") or {}
+        dispatch = answer.get("dispatch")
+        dispatch = dispatch if isinstance(dispatch, dict) else {}
         return cls(str(answer.get("model") or "?"), _int(answer.get("attempts")),
                    tuple(_float(rates.get(c)) for c in ERROR_CLASSES),
-                   _maybe_int(latency.get("p50")), _maybe_int(latency.get("p95")))
+                   _maybe_int(latency.get("p50")), _maybe_int(latency.get("p95")),
+                   _maybe_int(dispatch.get("concurrency")),
+                   _maybe_int(dispatch.get("max_concurrency")), dispatch.get("paused") is True)
+
+    @property
+    def concurrency_text(self) -> str:
+        """`16/64`: the concurrency allowed now of the most; `—` when not told."""
+        if self.concurrency is None:
+            return "—"
+        most = f"/{self.max_concurrency}" if self.max_concurrency is not None else ""
+        return f"{self.concurrency}{most}"
 
     @property
     def error_share(self) -> float:

@@ -102,6 +102,7 @@ def models_line(stats: WorkspaceStats) -> str:
     if not stats.models:
         return "no upstream calls in the window"
     return " · ".join(f"{m.model} {percent(m.error_share)} err p95 {latency_text(m.p95_ms)}"
+                      + (" paused" if m.paused else "")
                       for m in stats.models_in_order())
 
 

@@ -31,12 +31,17 @@ def _rows_between(start: float, end: float, now: float) -> tuple[int, int]:
     return round(done), round(failed)
 
 
-def _model(model: str, errors: dict[str, int], ok: int, p50: int, p95: int) -> dict[str, Any]:
+def _model(model: str, errors: dict[str, int], ok: int, p50: int, p95: int, *,
+           concurrency: tuple[int, int], paused: bool = False) -> dict[str, Any]:
     every = {c: errors.get(c, 0) for c in ("429", "5xx", "timeout", "connection", "other")}
     total = ok + sum(every.values())
+    now, most = concurrency
     return {"model": model, "attempts": total, "errors": every,
             "error_rates": {c: round(n / total, 4) for c, n in every.items()},
-            "latency_ms": {"p50": p50, "p95": p95, "samples": ok}}
+            "latency_ms": {"p50": p50, "p95": p95, "samples": ok},
+            "dispatch": {"max_concurrency": most, "concurrency": now, "in_flight": now,
+                         "adaptive": True, "paused": paused, "paused_until": None,
+                         "rpm": None, "tpm": None, "rate_limited": errors.get("429", 0)}}
 
 
 def _usage(input_tokens: int, output_tokens: int, nano_usd: int) -> dict[str, Any]:
@@ -57,9 +62,10 @@ def canned_stats(now: float, *, minutes: int = 60, jobs: dict[int, str],
         "object": "stats", "workspace": workspace, "generated_at": _iso(now),
         "window": {"since": _iso(since), "minutes": minutes, "bucket_seconds": bucket_s},
         "throughput": points,
-        "models": [_model("backup", {"5xx": 4}, 832, 410, 1120),
+        "models": [_model("backup", {"5xx": 4}, 832, 410, 1120, concurrency=(32, 32)),
                    _model("gpt-4o-mini", {"429": 9, "5xx": 3, "timeout": 2,
-                                          "connection": 38}, 360, 640, 1830)],
+                                          "connection": 38}, 360, 640, 1830,
+                          concurrency=(8, 32), paused=True)],
         "failing": [{"model": "gpt-4o-mini", "error": "connection", "share": 1.0,
                      "attempts": 12, "message": "gpt-4o-mini: 100% connection errors"}],
         "usage": {"total": _usage(18_402_113, 2_118_950, 41_270_000_000),

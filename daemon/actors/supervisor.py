@@ -99,11 +99,14 @@ class JobSupervisor(pykka.ThreadingActor):
     @contained
     def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         """Outcomes that finished together, in one message."""
+        self._record(done)
+        self._pump()
+
+    def _record(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         now = self.clock()
         for row_id, outcome in done:
             self.run.record(row_id, replace(self._settled(outcome),
                                             cost_nano_usd=self._cost(outcome)), now=now)
-        self._pump()
 
     @contained
     def tick(self, now: float) -> None:
@@ -150,6 +153,8 @@ class JobSupervisor(pykka.ThreadingActor):
         """Shutdown: stop dispatching and store what finished; the job stays running
         in the store, so the next start requeues it and runs its pending rows."""
         self.run.stop()
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
         self._store_all(self.clock())
 
     def _pump(self) -> None:

@@ -33,6 +33,7 @@ log = logging.getLogger("relay.worker")
 
 Done = list[tuple[int, RowOutcome]]
 REPORT_S = 0.01  # the longest an outcome waits on the I/O loop for company
+DRAIN_S = 1.0  # the longest a shutdown waits for the I/O loop to hand them back
 
 
 class RowWorker(pykka.ThreadingActor):
@@ -50,6 +51,15 @@ class RowWorker(pykka.ThreadingActor):
             self.io_loop.submit(self.rows.start(list(works)))
         except RuntimeError:
             log.debug("I/O loop stopping: %d rows stay pending", len(works))
+
+    def drain(self) -> Done:
+        """Shutdown: the outcomes still waiting to be reported, handed back now (and
+        every later one reported at once), so the supervisor stores them before it
+        stops and they do not run again at the next start."""
+        try:
+            return self.io_loop.submit(self.rows.drain()).result(timeout=DRAIN_S)
+        except (RuntimeError, TimeoutError):  # the I/O loop is stopping or stuck
+            return []
 
     def on_stop(self) -> None:
         """The job has ended here: its executors drop what they kept for it."""
@@ -114,6 +124,14 @@ class RowRunner:
         self.timer = loop.call_soon(self._send) if urgent else loop.call_later(
             REPORT_S, self._send)
         self.soon = urgent
+
+    async def drain(self) -> Done:
+        """Shutdown: hand back what waits to be reported; report the rest at once."""
+        self.report_rows = 1
+        if self.timer is not None:
+            self.timer.cancel()
+        done, self.outbox, self.timer, self.soon = self.outbox, [], None, False
+        return done
 
     def _send(self) -> None:
         done, self.outbox, self.timer, self.soon = self.outbox, [], None, False

@@ -399,11 +399,12 @@ def service_schemas() -> dict[str, Schema]:
         "ModelState": closed({
             "rpm": nullable(integer("The rate paced to: the lower of the configured and "
                                     "the announced.")),
+            "paused_until": {"anyOf": [when, nullable(string(format="date-time"))]},
             "tpm": nullable(integer()),
             "upstream_rpm": nullable(integer("Announced by x-ratelimit-limit-requests.")),
             "upstream_tpm": nullable(integer("Announced by x-ratelimit-limit-tokens.")),
             "paused": boolean("A 429 paused the model's dispatch."),
-            "paused_until": when, "rate_limited": integer("429s met.", minimum=0),
+            "rate_limited": integer("429s met.", minimum=0),
             "concurrency": integer("Requests at once allowed now: learned from 429s, "
                                    "timeouts and successes when adaptive.", minimum=1),
             "concurrency_good": nullable(integer("The last level at which a whole window "
@@ -412,7 +413,8 @@ def service_schemas() -> dict[str, Schema]:
                                                    "timeout; probed again now and then.",
                                                    minimum=1)),
             "adaptive": boolean("Whether the concurrency adapts (the model's `adaptive`)."),
-            "in_flight": integer(minimum=0)}),
+            "in_flight": integer(minimum=0)},
+            {"max_concurrency": integer("Configured: the most at once.", minimum=1)}),
         "Health": closed({"status": choice("ok")}),
         "Degraded": closed({"status": choice("degraded"),
                             "reason": choice("insufficient_storage", "store_unavailable"),
@@ -661,7 +663,10 @@ def stats_schemas() -> dict[str, Schema]:
             "error_rates": closed({c: number() for c in stats.ERROR_CLASSES}),
             "latency_ms": closed({"p50": nullable(integer()), "p95": nullable(integer()),
                                   "samples": count},
-                                 description="Over the successful attempts.")}),
+                                 description="Over the successful attempts.")},
+            {"dispatch": {**ref("ModelState"), "description": (
+                "The model's dispatch now (GET /v1/models' `state`, shared by every "
+                "workspace), with `max_concurrency` and `paused_until` in ISO 8601.")}}),
             "Upstream attempts of the rows finished in the window, by model."),
         "failing": array(closed({
             "model": string(), "error": choice(*stats.UPSTREAM_FAULTS),

@@ -39,4 +39,7 @@ async def stats(request: web.Request) -> web.Response:
     found = await asyncio.to_thread(
         services.repo.workspace_stats, workspace.id, now=now, since=now - window_s,
         bucket_s=max(1, window_s // BUCKETS), recent_since=now - FAILING_WINDOW_S)
-    return web.json_response(render(found, workspace.name))
+    states = services.model_states()
+    gates = {m.alias: {"max_concurrency": m.max_concurrency, **states[m.alias]}
+             for m in services.config.models if m.alias in states}
+    return web.json_response(render(found, workspace.name, gates))

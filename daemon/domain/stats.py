@@ -155,9 +155,12 @@ def failing(recent: Iterable[AttemptCount]) -> list[Failing]:
     return sorted(found, key=lambda f: (-f.share, f.model))
 
 
-def render(stats: WorkspaceStats, workspace: str) -> dict[str, Any]:
-    """The stats view of one workspace."""
+def render(stats: WorkspaceStats, workspace: str,
+           gates: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The stats view of one workspace; `gates` are the models' dispatch states now
+    (the router's, shared by every workspace: concurrency, pause, limits)."""
     latency = {lat.model: lat for lat in stats.latencies}
+    gates = gates or {}
     return {
         "object": "stats",
         "workspace": workspace,
@@ -165,7 +168,7 @@ def render(stats: WorkspaceStats, workspace: str) -> dict[str, Any]:
         "window": {"since": iso(stats.since), "minutes": round((stats.now - stats.since) / 60),
                    "bucket_seconds": stats.bucket_s},
         "throughput": _throughput(stats),
-        "models": [_model(model, counts, latency.get(model))
+        "models": [_model(model, counts, latency.get(model)) | _gate(gates.get(model))
                    for model, counts in sorted(by_model(stats.attempts).items())],
         "failing": [{"model": f.model, "error": f.error, "share": round(f.share, 4),
                      "attempts": f.attempts, "message": f.message}
@@ -199,6 +202,14 @@ def _model(model: str, counts: dict[str, int], latency: Latency | None) -> dict[
                        "p95": latency.p95_ms if latency else None,
                        "samples": latency.samples if latency else 0},
     }
+
+
+def _gate(state: dict[str, Any] | None) -> dict[str, Any]:
+    """`dispatch`: what `GET /v1/models` says of the model's state, with ISO times."""
+    if state is None:
+        return {}
+    paused_until = state.get("paused_until")
+    return {"dispatch": {**state, "paused_until": iso(paused_until) if paused_until else None}}
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

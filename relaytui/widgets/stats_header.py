@@ -177,7 +177,8 @@ def _legend(stats: WorkspaceStats) -> str:
 
 def _models(stats: WorkspaceStats) -> str:
     heading = (f"{'model':<{MODEL_WIDTH}} {'calls':>6}"
-               + "".join(f"{h:>6}" for h in ERROR_HEADINGS) + f"{'p50':>7}{'p95':>7}")
+               + "".join(f"{h:>6}" for h in ERROR_HEADINGS) + f"{'p50':>7}{'p95':>7}"
+               + f"{'conc':>7}")
     lines = [f"[b]{heading}[/b]"]
     failing = {f.model for f in stats.failing}
     for model in stats.models_in_order():
@@ -194,8 +195,11 @@ def _model_row(model: ModelHealth, failing: bool) -> str:
     if failing:
         name = f"[b $text-error]{name}[/]"
     rates = "".join(_rate(share) for share in model.rates)
+    conc = f"{model.concurrency_text:>7}"
+    if model.paused:  # the upstream said wait: the model's dispatch is paused
+        conc = f"[b $text-warning]{'‖ ' + model.concurrency_text:>7}[/]"
     return (f"{name} {model.attempts:>6,}{rates}"
-            f"{latency_text(model.p50_ms):>7}{latency_text(model.p95_ms):>7}")
+            f"{latency_text(model.p50_ms):>7}{latency_text(model.p95_ms):>7}{conc}")
 
 
 def _rate(share: float) -> str:

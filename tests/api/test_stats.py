@@ -62,6 +62,9 @@ async def test_rows_errors_latency_and_cost_are_counted(make_relay: MakeRelay):
     assert primary["latency_ms"]["samples"] == 3
     assert 0 <= primary["latency_ms"]["p50"] <= primary["latency_ms"]["p95"]
     assert body["failing"] == []  # 3 of 7 failed for the upstream's sake: under half
+    dispatch = primary["dispatch"]  # the model's gate now, as GET /v1/models shows it
+    assert dispatch["max_concurrency"] >= dispatch["concurrency"] >= 1
+    assert dispatch["paused"] is False and dispatch["in_flight"] == 0
     used = body["usage"]["jobs"][0]
     assert used["id"] == job["id"] and used["input_tokens"] == 9 and used["output_tokens"] == 6
     assert used["cost_nano_usd"] == 9 * 1_000 + 6 * 2_000

@@ -116,7 +116,7 @@ def test_the_narrow_header_says_it_in_two_lines():
     stats = WorkspaceStats.from_answer(answer())
     assert summary_line(stats) == ("60 min: 785 done, 2 failed · 46/min now · $41.27 · "
                                    "1 queued · 21M tokens")
-    assert models_line(stats) == "gpt-4o-mini 13% err p95 1.8s · backup <1% err p95 1.1s"
+    assert models_line(stats) == "gpt-4o-mini 13% err p95 1.8s paused · backup <1% err p95 1.1s"
     empty = WorkspaceStats()
     assert summary_line(empty) == ("60 min: 0 done, 0 failed · 0/min now · $0.00 · "
                                    "queue empty · 0 tokens")

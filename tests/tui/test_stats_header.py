@@ -63,10 +63,10 @@ async def test_the_header_shows_throughput_model_health_cost_and_the_queue():
         assert "now 46" in legend and "completed 785" in legend and "failed 2" in legend
         models = text(header.query_one("#stats-models")).splitlines()
         assert models[0].split() == ["model", "calls", "429", "5xx", "t/o", "conn", "other",
-                                     "p50", "p95"]
+                                     "p50", "p95", "conc"]
         assert models[1].split() == ["gpt-4o-mini", "412", "2%", "1%", "<1%", "9%", "0%",
-                                     "640ms", "1.8s"]
-        assert models[2].split()[0] == "backup"
+                                     "640ms", "1.8s", "‖", "8/32"]  # paused, learned 8 of 32
+        assert models[2].split()[0] == "backup" and models[2].split()[-1] == "32/32"
         usage = text(header.query_one("#stats-usage"))
         assert "$41.27 so far" in usage and "18M in · 2.1M out" in usage
         assert "p1  1 job · 80 rows" in usage

@@ -76,3 +76,16 @@ async def test_the_last_row_running_goes_at_once() -> None:
     executor.finish(2)
     await turns()
     assert reports == [[1, 2]]  # nothing else is running: no reason to wait
+
+
+async def test_a_drain_hands_back_what_waits_and_reports_the_rest_at_once() -> None:
+    rows, executor, reports = runner(report_rows=8)
+    await rows.start([work(i) for i in (1, 2, 3)])
+    executor.finish(1)
+    await turns()
+    assert [row_id for row_id, _ in await rows.drain()] == [1]  # not reported: handed back
+    executor.finish(2)
+    await turns()
+    assert reports == [[2]]  # a shutdown does not wait for company
+    await asyncio.sleep(REPORT_S * 2)
+    assert reports == [[2]]  # and nothing is reported twice
