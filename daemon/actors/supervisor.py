@@ -153,6 +153,7 @@ class JobSupervisor(pykka.ThreadingActor):
         """Shutdown: stop dispatching and store what finished; the job stays running
         in the store, so the next start requeues it and runs its pending rows."""
         self.run.stop()
+        self.lane.drain()  # rows waiting for a slot start nothing more
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
         self._store_all(self.clock())

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import CancelledError
 from typing import Any
 
 import pykka
@@ -57,8 +58,13 @@ class RowWorker(pykka.ThreadingActor):
         every later one reported at once), so the supervisor stores them before it
         stops and they do not run again at the next start."""
         try:
-            return self.io_loop.submit(self.rows.drain()).result(timeout=DRAIN_S)
-        except (RuntimeError, TimeoutError):  # the I/O loop is stopping or stuck
+            handed = self.io_loop.submit(self.rows.drain())
+        except RuntimeError:  # the I/O loop is stopping
+            return []
+        try:
+            return handed.result(timeout=DRAIN_S)
+        except (TimeoutError, CancelledError):  # stuck, or stopped meanwhile
+            handed.cancel()  # not to empty the outbox into a future nobody reads
             return []
 
     def on_stop(self) -> None:
@@ -82,11 +88,12 @@ class RowRunner:
     Everything here runs on the I/O loop's thread."""
 
     def __init__(self, executors: Executors, lane: Lane, *, report: Any,
-                 report_rows: int = 1) -> None:
+                 report_rows: int = 1, report_s: float = REPORT_S) -> None:
         self.executors = executors
         self.lane = lane
         self.report = report
         self.report_rows = max(1, report_rows)
+        self.report_s = report_s
         self.tasks: set[asyncio.Task[None]] = set()
         self.outbox: Done = []
         self.running = 0  # rows started and not yet delivered
@@ -122,7 +129,7 @@ class RowRunner:
         loop = asyncio.get_running_loop()
         # Urgent: at the end of this loop turn, with whatever else finishes in it.
         self.timer = loop.call_soon(self._send) if urgent else loop.call_later(
-            REPORT_S, self._send)
+            self.report_s, self._send)
         self.soon = urgent
 
     async def drain(self) -> Done:

@@ -100,7 +100,7 @@ class AdaptiveLimit:
         self.failed = level
         if self.good is not None and self.good < level:
             self._move(self.good)
-        elif self.good == level:  # what worked fails now: noise, or the capacity fell
+        elif self.good is not None:  # at or below what worked: noise, or the capacity fell
             self.good = None
             self._move(level - 1)
         else:

@@ -16,4 +16,5 @@ class ChatExecutor:
         async with lane.slots:
             if lane.stopping:
                 return not_started()
+            lane.going()
             return await self.router.call(work.model, work.endpoint, work.body)

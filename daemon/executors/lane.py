@@ -21,10 +21,24 @@ class Lane:
     def __init__(self, slots: int) -> None:
         self.slots = asyncio.Semaphore(slots)
         self.stopping = False
+        self.draining = False
         self.halted = asyncio.Event()
 
     def stop(self) -> None:
         self.stopping = True
+
+    def drain(self) -> None:
+        """Shutdown (from the supervisor's thread): no request starts from now on. Unlike
+        a cancel, the row that would send one is not ended: it stays pending, to run at
+        the next start (rows wait here beyond the slots, so without this a freed slot
+        would start a paid call that the stopping loop then cuts off)."""
+        self.draining = True
+
+    def going(self) -> None:
+        """Called with a slot held, before a request goes out: raise CancelledError while
+        draining (the worker leaves a cancelled row pending)."""
+        if self.draining:
+            raise asyncio.CancelledError("relayd is stopping")
 
     async def halt(self) -> None:
         self.stopping = True

@@ -163,6 +163,7 @@ class ToolLoopExecutor:
                 async with lane.slots:
                     if lane.stopping:
                         return _stopped(done)
+                    lane.going()  # a drain: the record resumes from its stored rounds
                     answer = await self.router.call(
                         work.model, work.endpoint, {**work.body, "messages": done.messages,
                                                     **({"tools": tools} if tools else {})},

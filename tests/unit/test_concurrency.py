@@ -134,6 +134,18 @@ def test_an_overload_at_the_good_level_steps_down_one_then_halves() -> None:
     assert ctl.limit == 7
 
 
+def test_the_level_that_fails_is_the_one_in_flight() -> None:
+    ctl = AdaptiveLimit(64)  # 64 allowed, only 32 ever sent
+    ctl.finish(ctl.start(in_flight=32), "overload")
+    assert (ctl.limit, ctl.failed) == (16, 32)
+
+
+def test_an_overload_below_a_proven_level_steps_below_it_not_to_half() -> None:
+    ctl = AdaptiveLimit(64, limit=33, good=32)
+    ctl.finish(ctl.start(in_flight=5), "overload")  # the level ran at 5 when it failed
+    assert (ctl.limit, ctl.good, ctl.failed) == (4, None, 5)  # not 2: one step under 5
+
+
 # -- against a simulated upstream ----------------------------------------------------------
 
 TICKS_PER_SECOND = 100  # a tick is 10 ms; calls take 100 ms ± 20 ms

@@ -91,6 +91,17 @@ def test_take_dispatch_respects_concurrency() -> None:
     assert run.in_flight == {2, 3}
 
 
+def test_rows_ahead_wait_beyond_the_concurrency() -> None:
+    run = make_run(concurrency=2, ahead=2)
+    run.add_rows(works(1, 2, 3, 4))
+    assert [w.id for w in run.take_dispatch()] == [1, 2, 3, 4]  # two on the wire, two waiting
+    assert run.take_dispatch() == []
+    run.add_rows(works(5))
+    assert run.take_dispatch() == []
+    run.record(1, make_outcome(), now=START)
+    assert [w.id for w in run.take_dispatch()] == [5]
+
+
 def test_record_ignores_rows_not_in_flight() -> None:
     run = make_run()
     run.add_rows(works(1, 2))

@@ -30,7 +30,8 @@ def work(row_id: int) -> RowWork:
                    endpoint="/v1/chat/completions", body={"messages": []})
 
 
-def runner(report_rows: int) -> tuple[RowRunner, Gated, list[list[int]]]:
+def runner(report_rows: int, report_s: float = REPORT_S
+           ) -> tuple[RowRunner, Gated, list[list[int]]]:
     executor = Gated()
     reports: list[list[int]] = []
 
@@ -38,7 +39,7 @@ def runner(report_rows: int) -> tuple[RowRunner, Gated, list[list[int]]]:
         reports.append([row_id for row_id, _ in done])
 
     rows = RowRunner(Executors(chat=executor), Lane(8), report=report,
-                     report_rows=report_rows)
+                     report_rows=report_rows, report_s=report_s)
     return rows, executor, reports
 
 
@@ -55,16 +56,22 @@ async def test_a_full_group_goes_at_once() -> None:
     assert reports == [[1, 2]]
 
 
-async def test_a_partial_group_waits_a_moment_for_company() -> None:
-    rows, executor, reports = runner(report_rows=3)
+async def test_a_partial_group_waits_for_company() -> None:
+    rows, executor, reports = runner(report_rows=3, report_s=3600)
     await rows.start([work(i) for i in (1, 2, 3)])
     executor.finish(1)
     await turns()
-    assert reports == []  # two rows still run: wait for them, a little
+    assert reports == []  # two rows still run: wait for them
     executor.finish(2)
     await turns()
     assert reports == []
-    await asyncio.sleep(REPORT_S * 2)
+
+
+async def test_a_partial_group_waits_only_a_moment() -> None:
+    rows, executor, reports = runner(report_rows=3, report_s=0.001)
+    await rows.start([work(i) for i in (1, 2, 3)])
+    executor.finish(1, 2)
+    await asyncio.sleep(0.05)  # fifty times the wait: the timer has fired
     assert reports == [[1, 2]]
 
 
@@ -79,7 +86,7 @@ async def test_the_last_row_running_goes_at_once() -> None:
 
 
 async def test_a_drain_hands_back_what_waits_and_reports_the_rest_at_once() -> None:
-    rows, executor, reports = runner(report_rows=8)
+    rows, executor, reports = runner(report_rows=8, report_s=0.001)
     await rows.start([work(i) for i in (1, 2, 3)])
     executor.finish(1)
     await turns()
@@ -87,5 +94,25 @@ async def test_a_drain_hands_back_what_waits_and_reports_the_rest_at_once() -> N
     executor.finish(2)
     await turns()
     assert reports == [[2]]  # a shutdown does not wait for company
-    await asyncio.sleep(REPORT_S * 2)
+    await asyncio.sleep(0.05)
     assert reports == [[2]]  # and nothing is reported twice
+
+
+async def test_a_drained_lane_starts_no_request_and_leaves_the_row_pending() -> None:
+    sent: list[int] = []
+
+    class Upstream:
+        async def call(self, alias: str, endpoint: str, body: object, **_: object) -> RowOutcome:
+            sent.append(1)
+            return RowOutcome(ok=True, model=alias)
+
+    from daemon.executors.chat import ChatExecutor
+
+    lane = Lane(1)
+    lane.drain()  # shutdown: the rows waiting for a slot send nothing
+    reports: list[Done] = []
+    rows = RowRunner(Executors(chat=ChatExecutor(Upstream())), lane,  # type: ignore[arg-type]
+                     report=reports.append)
+    await rows.start([work(1)])
+    await turns()
+    assert sent == [] and reports == [] and rows.running == 0  # pending, not failed
