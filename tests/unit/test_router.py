@@ -482,15 +482,20 @@ def timed_router(answers: list[Reply], models: Sequence[ModelConfig] = (), *,
     return router, time, calls
 
 
-async def test_a_429_pauses_the_model_for_every_job() -> None:
-    limited = status(429, **{"Retry-After": "5", "x-ratelimit-remaining-requests": "0"})
-    router, time, calls = timed_router([limited])
+async def two_rows(router: Router, time: VirtualTime) -> list[Any]:
+    """A row now and another a second later, on virtual time; their outcomes."""
 
     async def later_row() -> Any:
         await time.sleep(1)
         return await router.call("main", ENDPOINT, BODY)
 
-    first, second = await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    return await time.run(router.call("main", ENDPOINT, BODY), later_row())
+
+
+async def test_a_429_pauses_the_model_for_every_job() -> None:
+    limited = status(429, **{"Retry-After": "5", "x-ratelimit-remaining-requests": "0"})
+    router, time, calls = timed_router([limited])
+    first, second = await two_rows(router, time)
     assert first.ok and second.ok
     assert calls[0][0] == START
     assert [when for when, _ in calls[1:]] == [START + 5, START + 5]  # none during the pause
@@ -500,12 +505,7 @@ async def test_a_429_pauses_the_model_for_every_job() -> None:
 async def test_a_bare_429_lowers_concurrency_and_only_its_row_waits() -> None:
     overloaded = status(429, **{"Retry-After": "5"})  # a server at capacity names no rate
     router, time, calls = timed_router([overloaded])
-
-    async def later_row() -> Any:
-        await time.sleep(1)
-        return await router.call("main", ENDPOINT, BODY)
-
-    first, second = await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    first, second = await two_rows(router, time)
     assert first.ok and second.ok
     assert [when - START for when, _ in calls] == [0, 1, 5]  # the other row did not wait
     state = router.model_states()["main"]
@@ -515,12 +515,7 @@ async def test_a_bare_429_lowers_concurrency_and_only_its_row_waits() -> None:
 async def test_a_bare_429_pauses_a_model_whose_concurrency_is_fixed() -> None:
     overloaded = status(429, **{"Retry-After": "5"})
     router, time, calls = timed_router([overloaded], [make_model(adaptive=False)])
-
-    async def later_row() -> Any:
-        await time.sleep(1)
-        return await router.call("main", ENDPOINT, BODY)
-
-    await time.run(router.call("main", ENDPOINT, BODY), later_row())
+    await two_rows(router, time)
     assert [when - START for when, _ in calls] == [0, 5, 5]
 
 
