@@ -137,13 +137,16 @@ class RowRunner:
         self.report_rows = 1
         if self.timer is not None:
             self.timer.cancel()
-        done, self.outbox, self.timer, self.soon = self.outbox, [], None, False
-        return done
+        return self._take()
 
     def _send(self) -> None:
-        done, self.outbox, self.timer, self.soon = self.outbox, [], None, False
-        if done:
+        if done := self._take():
             self.report(done)
+
+    def _take(self) -> Done:
+        """The outbox, emptied, with no send due any more."""
+        done, self.outbox, self.timer, self.soon = self.outbox, [], None, False
+        return done
 
 
 def internal_error(exc: BaseException) -> RowOutcome:

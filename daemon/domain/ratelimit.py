@@ -230,9 +230,10 @@ class ModelPace:
         return status == 429 and (not self.sheds_overload or rate.names_a_limit())
 
     def observe(self, status: int, rate: RateHeaders, *, now: float, backoff_s: float,
-                backoff_cap_s: float, pause_cap_s: float, in_flight: int = 1) -> None:
+                backoff_cap_s: float, pause_cap_s: float, in_flight: int = 1) -> bool:
         """Learn from one answer (`in_flight` counts the calls out now, this one
-        included): the announced limits, and on a 429 a pause."""
+        included): the announced limits, and on a 429 a pause. True when the answer
+        was a 429 that paused the whole model (`pauses_for`)."""
         announced = (rate.limit_requests or self.upstream_rpm,
                      rate.limit_tokens or self.upstream_tpm)
         learned = announced != (self.upstream_rpm, self.upstream_tpm)
@@ -245,7 +246,8 @@ class ModelPace:
         pause = None
         if status == 429:
             self.rate_limited += 1
-        if self.pauses_for(status, rate):
+        paused_model = self.pauses_for(status, rate)
+        if paused_model:
             self.streak += 1
             backoff = min(backoff_cap_s, backoff_s * 2 ** min(self.streak - 1, 30))
             pause = _first(rate.retry_after_s, rate.exhausted_reset(), backoff) or backoff
@@ -255,6 +257,7 @@ class ModelPace:
                 pause = rate.exhausted_reset()
         if pause is not None:
             self.paused_until = max(self.paused_until, now + min(pause, pause_cap_s))
+        return paused_model
 
     def snapshot(self, now: float) -> dict[str, Any]:
         """What `GET /v1/models` shows."""

@@ -329,10 +329,11 @@ class Router:
         # Most answers say nothing of limits: skip reading them (a few µs a call).
         said = reply.status == 429 or any(k.startswith("x-ratelimit-") for k in names)
         rate = read_rate_headers(names.get, now=now) if said else SILENT
-        gate.pace.observe(reply.status, rate, now=now, backoff_s=self._retry.backoff_base_s,
-                          backoff_cap_s=self._retry.backoff_cap_s,
-                          pause_cap_s=self._retry.retry_after_cap_s, in_flight=gate.in_flight)
-        return gate.pace.pauses_for(reply.status, rate)
+        return gate.pace.observe(reply.status, rate, now=now,
+                                 backoff_s=self._retry.backoff_base_s,
+                                 backoff_cap_s=self._retry.backoff_cap_s,
+                                 pause_cap_s=self._retry.retry_after_cap_s,
+                                 in_flight=gate.in_flight)
 
     def _settle(self, gate: ModelGate, verdict: Verdict, *, size: int, max_tokens: int | None,
                 estimated: int) -> None:
