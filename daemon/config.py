@@ -40,7 +40,7 @@ class GatewayConfig:
     batch_concurrency: int = 4
     max_running_jobs: int = 2
     completion_window_s: int = 86_400  # OpenAI batches expire this long after creation
-    transport: str = "aiohttp"
+    transport: str = "pyreqwest"
     max_response_mb: int = 8  # the largest answer read from an upstream or a user's URL
 
     @property
@@ -67,6 +67,19 @@ class MetricsConfig:
 
     token: str | None = None  # unset: open (bind to a private interface); set: Bearer token
     per_workspace: bool = False  # label series by workspace too
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Nodes sharing one database (docs/deployment.md). A node's leases on rows last
+    `lease_s` past its last heartbeat; it beats every `lease_s / 3`."""
+
+    lease_s: float = 15.0
+    address: str = ""  # how other nodes and operators reach this node; "" = from [server]
+
+    @property
+    def heartbeat_s(self) -> float:
+        return self.lease_s / 3
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     models: tuple[ModelConfig, ...] = ()
 
     @property
@@ -114,7 +128,7 @@ class Config:
 
 
 _SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "metrics",
-             "models"}
+             "cluster", "models"}
 
 
 def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
@@ -150,6 +164,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
         retry=_retry(_table(raw, "retry")),
         tools=_tools(_table(raw, "tools")),
         metrics=_metrics(_table(raw, "metrics")),
+        cluster=_cluster(_table(raw, "cluster")),
         models=models,
     )
 
@@ -206,13 +221,25 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
     response_mb = _typed(t, "max_response_mb", int, 8, "gateway.")
     if response_mb < 1:
         raise ConfigError(f"gateway.max_response_mb: must be at least 1, got {response_mb}")
-    transport = _typed(t, "transport", str, "aiohttp", "gateway.")
+    transport = _typed(t, "transport", str, "pyreqwest", "gateway.")
     if transport not in TRANSPORTS:
         raise ConfigError(f"gateway.transport: must be one of {', '.join(TRANSPORTS)}, "
                           f"got {transport!r}")
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
                          max_running_jobs=running, completion_window_s=window,
                          transport=transport, max_response_mb=response_mb)
+
+
+def _cluster(t: dict[str, Any]) -> ClusterConfig:
+    _reject_unknown(t, {"lease_s", "address"}, "cluster.")
+    lease_s = _number(t, "lease_s", 15.0, "cluster.")
+    if not 1 <= lease_s <= 600:
+        raise ConfigError(f"cluster.lease_s: must be 1–600 seconds, got {lease_s}")
+    address = _typed(t, "address", str, "", "cluster.")
+    if address and not address.startswith(("http://", "https://")):
+        raise ConfigError(f"cluster.address: must be an http:// or https:// URL, "
+                          f"got {address!r}")
+    return ClusterConfig(lease_s=float(lease_s), address=address.rstrip("/"))
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

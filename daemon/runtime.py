@@ -5,8 +5,10 @@ cancel what is still in flight; those rows stay pending and run after restart)."
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +17,7 @@ from typing import Any
 import pykka
 
 from daemon.actors.health import Health, HealthProbe
+from daemon.actors.membership import Membership
 from daemon.actors.notifier import Notifier
 from daemon.actors.scheduler import Scheduler
 from daemon.actors.supervisor import JobSupervisor
@@ -25,7 +28,8 @@ from daemon.api.context import Services
 from daemon.api.events import EventHub
 from daemon.api.listener import Listener
 from daemon.config import Config
-from daemon.dialects import dialect_of
+from daemon.dialects import dialect_of, event_view
+from daemon.domain.cluster import Part
 from daemon.domain.jobs import VALIDATING, Job
 from daemon.executors import ChatExecutor, Executors
 from daemon.executors.http_tools import HttpToolCaller
@@ -38,6 +42,7 @@ from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store import open_store
+from daemon.store.bus import Bus, NoBus, PgBus
 from daemon.store.files import FileStore
 from daemon.upstream.clients import make_transport
 from daemon.upstream.ioloop import IOLoop
@@ -46,6 +51,7 @@ from daemon.upstream.transport import Transport
 
 log = logging.getLogger("relay.daemon")
 
+VERSION = importlib.metadata.version("relay")
 TICK_S = 0.25
 STOP_BUDGET_S = 8.0
 BIND_FAILED_STOP_S = 1.0  # nothing ran yet: `relayd serve` exits within 2 s of a busy port
@@ -112,6 +118,14 @@ class Daemon:
         self.config.server.data_dir.mkdir(parents=True, exist_ok=True)
         self.repo = open_store(self.config.store_url)
         self.io_loop.start()
+        cluster, server = self.config.cluster, self.config.server
+        self.membership = Membership(
+            self.repo, address=cluster.address or node_address(server.host, server.port),
+            version=VERSION, lease_s=cluster.lease_s, heartbeat_s=cluster.heartbeat_s,
+            clock=self.clock, shared=self.repo.SHARED, on_part=self._share)
+        self.membership.start()
+        self.bus: Bus = (PgBus(self.config.store_url, origin=self.membership.id)
+                         if self.repo.SHARED else NoBus())
         self.io_loop.add_cleanup(self.router.aclose)
         self.outbound = OutboundClient(
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve,
@@ -119,7 +133,9 @@ class Daemon:
         self.io_loop.add_cleanup(self.outbound.aclose)
         self.executors = self._executors()
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
-                                       deliver=self._deliver, clock=self.clock).proxy()
+                                       deliver=self._deliver, clock=self.clock,
+                                       broadcast=self._broadcast,
+                                       node=self.membership.id).proxy()
         self.files = FileStore(self.config.server.data_dir)
         sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
         self.sweeper = FileSweeper.start(repo=self.repo, files=self.files).proxy()
@@ -129,7 +145,9 @@ class Daemon:
         self.scheduler = Scheduler.start(
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
-            clock=self.clock, models=self.models).proxy()
+            clock=self.clock, models=self.models, node=self.membership,
+            tell_cancel=self._tell_cancel).proxy()
+        self.bus.start(self._hear)
         self.validator = Validator.start(repo=self.repo, files=self.files,
                                          scheduler=self.scheduler, resolve=self.resolve,
                                          allow_private=self.config.security.allow_private_targets,
@@ -144,7 +162,8 @@ class Daemon:
                                  notifier=self.notifier, files=self.files, hub=self.hub,
                                  validator=self.validator, clock=self.clock,
                                  resolve=self.resolve, health=self.health,
-                                 model_states=self.router.model_states, meters=self.meters)
+                                 model_states=self.router.model_states, meters=self.meters,
+                                 node=self.membership)
         self.meters.mark = self.repo.last_attempt_id()  # /metrics counts from this start
         return self.services
 
@@ -154,6 +173,7 @@ class Daemon:
         deadline = time.monotonic() + budget
         self.services.accepting = False
         self.ticker.stop()
+        self.membership.drain()
         try:
             for drained in self.scheduler.drain().get(timeout=budget / 2) or []:
                 drained.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -165,6 +185,8 @@ class Daemon:
                                          timeout=max(0.5, deadline - time.monotonic()))
         except pykka.Timeout:
             log.warning("some actors did not stop in time: %s", stuck_threads())
+        self.membership.leave()  # what is still leased goes back: another node takes it
+        self.bus.stop()
         self.repo.close()
 
     def _executors(self) -> Executors:
@@ -190,13 +212,43 @@ class Daemon:
             io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
-            clock=self.clock, health=self.health).proxy()
+            clock=self.clock, health=self.health, node=self.membership).proxy()
+
+    def _share(self, part: Part) -> None:
+        """The live nodes changed (on the heartbeat thread): the router, on the I/O loop,
+        takes this node's part of every model's limits."""
+        self.io_loop.submit(self.router.share(part))
+
+    def _broadcast(self, job: Job, event: str) -> None:
+        self.bus.publish({"kind": "event", "seq": job.seq, "workspace": job.workspace_id,
+                          "event": event})
+
+    def _tell_cancel(self, seq: int) -> None:
+        self.bus.publish({"kind": "cancel", "seq": seq})
+
+    def _hear(self, message: dict[str, Any]) -> None:
+        """Another node's message (on the bus thread): a job's event for the streams open
+        here, or a cancel for the job's supervisor here."""
+        seq = int(message["seq"])
+        if message["kind"] == "cancel":
+            self.scheduler.cancel(seq, threading.Event(), tell_others=False)
+        elif message["kind"] == "event" and self.hub.listens(int(message["workspace"])):
+            job = self.repo.job_by_seq(seq)
+            if job is not None:
+                self.hub.publish(job.workspace_id, str(message["event"]), event_view(job))
 
     def _deliver(self, job: Job, secret: str, now: float) -> dict[str, Any]:
         """Runs in a notifier thread: the POST itself runs on the I/O loop."""
         sending = webhook.deliver(job, payload=dialect_of(job).webhook_payload(job),
                                   secret=secret, now=now, client=self.outbound)
         return self.io_loop.submit(sending).result(timeout=webhook.TIMEOUT_S * 2)
+
+
+def node_address(host: str, port: int) -> str:
+    """How other nodes and operators reach this one, when `[cluster] address` is unset."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"http://{host}:{port}"
 
 
 async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None:
@@ -214,6 +266,9 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     port = listener.port or config.server.port
+    if not config.cluster.address and port != config.server.port:  # port 0: now known
+        await asyncio.to_thread(daemon.membership.listening,
+                                node_address(config.server.host, port))
     ready(f"relayd: serving http://{config.server.host}:{port} "
           f"(data in {config.server.data_dir}, {len(config.models)} models)")
     await stop.wait()

@@ -26,15 +26,20 @@ log = logging.getLogger("relay.notifier")
 
 Publish = Callable[[int, str, dict[str, Any]], None]  # (workspace_id, event type, data)
 Deliver = Callable[[Job, str, float], dict[str, Any]]  # (job, secret, now) -> outcome
+Broadcast = Callable[[Job, str], None]  # (job, event type)
 SAVE_WAITS_S = (0.5, 1.0, 2.0, 4.0) + (5.0,) * 10  # between tries to store an outcome
 
 
 class Notifier(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, publish: Publish, deliver: Deliver,
-                 clock: Callable[[], float], min_interval: float = 0.25) -> None:
+                 clock: Callable[[], float], min_interval: float = 0.25,
+                 broadcast: Broadcast = lambda job, event: None,
+                 node: str | None = None) -> None:
         super().__init__()
         self.repo = repo
         self.publish = publish
+        self.broadcast = broadcast  # to the other nodes' streams (store/bus.py)
+        self.node = node  # who claims webhooks here
         self.deliver = deliver
         self.clock = clock
         self.min_interval = min_interval
@@ -50,7 +55,7 @@ class Notifier(pykka.ThreadingActor):
 
     @contained
     def job_created(self, job: Job) -> None:
-        self.publish(job.workspace_id, "job.created", event_view(job))
+        self._publish(job, "job.created")
 
     @contained
     def job_changed(self, seq: int) -> None:
@@ -75,7 +80,7 @@ class Notifier(pykka.ThreadingActor):
     def job_ended(self, job: Job) -> None:
         self.dirty.discard(job.seq)
         self.last_sent.pop(job.seq, None)
-        self.publish(job.workspace_id, "job.ended", event_view(job))
+        self._publish(job, "job.ended")
         self.send_webhook(job)
 
     @contained
@@ -88,14 +93,18 @@ class Notifier(pykka.ThreadingActor):
         self.last_sent[seq] = now
         job = self.repo.job_by_seq(seq)
         if job is not None and not job.terminal:
-            self.publish(job.workspace_id, "job.progress", event_view(job))
+            self._publish(job, "job.progress")
+
+    def _publish(self, job: Job, event: str) -> None:
+        self.publish(job.workspace_id, event, event_view(job))
+        self.broadcast(job, event)
 
     def _webhook(self, job: Job) -> None:
         """Deliver at most once: claim the delivery in the store before sending. A claim
         the store refuses leaves the webhook queued, and the scheduler's watchdog sends
         it again; an outcome the store refuses is kept trying for about a minute."""
         try:
-            if not self.repo.claim_webhook(job.seq, now=self.clock()):
+            if not self.repo.claim_webhook(job.seq, now=self.clock(), node=self.node):
                 return
             secret = self.repo.webhook_secret(job.workspace_id)
             outcome = self.deliver(job, secret, self.clock())

@@ -1,8 +1,16 @@
-"""Scheduler: decides which job runs next and keeps `max_running_jobs` slots busy.
+"""Scheduler: decides which job runs next on this node and keeps its
+`max_running_jobs` slots busy.
 
-Queued jobs are admitted expedited tier first (ahead of anything waiting), then
-highest priority, then oldest. A running job is never preempted. Cron templates spawn
-their runs on `tick(now)`, which a small timer calls; tests call it by hand.
+A free slot takes the next job in the cluster's one order (the expedited tier ahead of
+anything waiting, then highest priority, then oldest): a queued job, which it starts,
+or a running one with rows no live node holds, which it joins (a large job spreads
+over every node; a lost node's rows are taken over). A running job is never
+preempted. Cron templates spawn their runs on `tick(now)`, which a small timer calls;
+tests call it by hand.
+
+Several nodes may run one job; each of them gives its share back when done
+(`Store.settle_share`), and the one that finds nobody else on it ends it. A job that
+another live node runs is never ended here (`_end_unless_held`).
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ import pykka
 
 from daemon.actors.contained import attempt, contained
 from daemon.actors.ending import end_job
+from daemon.actors.membership import Node
 from daemon.dialects import dialect_of
 from daemon.domain import cron
+from daemon.domain.cluster import Share
 from daemon.domain.every import Every
 from daemon.domain.jobs import (
     CANCELLED,
@@ -26,7 +36,6 @@ from daemon.domain.jobs import (
     EXPIRED,
     FAILED,
     FINALIZING,
-    QUEUED,
     RUNNING,
     Job,
 )
@@ -50,8 +59,12 @@ class Scheduler(pykka.ThreadingActor):
         notifier: Any,
         clock: Callable[[], float],
         models: Collection[str] = (),
+        node: Node | None = None,
+        tell_cancel: Callable[[int], None] = lambda seq: None,
     ) -> None:
         super().__init__()
+        self.node = node or Node()
+        self.tell_cancel = tell_cancel  # to the other nodes (PostgreSQL NOTIFY)
         self.models = frozenset(models)
         self.files = files
         self.repo = repo
@@ -63,6 +76,8 @@ class Scheduler(pykka.ThreadingActor):
         self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
         self.watchdog = Every(WATCH_S)
+        self.orphans: set[int] = set()  # seen with nobody on them at the last watch
+        self.cancels_told: set[int] = set()  # supervisors told of a cancel the store holds
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -70,15 +85,18 @@ class Scheduler(pykka.ThreadingActor):
         self.tick(self.clock())
 
     def _recover(self, now: float) -> None:
-        """What a previous process left behind: running jobs go back to the queue,
-        cancels and finalizing in progress end, webhooks never sent are sent (at most
-        once). Batches left validating are the validator's (see `Daemon.start`)."""
-        self.repo.requeue_running(now=now)
-        for job in self.repo.jobs_in(CANCELLING):
-            self._end(job.seq, CANCELLED)
-        for job in self.repo.jobs_in(FINALIZING):
-            self._end(job.seq, COMPLETED)
-        self.repo.abandon_claimed_webhooks(now=now)
+        """What a previous process left behind. Alone on the database, its running jobs
+        go back to the queue; among nodes, they stay running for whoever takes their
+        rows. Cancels and endings in progress that no live node holds end, webhooks a
+        lost node was sending are recorded as interrupted, webhooks never sent are sent
+        (at most once). Batches left validating are the validator's (`Daemon.start`)."""
+        if not self.node.shared:
+            self.repo.requeue_running(now=now)
+        for status in (CANCELLING, FINALIZING):
+            for job in self.repo.jobs_in(status):
+                self._end_unless_held(job.seq, _ENDS[status])
+        live = [n.id for n in self.repo.nodes() if n.alive(now, self.node.lease_s)]
+        self.repo.abandon_claimed_webhooks(now=now, live=live)
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
 
@@ -91,18 +109,23 @@ class Scheduler(pykka.ThreadingActor):
     def job_finished(self, seq: int) -> None:
         """A supervisor ended its job and stopped. A cancel forwarded to it as it stopped
         may never have been read: end what is still cancelling, and answer its waiters."""
-        self.running.pop(seq, None)
+        self._forget(seq)
         job = self.repo.job_by_seq(seq)
         if job is not None and job.status == CANCELLING:
-            self._end(seq, CANCELLED)
+            self._end_unless_held(seq, CANCELLED)
         for ack in self.acks.pop(seq, []):
             ack.set()
         self._admit()
 
     @contained
-    def cancel(self, seq: int, ack: threading.Event) -> None:
-        """The API has recorded a cancel: a running job's supervisor stops dispatching
-        and ends it; any other job ends here. `ack` is set once no row of it will start."""
+    def cancel(self, seq: int, ack: threading.Event, *, tell_others: bool = True) -> None:
+        """A cancel is recorded: a running job's supervisor here stops dispatching and
+        ends it (or leaves the ending to the last node on it); a job no node runs ends
+        here. `ack` is set once no row of it will start on this node. The API's cancel
+        is told to the other nodes; one they tell this node (`tell_others=False`) only
+        stops the supervisor here."""
+        if tell_others:
+            self.tell_cancel(seq)
         supervisor = self.running.get(seq)
         try:
             if supervisor is not None and supervisor.actor_ref.is_alive():
@@ -112,7 +135,8 @@ class Scheduler(pykka.ThreadingActor):
         except pykka.ActorDeadError:
             pass  # died meanwhile: end the job here
         try:
-            self._end(seq, CANCELLED)
+            if tell_others:
+                self._end_unless_held(seq, CANCELLED)
         finally:
             ack.set()
 
@@ -141,40 +165,64 @@ class Scheduler(pykka.ThreadingActor):
 
     def _admit(self) -> None:
         free = self.slots - len(self.running)
-        if self.draining or free <= 0:
-            return
         now = self.clock()
-        for job in self.repo.queued_jobs(free):
+        if self.draining or free <= 0 or now < self.node.ready_at:
+            return
+        for job in self.repo.joinable_jobs(free, exclude=self.running,
+                                           alive_after=self.node.alive_after(now)):
+            if job.status == RUNNING:  # rows no live node holds: join it
+                self._run(job)
+                continue
             problem = dialect_of(job).admission_problem(job, self.models)
             if problem is not None:  # it cannot run at all: it fails whole, rows untouched
                 self._end(job.seq, FAILED, error=problem)
                 continue
             started = self.repo.transition(job.seq, RUNNING, now=now,
                                            started_at=job.started_at or now)
-            if started is not None:
-                self.running[started.seq] = self.start_supervisor(started, self._me)
+            if started is not None:  # else another node started it first
+                self._run(started)
                 self.notifier.job_changed(started.seq)
+
+    def _run(self, job: Job) -> None:
+        self.running[job.seq] = self.start_supervisor(job, self._me)
+        self.node.running(self.running)
+
+    def _forget(self, seq: int) -> None:
+        self.running.pop(seq, None)
+        self.cancels_told.discard(seq)
+        self.node.running(self.running)
 
     def _spawn(self, now: float) -> None:
         for run in spawn_due_runs(self.repo, now):
             self.notifier.job_created(run)
 
     def _watch(self, now: float) -> None:
-        """The watchdog: a job the store says is running, cancelling or finalizing but no
-        supervisor here owns (its supervisor died while the store could not take the
-        requeue, or a cancel's ending failed, say) is handled as at start after a
-        crash: requeued, or ended as it was ending. A webhook still queued is sent (its
-        claim in the store keeps it to at most once)."""
-        for status, action in ((RUNNING, "requeued"), (CANCELLING, "cancelled"),
-                               (FINALIZING, "completed")):
+        """The watchdog. A cancel the store holds for a job running here reaches its
+        supervisor (one told by another node may have been missed). A job the store
+        says is running, cancelling or finalizing that no live node is on (its last
+        node died before ending it, or a cancel's ending failed, say) ends as it was
+        ending; it must be seen so at two watches in a row, so a node that is ending
+        it right now is not raced. Running ones with rows left need nothing: `_admit`
+        takes them. A webhook still queued is sent (its claim keeps it to at most
+        once)."""
+        orphans = set()
+        for status in (RUNNING, CANCELLING, FINALIZING):
             for job in self.repo.jobs_in(status):
                 if job.seq in self.running:
+                    if status == CANCELLING and job.seq not in self.cancels_told:
+                        self.cancels_told.add(job.seq)
+                        self.running[job.seq].cancel()
                     continue
-                log.warning("job %s was %s with no supervisor: %s", job.id, status, action)
-                if status == RUNNING:
-                    self.repo.transition(job.seq, QUEUED, now=now)
-                else:
-                    self._end(job.seq, CANCELLED if status == CANCELLING else COMPLETED)
+                share = self.repo.job_share(job.seq, node=self.node.id,
+                                            alive_after=self.node.alive_after(now))
+                if share is Share.HELD or (status == RUNNING and share is Share.OPEN):
+                    continue
+                orphans.add(job.seq)
+                if job.seq in self.orphans:
+                    log.warning("job %s was %s with no node on it: ending it", job.id,
+                                status)
+                    self._end(job.seq, _ENDS[status])
+        self.orphans = orphans
         for job in self.repo.unsent_webhooks():  # e.g. a claim the store refused
             self.notifier.send_webhook(job)
 
@@ -185,7 +233,15 @@ class Scheduler(pykka.ThreadingActor):
             if supervisor is not None:
                 supervisor.expire()
             else:
-                self._end(job.seq, EXPIRED)
+                self._end_unless_held(job.seq, EXPIRED)
+
+    def _end_unless_held(self, seq: int, wanted: str) -> None:
+        """End a job no node here runs, unless another live node runs it: that node's
+        supervisor ends it (told by the cancel, or seeing the window close itself)."""
+        share = self.repo.job_share(seq, node=self.node.id,
+                                    alive_after=self.node.alive_after(self.clock()))
+        if share is not Share.HELD:
+            self._end(seq, wanted)
 
     def _end(self, seq: int, wanted: str, *, error: str | None = None) -> None:
         ended = end_job(self.repo, self.files, seq, wanted, now=self.clock(), error=error)
@@ -194,9 +250,10 @@ class Scheduler(pykka.ThreadingActor):
 
     def _revive(self, seq: int) -> None:
         """A supervisor is gone. If it finished, its `job_finished` is on its way; if it
-        died (a bug), its job runs again from the queue, or, if it was being cancelled
-        or finalized, ends as it would have."""
-        self.running.pop(seq, None)
+        died (a bug), its leases go back and the job's rows are taken again (here or by
+        another node), or, if it was being cancelled or finalized, it ends as it would
+        have."""
+        self._forget(seq)
         for ack in self.acks.pop(seq, []):  # after this, nothing of the job runs here
             ack.set()
         job = self.repo.job_by_seq(seq)
@@ -204,9 +261,13 @@ class Scheduler(pykka.ThreadingActor):
             return
         log.error("supervisor of job %s died while %s", job.id, job.status)
         if job.status == RUNNING:
-            self.repo.transition(seq, QUEUED, now=self.clock())
+            self.repo.release_rows(seq, node=self.node.id)
         else:
-            self._end(seq, CANCELLED if job.status == CANCELLING else COMPLETED)
+            self._end_unless_held(seq, _ENDS[job.status])
+
+
+# How a job left in a state of ending ends when nobody is on it.
+_ENDS = {RUNNING: COMPLETED, CANCELLING: CANCELLED, FINALIZING: COMPLETED}
 
 
 def spawn_due_runs(repo: Store, now: float) -> list[Job]:

@@ -1,5 +1,7 @@
-"""JobSupervisor: one per running job. Feeds rows to its row worker, stores outcomes in
-groups, honours cancel and shutdown, and finalizes the job.
+"""JobSupervisor: one per job running on this node. Leases the job's rows a chunk at a
+time and feeds them to its row worker, stores outcomes in groups, honours cancel and
+shutdown, and when its share is done either ends the job or, if another live node is
+still on it, leaves the ending to that node.
 
 All decisions come from the job's `JobRun`; this actor loads, sends and saves.
 Outcomes are written by group commit on the job's own writer thread: one write at a
@@ -22,9 +24,11 @@ import pykka
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.health import Health
+from daemon.actors.membership import Node
 from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
+from daemon.domain.cluster import Share, lease_size
 from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
 from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.pricing import cost_nano_usd
@@ -56,9 +60,11 @@ class JobSupervisor(pykka.ThreadingActor):
         models: Mapping[str, ModelConfig],
         clock: Callable[[], float],
         health: Health | None = None,
+        node: Node | None = None,
     ) -> None:
         super().__init__()
         self.job = job
+        self.node = node or Node()
         self.health = health or Health()
         self.repo = repo
         self.files = files
@@ -69,7 +75,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.models = models
         self.clock = clock
         slots = max(1, min(concurrency, job.total or 1))
-        self.run = JobRun(concurrency=slots, ahead=slots)
+        self.run = JobRun(concurrency=slots, ahead=slots, load_rows=lease_size(slots))
         self.worker: Any = None
         self.lane = Lane(max(1, concurrency))  # requests in flight, whatever the rows
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
@@ -157,17 +163,23 @@ class JobSupervisor(pykka.ThreadingActor):
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
         self._store_all(self.clock())
+        try:  # another node may take the rest at once
+            self.repo.release_rows(self.job.seq, node=self.node.id)
+        except Exception as exc:
+            self._failed(f"job {self.job.id}: giving its leases back failed; they lapse "
+                         "with this node's heartbeat", exc, self.clock())
 
     def _pump(self) -> None:
         if self.finished:  # a message that was queued behind the ending
             return
+        now = self.clock()
         if self.run.wants_rows:
-            self.run.add_rows(self.repo.pending_rows(self.job, after_id=self.run.cursor,
-                                                     limit=self.run.load_rows))
+            self.run.add_rows(self.repo.lease_rows(
+                self.job, node=self.node.id, limit=self.run.load_rows,
+                alive_after=self.node.alive_after(now)))
         starting = self.run.take_dispatch()
         if starting:
             self.worker.run_rows(starting)
-        now = self.clock()
         self._flush(now)
         if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
             self._finish(now)
@@ -235,12 +247,21 @@ class JobSupervisor(pykka.ThreadingActor):
                              discount=self.discount)
 
     def _finish(self, now: float) -> None:
-        """A cancel recorded meanwhile makes this end `cancelled` (see `ending_for`). An
-        ending the store cannot take (no room for the result files, say) is tried again
-        on a later tick; until then the job stays running, with this supervisor."""
+        """This node's share is done: its leases go back, and the job ends here unless
+        another live node is still on it (that node ends it), or, finishing normally,
+        rows are left that no node holds (a node that stopped gave them back: a free
+        slot, here or elsewhere, takes them). A cancel recorded meanwhile makes the
+        ending `cancelled` (see `ending_for`). An ending the store cannot take (no room
+        for the result files, say) is tried again on a later tick; until then the job
+        stays running, with this supervisor."""
         if now < self.finish_at:
             return
         try:
+            share = self.repo.settle_share(self.job.seq, node=self.node.id,
+                                           alive_after=self.node.alive_after(now))
+            if share is Share.HELD or (share is Share.OPEN and self.ending == COMPLETED):
+                self._leave()
+                return
             job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
             if job is None:  # a cancel recorded in between: end it again, as cancelled
                 job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
@@ -248,9 +269,12 @@ class JobSupervisor(pykka.ThreadingActor):
             self.finish_at = now + FINISH_RETRY_S
             self._failed(f"job {self.job.id}: ending it failed; will try again", exc, now)
             return
-        self.finished = True
         if job is not None:
             self.notifier.job_ended(job)
+        self._leave()
+
+    def _leave(self) -> None:
+        self.finished = True
         self.scheduler.job_finished(self.job.seq)
         self.stop()
 

@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.actors.health import Health
+from daemon.actors.membership import Node
 from daemon.api.events import EventHub
 from daemon.config import Config
 from daemon.metering import Meters
@@ -33,6 +34,7 @@ class Services:
     health: Health = field(default_factory=Health)
     meters: Meters = field(default_factory=Meters)  # /metrics: its series and marks
     model_states: Callable[[], dict[str, dict[str, Any]]] = dict  # the router's, by alias
+    node: Node = field(default_factory=Node)  # this node: GET /v1/nodes marks it
 
     def actors_alive(self) -> bool:
         """The actors a new job is handed to are there to take it."""

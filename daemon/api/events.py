@@ -76,6 +76,10 @@ class EventHub:
         for sub in self.subscribers.get(workspace_id, ()):
             sub.offer(event)
 
+    def listens(self, workspace_id: int) -> bool:
+        """Whether a stream is open for the workspace (read from any thread)."""
+        return bool(self.subscribers.get(workspace_id))
+
     def subscribe(self, workspace_id: int) -> Subscription:
         sub = Subscription(workspace_id)
         self.subscribers[workspace_id].add(sub)

@@ -68,6 +68,17 @@ class AdaptiveLimit:
         else:
             self._succeeded()
 
+    def cap(self, maximum: int) -> None:
+        """A new ceiling (this node's share of a cluster-wide limit changed): what was
+        learned above it no longer counts."""
+        self.maximum = maximum
+        if self.good is not None and self.good > maximum:
+            self.good = maximum
+        if self.failed is not None and self.failed > maximum + 1:
+            self.failed = None
+        if self.limit > maximum:
+            self._move(maximum)
+
     def snapshot(self) -> dict[str, int | None]:
         return {"concurrency": self.limit, "concurrency_good": self.good,
                 "concurrency_failed": self.failed}

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from daemon.domain.cluster import Part
 from daemon.domain.retry import parse_retry_after
 
 BURST_S = 0.5  # Relay's own burst: half a second of the rate, below an upstream's second
@@ -187,17 +188,25 @@ class ModelPace:
     requests: TokenBucket | None = None
     tokens: TokenBucket | None = None
     estimator: TokenEstimate = field(default_factory=TokenEstimate)
+    part: Part = field(default_factory=Part)  # this node's part of cluster-wide limits
 
     def __post_init__(self) -> None:
         self._rebuild(0.0)
 
     @property
     def effective_rpm(self) -> int | None:
-        return _lower(self.rpm, self.upstream_rpm)
+        """This node's pace: its share of the configured rate and of the one the
+        upstream announces (an account's limit, shared by every node)."""
+        return _lower(self.part.of_rate(self.rpm), self.part.of_rate(self.upstream_rpm))
 
     @property
     def effective_tpm(self) -> int | None:
-        return _lower(self.tpm, self.upstream_tpm)
+        return _lower(self.part.of_rate(self.tpm), self.part.of_rate(self.upstream_tpm))
+
+    def share(self, part: Part, now: float) -> None:
+        """The live nodes changed: pace by this node's new part."""
+        self.part = part
+        self._rebuild(now)
 
     def paused_for(self, now: float) -> float:
         return max(0.0, self.paused_until - now)

@@ -26,7 +26,7 @@ from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 
 GROUP_ROWS = 2048  # outcomes one transaction carries at most
-LOAD_ROWS = 500  # rows read from the store at a time
+LOAD_ROWS = 500  # rows leased from the store at a time, unless told
 RETRY_BASE_S = 0.5  # a failed write is tried again after this, doubling each time
 RETRY_CAP_S = 5.0  # so a job moves on within seconds of the store healing
 FLUSH_ROWS = 64  # a group this size is written at once
@@ -39,9 +39,8 @@ class JobRun:
     ahead: int = 0  # rows handed out beyond `concurrency`, to wait for a request slot
     group_rows: int = GROUP_ROWS
     flush_rows: int = 0  # 0: the concurrency, at most FLUSH_ROWS
-    load_rows: int = LOAD_ROWS
-    cursor: int = 0  # highest row id loaded so far
-    exhausted: bool = False  # the store has no pending rows past `cursor`
+    load_rows: int = LOAD_ROWS  # rows leased from the store at a time
+    exhausted: bool = False  # the store had no more rows to lease
     stopping: bool = False  # cancel or shutdown: dispatch nothing more
     queue: deque[RowWork] = field(default_factory=deque)
     in_flight: set[int] = field(default_factory=set)
@@ -60,10 +59,8 @@ class JobRun:
         return not self.exhausted and not self.stopping and len(self.queue) < self.concurrency
 
     def add_rows(self, rows: Sequence[RowWork]) -> None:
-        """Rows read from the store; fewer than asked for means none are left."""
+        """Rows leased from the store; fewer than asked for means none are left."""
         self.queue.extend(rows)
-        if rows:
-            self.cursor = rows[-1].id
         if len(rows) < self.load_rows:
             self.exhausted = True
 

@@ -81,6 +81,8 @@ class SimState:
         self.mcp_seen: Counter[str] = Counter()  # tool_fail directives, per tool and arguments
         self.workflows = WorkflowMemory()  # POST /_sim/workflow: records and deliveries
         self.workflow_events: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
+        self.in_flight = 0  # chat/embedding calls being answered now (their latency)
+        self.peak_in_flight = 0  # the most at once (POST /_sim/reset starts again)
         options = self.options
         self.limits = SimLimits(rpm=options.rpm, tpm=options.tpm, capacity=options.capacity,
                                 capacity_retry_s=options.retry_after_s)
@@ -104,7 +106,8 @@ class SimState:
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.total, "by_model": dict(self.by_model),
-                "by_status": dict(self.by_status)}
+                "by_status": dict(self.by_status), "in_flight": self.in_flight,
+                "peak_in_flight": self.peak_in_flight}
 
 
 STATE = web.AppKey("sim_state", SimState)
@@ -201,8 +204,13 @@ async def _serve(request: web.Request, state: SimState, call: Call,
                  charged: int | None = None) -> web.StreamResponse:
     outcome = state.decide(call, directive, draw)
     state.record(call.model, call.prompt, outcome.status)
-    if outcome.delay_s:
-        await asyncio.sleep(outcome.delay_s)
+    if outcome.delay_s:  # the calls waiting here at once: what clients hold open
+        state.in_flight += 1
+        state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
+        try:
+            await asyncio.sleep(outcome.delay_s)
+        finally:
+            state.in_flight -= 1
     if outcome.kind == "huge":
         body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
         return await _padded_response(request, body, outcome.huge_mb * MB)

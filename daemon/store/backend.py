@@ -10,6 +10,7 @@ from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
 from daemon.store.health import HealthQueries
 from daemon.store.jobs import JobQueries
+from daemon.store.nodes import NodeQueries
 from daemon.store.rows import RowQueries
 from daemon.store.schema import version
 from daemon.store.stats import StatsQueries
@@ -18,7 +19,7 @@ from daemon.store.workflows import WorkflowQueries
 
 
 class SqlStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
-               WorkflowQueries, HealthQueries, StatsQueries):
+               WorkflowQueries, HealthQueries, StatsQueries, NodeQueries):
     """The `Store` on one SQL database."""
 
     def __init__(self, db: Database) -> None:

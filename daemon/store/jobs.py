@@ -163,7 +163,7 @@ class JobQueries(SqlBase):
             return 0
         code, message = unrun
         return (RowModel.update(status=ROW_FAILED, error=message, error_code=code,
-                                finished_at=now)
+                                finished_at=now, lease_node=None)
                 .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
 
     def jobs_in(self, status: str) -> list[Job]:

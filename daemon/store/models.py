@@ -84,6 +84,7 @@ class JobModel(BaseModel):
     webhook_url = TextField(null=True)
     webhook = TextField(null=True)  # JSON: the delivery outcome
     webhook_state = TextField(null=True)  # queued, sending, done (store/webhooks.py)
+    webhook_node = TextField(null=True)  # the node that claimed the delivery (v11)
     cron = TextField(null=True)
     next_run_at = FloatField(null=True, index=True)
     template_id = TextField(null=True, index=True)
@@ -125,11 +126,17 @@ class RowModel(BaseModel):
     finished_at = FloatField(null=True)
     redriven_to = TextField(null=True)  # the job a dead-letter retry sent this row to
     discarded_at = FloatField(null=True)  # taken off the dead-letter list (v10)
+    lease_node = TextField(null=True)  # the node running this pending row (v11)
 
     class Meta:
         table_name = "row"
         indexes = ((("job", "status", "id"), False), (("job", "position"), False),
                    (("job", "custom_id"), False))
+
+
+# Only rows leased right now are in it: a node's leases are found without a scan.
+LEASED_ROWS_INDEX = ('CREATE INDEX IF NOT EXISTS "row_lease_node" ON "row" ("lease_node") '
+                     "WHERE lease_node IS NOT NULL")
 
 
 class AttemptModel(BaseModel):
@@ -221,5 +228,21 @@ class ProbeModel(BaseModel):
         table_name = "probe"
 
 
+class NodeModel(BaseModel):
+    """One relayd process on this database: who it is, where, and when it last beat.
+    Its leases on rows live while its heartbeat is fresh (docs/deployment.md)."""
+
+    id = TextField(primary_key=True)
+    address = TextField()
+    version = TextField()
+    started_at = FloatField()
+    heartbeat_at = FloatField()
+    stopping = BooleanField(default=False)  # draining after SIGTERM
+    jobs = TextField(default="[]")  # JSON: the seqs of the jobs it runs
+
+    class Meta:
+        table_name = "node"
+
+
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
-          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel]
+          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel]

@@ -33,16 +33,16 @@ from peewee import PostgresqlDatabase
 
 from daemon.store.backend import SqlStore
 from daemon.store.models import database
-from daemon.store.schema import Migration, migrate
+from daemon.store.schema import Migration, leases, migrate
 from daemon.store.sql import Query
 
 SCHEMES = ("postgresql", "postgres")
 FIELD_TYPES = {"FLOAT": "DOUBLE PRECISION", "INT": "BIGINT", "AUTO": "BIGSERIAL"}
 SCHEMA_LOCK = int.from_bytes(b"relay")  # the advisory lock key of schema changes
 
-# PostgreSQL support starts at schema version 10: the database is created there. The
-# next schema change adds its step here (N: from N-1 to N), as sqlite.py does.
-MIGRATIONS: dict[int, Migration] = {}
+# PostgreSQL support starts at schema version 10: the database is created there. Each
+# later change adds its step here (N: from N-1 to N), as sqlite.py does.
+MIGRATIONS: dict[int, Migration] = {11: leases}
 
 
 class _Database(PostgresqlDatabase):
@@ -58,6 +58,9 @@ class _Database(PostgresqlDatabase):
 
 class PostgresStore(SqlStore):
     """The `Store` on one PostgreSQL database (or schema)."""
+
+    SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
+    SHARED = True
 
     def write(self) -> AbstractContextManager[Any]:
         return self.db.atomic()

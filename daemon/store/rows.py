@@ -59,36 +59,43 @@ def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
         ])
 
 
+def works(job: Job, selected: Iterable[tuple[int, str, str | None, str]]
+          ) -> list[RowWork]:
+    """Rows read as `(id, custom_id, model, body)`, as work for a worker, in id
+    order."""
+    found = []
+    for rid, custom_id, model, text in sorted(selected):
+        body = codec.loads(text)
+        found.append((rid, custom_id, model, body, row_kind(body)))
+    # Only rows with an extension can have progress stored: a plain job asks nothing.
+    tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
+    flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
+    rounds = rounds_of(tools) if tools else {}
+    workflows = workflows_of(flows) if flows else {}
+    return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
+                    model=model or job.model, endpoint=job.endpoint, body=body,
+                    job_id=job.id, rounds=tuple(rounds.get(rid, ())),
+                    workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind)
+            for rid, custom_id, model, body, kind in found]
+
+
+def rounds_of(row_ids: list[int]) -> dict[int, list[Turn]]:
+    by_row: dict[int, list[Turn]] = {}
+    query = (RoundModel.select().where(RoundModel.row.in_(row_ids))
+             .order_by(RoundModel.row, RoundModel.number))
+    for r in query:
+        by_row.setdefault(r.row_id, []).append(_turn(r))
+    return by_row
+
+
 class RowQueries(SqlBase):
     """Queries over rows and their attempts."""
-
 
     def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
         """The next pending rows, with the tool rounds an earlier run of them stored."""
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
-        found = []
-        for rid, custom_id, model, text in cursor.fetchall():
-            body = codec.loads(text)
-            found.append((rid, custom_id, model, body, row_kind(body)))
-        # Only rows with an extension can have progress stored: a plain job asks nothing.
-        tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
-        flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
-        rounds = self._rounds_of(tools) if tools else {}
-        workflows = workflows_of(flows) if flows else {}
-        return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
-                        model=model or job.model, endpoint=job.endpoint, body=body,
-                        job_id=job.id, rounds=tuple(rounds.get(rid, ())),
-                        workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind)
-                for rid, custom_id, model, body, kind in found]
-
-    def _rounds_of(self, row_ids: list[int]) -> dict[int, list[Turn]]:
-        by_row: dict[int, list[Turn]] = {}
-        query = (RoundModel.select().where(RoundModel.row.in_(row_ids))
-                 .order_by(RoundModel.row, RoundModel.number))
-        for r in query:
-            by_row.setdefault(r.row_id, []).append(_turn(r))
-        return by_row
+        return works(job, cursor.fetchall())
 
     def save_outcomes(
         self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float
@@ -164,7 +171,7 @@ class RowQueries(SqlBase):
 
     def rounds(self, row_id: int) -> list[Turn]:
         """A row's stored tool rounds, in order."""
-        return self._rounds_of([row_id]).get(row_id, [])
+        return rounds_of([row_id]).get(row_id, [])
 
     def row(self, job_seq: int, custom_id: str) -> RowRecord | None:
         """One row by its `custom_id`, with its attempt log."""

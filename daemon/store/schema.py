@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 
 from peewee import Database
 
-from daemon.store.models import TABLES, SchemaVersion
+from daemon.store.models import LEASED_ROWS_INDEX, TABLES, NodeModel, SchemaVersion
 from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 Migration = Callable[[Database], None]
 
@@ -33,6 +33,7 @@ def migrate(store: SqlBase, migrations: Mapping[int, Migration], *,
     with store.schema_change():
         if not SchemaVersion.table_exists():
             store.db.create_tables(TABLES)
+            store.db.execute_sql(LEASED_ROWS_INDEX)
             _record(latest)
             return latest
         current = version()
@@ -46,6 +47,15 @@ def migrate(store: SqlBase, migrations: Mapping[int, Migration], *,
             migrations[target](store.db)
             _record(target)
     return latest
+
+
+def leases(db: Database) -> None:
+    """Version 11, on every backend: the nodes sharing the database, which node runs
+    each pending row (a lease), and which node claimed a webhook delivery."""
+    db.create_tables([NodeModel])
+    db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_node TEXT')
+    db.execute_sql("ALTER TABLE job ADD COLUMN webhook_node TEXT")
+    db.execute_sql(LEASED_ROWS_INDEX)
 
 
 def version() -> int:

@@ -37,8 +37,8 @@ PENDING_ROWS = (
 UPDATE_ROWS = (
     'UPDATE "row" SET status = {p}, attempts = {p}, response = {p}, status_code = {p}, '
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
-    "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p} "
-    "WHERE id = {p} AND status = {p}")
+    "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p}, "
+    "lease_node = NULL WHERE id = {p} AND status = {p}")
 SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
     'INSERT INTO "round" (row_id, number, model, prompt_tokens, completion_tokens, messages) '
     "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "
@@ -67,6 +67,11 @@ class SqlBase:
     the methods where a backend's SQL differs."""
 
     db: Database
+    # Appended to a subquery choosing rows to lease: nodes leasing at once skip each
+    # other's rows rather than wait (PostgreSQL); nothing where a write holds the
+    # whole database (SQLite).
+    SKIP_LOCKED = ""
+    SHARED = False  # whether other relayd processes may use the same database
 
     def write(self) -> AbstractContextManager[Any]:
         """A write transaction, taken the way this backend needs it."""

@@ -5,6 +5,7 @@ so a delivery happens at most once, even across a crash."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from daemon.domain.jobs import Job
@@ -20,10 +21,11 @@ WEBHOOK_DONE = "done"  # the outcome is stored in `webhook`
 class WebhookQueries(SqlBase):
     """Queries over webhook deliveries."""
 
-    def claim_webhook(self, seq: int, *, now: float) -> bool:
-        """Mark a job's queued webhook as being sent; False if it is not queued."""
+    def claim_webhook(self, seq: int, *, now: float, node: str | None = None) -> bool:
+        """Mark a job's queued webhook as being sent by `node`; False if it is not queued
+        (another node, or an earlier try, has it)."""
         with self.write():
-            return (JobModel.update(webhook_state=WEBHOOK_SENDING)
+            return (JobModel.update(webhook_state=WEBHOOK_SENDING, webhook_node=node)
                     .where(JobModel.seq == seq, JobModel.webhook_state == WEBHOOK_QUEUED)
                     .execute()) == 1
 
@@ -37,11 +39,16 @@ class WebhookQueries(SqlBase):
         query = JobModel.select().where(JobModel.webhook_state == WEBHOOK_QUEUED)
         return [job_record(r) for r in query.order_by(JobModel.seq)]
 
-    def abandon_claimed_webhooks(self, *, now: float) -> int:
-        """A claim that never got its outcome: the process died mid-delivery. Record that
-        rather than send again, so a receiver never sees one run twice."""
+    def abandon_claimed_webhooks(self, *, now: float,
+                                 live: Collection[str] = ()) -> int:
+        """A claim that never got its outcome because its node died mid-delivery (any
+        node but the `live` ones). Record that rather than send again, so a receiver
+        never sees one run twice."""
         outcome = json.dumps({"status_code": None, "attempted_at": None,
                               "error": "delivery interrupted by a daemon restart; not retried"})
+        claimed_by_dead = JobModel.webhook_node.is_null() | JobModel.webhook_node.not_in(
+            list(live)) if live else JobModel.webhook_state == WEBHOOK_SENDING
         with self.write():
             return (JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
-                    .where(JobModel.webhook_state == WEBHOOK_SENDING).execute())
+                    .where(JobModel.webhook_state == WEBHOOK_SENDING, claimed_by_dead)
+                    .execute())

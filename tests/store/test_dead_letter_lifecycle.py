@@ -10,6 +10,7 @@ from daemon.domain.jobs import CANCELLED, CANCELLING, DL_DISCARDED, DL_OPEN, DL_
 from daemon.store.interface import Store
 from daemon.store.sqlite import open_sqlite
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
+from tests.store.older import undo_version_11
 from tests.store.test_job_store import dead_lettered
 
 
@@ -101,6 +102,7 @@ def test_the_migration_counts_what_the_rows_say(tmp_path: Path,
     for column in ("dead_letter_open", "canceled"):
         store.db.execute_sql(f"ALTER TABLE job DROP COLUMN {column}")
     store.db.execute_sql('ALTER TABLE "row" DROP COLUMN discarded_at')
+    undo_version_11(store.db)
     store.db.execute_sql("UPDATE schema_version SET version = 9")
     store.close()
 

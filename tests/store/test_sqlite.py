@@ -12,6 +12,7 @@ import pytest
 from daemon.store import UnsupportedDatabase, open_store
 from daemon.store.schema import SCHEMA_VERSION
 from daemon.store.sqlite import SqliteStore, open_sqlite
+from tests.store.older import undo_version_11
 
 NOW = 1_700_000_000.0
 
@@ -90,6 +91,7 @@ def _version_1_database(path: Path) -> None:
     store.db.execute_sql("ALTER TABLE job DROP COLUMN dead_letter_open")
     store.db.execute_sql("ALTER TABLE job DROP COLUMN canceled")
     store.db.execute_sql('ALTER TABLE "row" DROP COLUMN discarded_at')
+    undo_version_11(store.db)
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due

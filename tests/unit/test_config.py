@@ -286,7 +286,7 @@ def test_sample_providers_config_loads() -> None:
 
 
 def test_transport_is_chosen_by_name() -> None:
-    assert parse({}, environ={}).gateway.transport == "aiohttp"
+    assert parse({}, environ={}).gateway.transport == "pyreqwest"
     assert parse({"gateway": {"transport": "aiohttp"}}, environ={}).gateway.transport == "aiohttp"
     message = refusal({"gateway": {"transport": "curl"}}, environ={})
     assert message.startswith("gateway.transport: must be one of aiohttp")

@@ -45,11 +45,10 @@ def test_new_run_wants_rows_and_is_not_done() -> None:
     assert run.take_dispatch() == []
 
 
-def test_full_page_keeps_loading_and_moves_the_cursor() -> None:
+def test_full_lease_keeps_leasing() -> None:
     run = make_run(concurrency=8)
     run.add_rows(works(3, 5, 8, 9))  # exactly load_rows: more may follow
     assert not run.exhausted
-    assert run.cursor == 9
     assert run.wants_rows  # 4 queued < concurrency 8
 
 
@@ -58,15 +57,14 @@ def test_short_page_means_exhausted() -> None:
     run.add_rows(works(1, 2))
     assert run.exhausted
     assert not run.wants_rows
-    assert run.cursor == 2
 
 
-def test_empty_page_exhausts_and_keeps_the_cursor() -> None:
+def test_empty_lease_exhausts_and_keeps_the_queue() -> None:
     run = make_run()
     run.add_rows(works(1, 2, 3, 4))
     run.add_rows([])
     assert run.exhausted
-    assert run.cursor == 4
+    assert [w.id for w in run.queue] == [1, 2, 3, 4]
 
 
 def test_wants_no_rows_while_queue_covers_concurrency() -> None:
@@ -285,9 +283,10 @@ def test_whole_run_to_done() -> None:
     run.add_rows(works(1, 2, 3, 4))
     now = START
     stored: list[int] = []
+    leases = [works(5), []]
     while not run.done:
         if run.wants_rows:
-            run.add_rows(works(5) if run.cursor == 4 else [])
+            run.add_rows(leases.pop(0))
         for work in run.take_dispatch():
             assert len(run.in_flight) <= 2
             run.record(work.id, make_outcome(), now=START)

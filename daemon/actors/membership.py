@@ -1,0 +1,140 @@
+"""This node among the nodes sharing the database.
+
+`Membership` registers the node, beats on its own thread every `heartbeat_s`
+(which renews every lease the node holds: a lease lives while its node's heartbeat
+is younger than `lease_s`), tells the router the node's part of every model's
+cluster-wide limits whenever the live nodes change, and leaves on a graceful stop
+(its leases go back at once). The scheduler tells it which jobs run here; the beat
+writes them, for `GET /v1/nodes` and for the other nodes to know a job is in hand.
+
+A node that joins others waits one and a half heartbeats before it dispatches, so
+the others have taken their smaller share of each limit by then. On SQLite there is
+one node: at start it takes back every lease an earlier process left.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Collection
+
+from daemon.domain.cluster import NodeRecord, Part, part_of
+from daemon.store.faults import log_failure
+from daemon.store.interface import Store
+
+log = logging.getLogger("relay.membership")
+
+FORGET_AFTER_S = 86_400.0  # a node silent this long is dropped from the node table
+
+
+class Node:
+    """What the scheduler and supervisors need of their node: its id, which nodes
+    count as alive, and where to say which jobs run here. Standing alone (tests, one
+    process), it is the only node and never beats."""
+
+    def __init__(self, node_id: str = "local", *, lease_s: float = 15.0) -> None:
+        self.id = node_id
+        self.lease_s = lease_s
+        self.jobs: frozenset[int] = frozenset()
+        self.ready_at = 0.0  # dispatch nothing before (a joining node waits)
+        self.shared = False  # other processes may use the database (PostgreSQL)
+
+    def alive_after(self, now: float) -> float:
+        """A node whose heartbeat is older than this is lost, and so are its leases."""
+        return now - self.lease_s
+
+    def running(self, jobs: Collection[int]) -> None:
+        self.jobs = frozenset(jobs)
+
+
+class Membership(Node):
+    def __init__(self, repo: Store, *, address: str, version: str, lease_s: float,
+                 heartbeat_s: float, clock: Callable[[], float], shared: bool,
+                 on_part: Callable[[Part], None] = lambda part: None) -> None:
+        super().__init__(f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}", lease_s=lease_s)
+        self.repo = repo
+        self.address = address
+        self.version = version
+        self.heartbeat_s = heartbeat_s
+        self.clock = clock
+        self.shared = shared
+        self.on_part = on_part
+        self.part = Part()
+        self.started_at = clock()
+        self.stopping = False
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="relay-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        now = self.clock()
+        self._register(now)
+        if not self.shared:
+            released = self.repo.sole_node(self.id)
+            if released:
+                log.info("took back %d row leases an earlier process held", released)
+        others = [n for n in self.repo.nodes()
+                  if n.id != self.id and n.alive(now, self.lease_s)]
+        if others:  # they learn of this node at their next beat: wait for that
+            self.ready_at = now + 1.5 * self.heartbeat_s
+        self._apply([n.id for n in others])
+        self.thread.start()
+
+    def beat(self, now: float) -> None:
+        """One heartbeat: renew, re-register if forgotten, follow the live nodes."""
+        try:
+            if not self.repo.beat(self.id, now=now, jobs=self.jobs, stopping=self.stopping):
+                log.warning("node %s was forgotten by the cluster; registering again",
+                            self.id)
+                self._register(now)
+            nodes = self.repo.nodes()
+            if any(n.heartbeat_at < now - FORGET_AFTER_S for n in nodes):
+                self.repo.forget_nodes(before=now - FORGET_AFTER_S, keep=self.id)
+        except Exception as exc:
+            log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
+                        f"{self.lease_s:g} s after the last one", exc)
+            return
+        self._apply([n.id for n in nodes if n.alive(now, self.lease_s)])
+
+    def listening(self, address: str) -> None:
+        """The listener's port is known (it was 0 in the config)."""
+        self.address = address
+        self._register(self.clock())
+
+    def drain(self) -> None:
+        """SIGTERM: say so at once (the node shows `stopping`)."""
+        self.stopping = True
+        self.beat(self.clock())
+
+    def leave(self) -> None:
+        """Stop beating and give every lease back at once."""
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=2)
+        try:
+            released = self.repo.leave(self.id)
+        except Exception as exc:
+            log_failure(log, f"node {self.id} could not give its leases back; they lapse "
+                        f"in {self.lease_s:g} s", exc)
+            return
+        if released:
+            log.info("gave back %d row leases", released)
+
+    def _register(self, now: float) -> None:
+        self.repo.register_node(NodeRecord(
+            id=self.id, address=self.address, version=self.version,
+            started_at=self.started_at,
+            heartbeat_at=now, stopping=self.stopping, jobs=tuple(sorted(self.jobs))))
+
+    def _apply(self, live: list[str]) -> None:
+        part = part_of(self.id, live)
+        if part != self.part:
+            log.info("node %s is %d of %d live nodes: its share of each model's limits "
+                     "follows", self.id, part.rank + 1, part.nodes)
+            self.part = part
+            self.on_part(part)
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.heartbeat_s):
+            self.beat(self.clock())

@@ -1,0 +1,157 @@
+"""Nodes and leases: the relayd processes sharing this database, and which of them runs
+each pending row.
+
+A node leases a job's rows a chunk at a time (`lease_rows`): pending rows no live
+node holds, taken `FOR UPDATE SKIP LOCKED` on PostgreSQL so nodes leasing at once
+take different rows without waiting. A lease lives as long as its node's heartbeat
+(`beat`) is younger than `lease_s`: renewing every lease is one update of the node's
+own row. A stored outcome ends the row's lease; a node that stops gives its leases
+back (`leave`); a node that dies loses them when its heartbeat ages past `lease_s`,
+and its rows are leasable again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+
+from peewee import SQL, fn
+
+from daemon.domain.cluster import NodeRecord, Share
+from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, Job, RowWork
+from daemon.store.models import JobModel, NodeModel, RowModel
+from daemon.store.records import job_record
+from daemon.store.rows import works
+from daemon.store.sql import SqlBase
+
+LEASE = (
+    'UPDATE "row" SET lease_node = {p} WHERE id IN ('
+    'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
+    "OR lease_node NOT IN (SELECT id FROM node WHERE heartbeat_at > {p})) "
+    "ORDER BY id LIMIT {p}{skip_locked}) RETURNING id, custom_id, model, body")
+RELEASE = 'UPDATE "row" SET lease_node = NULL WHERE lease_node = {p} AND status = {p}'
+
+
+class NodeQueries(SqlBase):
+    """Queries over nodes and row leases."""
+
+    def register_node(self, node: NodeRecord) -> None:
+        with self.write():
+            NodeModel.delete().where(NodeModel.id == node.id).execute()
+            NodeModel.create(id=node.id, address=node.address, version=node.version,
+                             started_at=node.started_at, heartbeat_at=node.heartbeat_at,
+                             stopping=node.stopping, jobs=json.dumps(list(node.jobs)))
+
+    def beat(self, node_id: str, *, now: float, jobs: Collection[int],
+             stopping: bool = False) -> bool:
+        """Renew a node's heartbeat (and with it every lease it holds); False if its row
+        is gone (another node forgot it as long lost): it must register again."""
+        with self.write():
+            return (NodeModel.update(heartbeat_at=now, jobs=json.dumps(sorted(jobs)),
+                                     stopping=stopping)
+                    .where(NodeModel.id == node_id).execute()) == 1
+
+    def leave(self, node_id: str) -> int:
+        """A node stops: its leases go back at once and its row goes; the rows released."""
+        with self.write():
+            released = self.db.execute_sql(self.sql(RELEASE), (node_id, ROW_PENDING)).rowcount
+            NodeModel.delete().where(NodeModel.id == node_id).execute()
+        return released
+
+    def nodes(self) -> list[NodeRecord]:
+        return [_node(n) for n in NodeModel.select().order_by(NodeModel.started_at,
+                                                              NodeModel.id)]
+
+    def forget_nodes(self, *, before: float, keep: str) -> int:
+        """Rows of nodes silent since `before` (long lost), and their leases."""
+        with self.write():
+            gone = [n.id for n in NodeModel.select(NodeModel.id).where(
+                NodeModel.heartbeat_at < before, NodeModel.id != keep)]
+            for node_id in gone:
+                self.db.execute_sql(self.sql(RELEASE), (node_id, ROW_PENDING))
+            NodeModel.delete().where(NodeModel.id.in_(gone)).execute()
+        return len(gone)
+
+    def sole_node(self, node_id: str) -> int:
+        """This node is the only one (SQLite: one process owns the file): every lease and
+        row of a node before it goes. Returns the leases released."""
+        with self.write():
+            released = (RowModel.update(lease_node=None)
+                        .where(RowModel.lease_node.is_null(False)).execute())
+            NodeModel.delete().where(NodeModel.id != node_id).execute()
+        return released
+
+    def lease_rows(self, job: Job, *, node: str, limit: int, alive_after: float
+                   ) -> list[RowWork]:
+        """Lease up to `limit` of a running job's pending rows that no live node (one
+        that beat after `alive_after`) holds, lowest ids first; [] once the job is not
+        running (it ends, or was cancelled)."""
+        with self.write():
+            current = self.lock_job(job.seq)
+            if current is None or current.status != RUNNING:
+                return []
+            cursor = self.db.execute_sql(
+                self.sql(LEASE, skip_locked=self.SKIP_LOCKED),
+                (node, job.seq, ROW_PENDING, alive_after, limit))
+            leased = cursor.fetchall()
+        return works(job, leased)
+
+    def release_rows(self, job_seq: int, *, node: str) -> int:
+        """Give back a node's leases on one job's pending rows (a drain)."""
+        with self.write():
+            return self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
+                                       (node, ROW_PENDING, job_seq)).rowcount
+
+    def settle_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
+        """A node is done with a job: its leases on it go back, and in the same
+        transaction, under the job's lock, it learns who else is on it. Nodes that
+        settle at once take turns, so exactly one of them finds the job no longer
+        `HELD` and ends it."""
+        with self.write():
+            self.hold_job(job_seq)
+            self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
+                                (node, ROW_PENDING, job_seq))
+            return self._share(job_seq, node=node, alive_after=alive_after)
+
+    def job_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
+        """Where a job stands for a node that does not run it."""
+        return self._share(job_seq, node=node, alive_after=alive_after)
+
+    def _share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
+        others = [n.id for n in NodeModel.select(NodeModel.id, NodeModel.jobs).where(
+            NodeModel.heartbeat_at > alive_after, NodeModel.id != node)
+            if job_seq in json.loads(n.jobs)]
+        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
+                                                    NodeModel.id != node)
+        pending = RowModel.select(RowModel.id).where(RowModel.job == job_seq,
+                                                     RowModel.status == ROW_PENDING)
+        if others or pending.where(RowModel.lease_node.in_(live)).exists():
+            return Share.HELD
+        return Share.OPEN if pending.exists() else Share.DONE
+
+    def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float
+                      ) -> list[Job]:
+        """The next jobs a node with free slots takes, in the cluster's one order (the
+        expedited tier, then priority, then age): queued ones, and running ones with
+        pending rows no live node holds (a large job spreads over every node; a lost
+        node's work is taken over)."""
+        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after)
+        free_rows = RowModel.select(SQL("1")).where(
+            RowModel.job == JobModel.seq, RowModel.status == ROW_PENDING,
+            RowModel.lease_node.is_null() | RowModel.lease_node.not_in(live))
+        query = (JobModel.select()
+                 .where((JobModel.status == QUEUED)
+                        | ((JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
+                 .order_by((JobModel.tier == "expedited").desc(), JobModel.priority.desc(),
+                           JobModel.seq)
+                 .limit(limit))
+        if exclude:
+            query = query.where(JobModel.seq.not_in(list(exclude)))
+        return [job_record(r) for r in query]
+
+
+
+def _node(n: NodeModel) -> NodeRecord:
+    return NodeRecord(id=n.id, address=n.address, version=n.version,
+                      started_at=n.started_at, heartbeat_at=n.heartbeat_at,
+                      stopping=bool(n.stopping), jobs=tuple(json.loads(n.jobs)))
