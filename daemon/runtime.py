@@ -5,6 +5,7 @@ cancel what is still in flight; those rows stay pending and run after restart)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
 import logging
 import signal
@@ -231,7 +232,8 @@ class Daemon:
         here, or a cancel for the job's supervisor here."""
         seq = int(message["seq"])
         if message["kind"] == "cancel":
-            self.scheduler.cancel(seq, threading.Event(), tell_others=False)
+            with contextlib.suppress(pykka.ActorDeadError):  # stopping: nothing runs here
+                self.scheduler.cancel(seq, threading.Event(), tell_others=False)
         elif message["kind"] == "event" and self.hub.listens(int(message["workspace"])):
             job = self.repo.job_by_seq(seq)
             if job is not None:

@@ -9,7 +9,10 @@ writes them, for `GET /v1/nodes` and for the other nodes to know a job is in han
 
 A node that joins others waits one and a half heartbeats before it dispatches, so
 the others have taken their smaller share of each limit by then. On SQLite there is
-one node: at start it takes back every lease an earlier process left.
+one node: at start it takes back every lease an earlier process left. On
+PostgreSQL, a node registered at this node's address is an earlier process of it
+(two cannot listen on one address): its leases go back at start, with no wait for
+them to lapse; each node's address must therefore be its own.
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ class Membership(Node):
             released = self.repo.sole_node(self.id)
             if released:
                 log.info("took back %d row leases an earlier process held", released)
+        elif not self.address.endswith(":0") and self.repo.forget_nodes(
+                keep=self.id, address=self.address):
+            log.info("an earlier process at %s is gone: its rows are free at once",
+                     self.address)
         others = [n for n in self.repo.nodes()
                   if n.id != self.id and n.alive(now, self.lease_s)]
         if others:  # they learn of this node at their next beat: wait for that
@@ -101,6 +108,8 @@ class Membership(Node):
         """The listener's port is known (it was 0 in the config)."""
         self.address = address
         self._register(self.clock())
+        if self.shared:
+            self.repo.forget_nodes(keep=self.id, address=address)
 
     def drain(self) -> None:
         """SIGTERM: say so at once (the node shows `stopping`)."""

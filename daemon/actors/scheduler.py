@@ -203,8 +203,8 @@ class Scheduler(pykka.ThreadingActor):
         node died before ending it, or a cancel's ending failed, say) ends as it was
         ending; it must be seen so at two watches in a row, so a node that is ending
         it right now is not raced. Running ones with rows left need nothing: `_admit`
-        takes them. A webhook still queued is sent (its claim keeps it to at most
-        once)."""
+        takes them. A webhook a lost node was sending is recorded as interrupted; one
+        still queued is sent (its claim keeps it to at most once)."""
         orphans = set()
         for status in (RUNNING, CANCELLING, FINALIZING):
             for job in self.repo.jobs_in(status):
@@ -223,6 +223,8 @@ class Scheduler(pykka.ThreadingActor):
                                 status)
                     self._end(job.seq, _ENDS[status])
         self.orphans = orphans
+        live = [n.id for n in self.repo.nodes() if n.alive(now, self.node.lease_s)]
+        self.repo.abandon_claimed_webhooks(now=now, live=live)  # a lost node's sends
         for job in self.repo.unsent_webhooks():  # e.g. a claim the store refused
             self.notifier.send_webhook(job)
 

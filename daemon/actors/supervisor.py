@@ -163,8 +163,8 @@ class JobSupervisor(pykka.ThreadingActor):
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
         self._store_all(self.clock())
-        try:  # another node may take the rest at once
-            self.repo.release_rows(self.job.seq, node=self.node.id)
+        try:  # another node may take the rest at once; those in flight go with the node
+            self.repo.release_rows(self.job.seq, node=self.node.id, keep=self.run.in_flight)
         except Exception as exc:
             self._failed(f"job {self.job.id}: giving its leases back failed; they lapse "
                          "with this node's heartbeat", exc, self.clock())

@@ -62,11 +62,18 @@ class NodeQueries(SqlBase):
         return [_node(n) for n in NodeModel.select().order_by(NodeModel.started_at,
                                                               NodeModel.id)]
 
-    def forget_nodes(self, *, before: float, keep: str) -> int:
-        """Rows of nodes silent since `before` (long lost), and their leases."""
+    def forget_nodes(self, *, keep: str, before: float | None = None,
+                     address: str | None = None) -> int:
+        """Drop the rows of other nodes silent since `before` (long lost), or at
+        `address` (an earlier process of the node starting there: two cannot listen on
+        one address), giving back their leases."""
         with self.write():
-            gone = [n.id for n in NodeModel.select(NodeModel.id).where(
-                NodeModel.heartbeat_at < before, NodeModel.id != keep)]
+            found = NodeModel.select(NodeModel.id).where(NodeModel.id != keep)
+            if before is not None:
+                found = found.where(NodeModel.heartbeat_at < before)
+            if address is not None:
+                found = found.where(NodeModel.address == address)
+            gone = [n.id for n in found]
             for node_id in gone:
                 self.db.execute_sql(self.sql(RELEASE), (node_id, ROW_PENDING))
             NodeModel.delete().where(NodeModel.id.in_(gone)).execute()
@@ -96,11 +103,16 @@ class NodeQueries(SqlBase):
             leased = cursor.fetchall()
         return works(job, leased)
 
-    def release_rows(self, job_seq: int, *, node: str) -> int:
-        """Give back a node's leases on one job's pending rows (a drain)."""
+    def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:
+        """Give back a node's leases on one job's pending rows but `keep` (a drain keeps
+        the rows still in flight until the process is gone)."""
         with self.write():
-            return self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
-                                       (node, ROW_PENDING, job_seq)).rowcount
+            query = (RowModel.update(lease_node=None)
+                     .where(RowModel.lease_node == node, RowModel.status == ROW_PENDING,
+                            RowModel.job == job_seq))
+            if keep:
+                query = query.where(RowModel.id.not_in(list(keep)))
+            return query.execute()
 
     def settle_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
         """A node is done with a job: its leases on it go back, and in the same

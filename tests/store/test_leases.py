@@ -95,6 +95,16 @@ def test_a_drain_gives_back_one_jobs_leases(repo: Store, make_job: MakeJob) -> N
     assert lease(repo, two, "a") == []
 
 
+def test_a_drain_keeps_the_rows_in_flight(repo: Store, make_job: MakeJob) -> None:
+    join(repo, "a")
+    join(repo, "b")
+    job = running(repo, make_job, rows=3)
+    flying = repo.lease_rows(job, node="a", limit=3, alive_after=ALIVE)[0]
+    assert repo.release_rows(job.seq, node="a", keep={flying.id}) == 2
+    assert lease(repo, job, "b") == ["r-2", "r-3"]
+    assert repo.leave("a") == 1  # the row in flight goes with the node
+
+
 def test_the_sole_node_takes_back_what_an_earlier_process_held(
         repo: Store, make_job: MakeJob) -> None:
     join(repo, "before")
@@ -111,6 +121,17 @@ def test_long_lost_nodes_are_forgotten(repo: Store) -> None:
     join(repo, "me")
     assert repo.forget_nodes(before=NOW - 86_400, keep="me") == 1
     assert [n.id for n in repo.nodes()] == ["me"]
+
+
+def test_a_node_restarting_at_its_address_frees_the_earlier_processes_rows(
+        repo: Store, make_job: MakeJob) -> None:
+    join(repo, "before")  # registered at http://before:8080, killed a moment ago
+    join(repo, "other")
+    job = running(repo, make_job, rows=2)
+    lease(repo, job, "before")
+    assert repo.forget_nodes(keep="after", address="http://before:8080") == 1
+    assert [n.id for n in repo.nodes()] == ["other"]
+    assert lease(repo, job, "other") == ["r-1", "r-2"]
 
 
 def test_settling_tells_who_ends_the_job(repo: Store, make_job: MakeJob,

@@ -1,0 +1,97 @@
+"""A node among others: registering, the wait before a joining node dispatches, its
+part of the limits as nodes come and go, and leaving."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon.actors.membership import Membership
+from daemon.domain.cluster import Part
+from daemon.store import open_store
+from daemon.store.interface import Store
+
+NOW = 1_700_000_000.0
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Store]:
+    store = open_store(f"sqlite:///{tmp_path / 'relay.db'}")
+    yield store
+    store.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def member(repo: Store, clock: Clock, parts: list[Part], port: int) -> Membership:
+    # `shared`, as on PostgreSQL; the heartbeat thread waits longer than any test
+    return Membership(repo, address=f"http://127.0.0.1:{port}", version="1", lease_s=15.0,
+                      heartbeat_s=1_000.0, clock=clock, shared=True, on_part=parts.append)
+
+
+def test_nodes_share_the_limits_as_they_come_and_go(repo: Store) -> None:
+    clock = Clock()
+    first_parts: list[Part] = []
+    second_parts: list[Part] = []
+    first = member(repo, clock, first_parts, 1)
+    first.start()
+    assert first.ready_at == 0.0  # alone: it dispatches at once
+    second = member(repo, clock, second_parts, 2)
+    second.start()
+    assert second.ready_at == NOW + 1.5 * 1_000.0  # the first learns of it first
+    assert second_parts[-1].nodes == 2
+    first.beat(NOW + 1)
+    assert first_parts[-1].nodes == 2
+    assert {first_parts[-1].rank, second_parts[-1].rank} == {0, 1}
+
+    second.leave()
+    first.beat(NOW + 2)
+    assert first_parts[-1] == Part(nodes=1, rank=0)
+    clock.now = NOW + 100  # the first's last beat is now old, but it is itself
+    first.beat(NOW + 100)
+    assert [n.id for n in repo.nodes()] == [first.id]
+    first.leave()
+    assert repo.nodes() == []
+
+
+def test_a_lost_node_stops_counting(repo: Store) -> None:
+    clock = Clock()
+    parts: list[Part] = []
+    lost = member(repo, clock, [], 1)
+    lost.start()
+    survivor = member(repo, clock, parts, 2)
+    survivor.start()
+    assert parts[-1].nodes == 2
+    survivor.beat(NOW + 16)  # the lost one last beat 16 s ago: past lease_s
+    assert parts[-1] == Part(nodes=1, rank=0)
+    lost.stopped.set()
+
+
+def test_a_restart_at_the_same_address_replaces_the_earlier_process(repo: Store) -> None:
+    clock = Clock()
+    earlier = member(repo, clock, [], 7)
+    earlier.start()
+    earlier.stopped.set()  # killed: it never left
+    again = member(repo, clock, [], 7)
+    again.start()
+    assert [n.id for n in repo.nodes()] == [again.id]
+    assert again.ready_at == 0.0
+    again.leave()
+
+
+def test_a_forgotten_node_registers_again(repo: Store) -> None:
+    clock = Clock()
+    node = member(repo, clock, [], 1)
+    node.start()
+    repo.leave(node.id)  # as if another node had dropped it as long lost
+    node.beat(NOW + 1)
+    assert [n.id for n in repo.nodes()] == [node.id]
+    node.leave()
