@@ -11,6 +11,10 @@ default:
 demo *ARGS:
     python -m relaytui.demo {{ARGS}}
 
+# N relayd nodes sharing one PostgreSQL database, and a simulator (all SIMULATED); docs/deployment.md.
+cluster n="3" url="postgresql://postgres@127.0.0.1:5432/test" *ARGS:
+    python -m relaytui.cluster --nodes {{n}} --url {{quote(url)}} {{ARGS}}
+
 # The whole test suite (unit, store, actors, api, end-to-end).
 test *ARGS:
     python -m pytest -q {{ARGS}}

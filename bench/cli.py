@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from bench import cluster
 from bench.harness import FULL, LATENCY_MS, QUICK, Bench
 from bench.limited import CAPACITY, EARLY_S
 from bench.report import ROOT, print_table, results_path, write_json
@@ -17,10 +18,10 @@ from bench.scenarios import SCENARIOS, figures, restart_latency_ms
 
 RESULTS = ROOT / "bench" / "results"
 FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5, "rate-limit": 2,
-             "rate-learned": 2}
+             "rate-learned": 2, "cluster": 2}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "status": 1, "small-jobs": 1, "submit": 2,
               "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2,
-              "rate-limit": 1, "rate-learned": 1, "capacity": 1}
+              "rate-limit": 1, "rate-learned": 1, "capacity": 1, "cluster": 1}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",
@@ -49,6 +50,22 @@ NOTES = [
     f"once; late 429s = those of calls arriving {EARLY_S:g} s or more after the first.",
     "429 shares are counted at the simulator (/_sim/requests) between its reset before "
     "a timed run and that run's end.",
+    f"cluster = one job on a {cluster.LATENCY_MS} ms simulator, batch_concurrency "
+    f"{cluster.CONCURRENCY} per node, model max_concurrency {cluster.MODEL_LIMIT}, on 1, 2 "
+    "and 3 fresh nodes sharing a fresh PostgreSQL schema (RELAY_BENCH_POSTGRES_URL) and on "
+    "one SQLite node, submitted through the first node; the takeover kills (-9) one of 3 "
+    "nodes once it holds leased rows, every other run (at least once).",
+    "cluster timing on PostgreSQL: from the 200 of the submit to the read of the job's "
+    "row in the database (every 50 ms, in one transaction rolled back at the end, so the "
+    "bench adds no commit) that shows it completed; on SQLite through GET as elsewhere.",
+    "cluster database cost = pg_stat_database.xact_commit of the database (every "
+    "transaction, read-only ones too: the nodes' idle ticks and heartbeats included), "
+    "WAL = pg_current_wal_lsn() moved (the whole server), rows written = n_tup_ins + "
+    "n_tup_upd + n_tup_del of the schema's tables; from just before the 3-node submit "
+    "until the killed nodes' connections closed (their statistics are then all in). "
+    "Statements only where pg_stat_statements is loaded (shared_preload_libraries), "
+    "else not run. Ceiling = a probe's commits/s (single-row UPDATEs on "
+    f"{cluster.PROBE_THREADS} connections for {cluster.PROBE_S:g} s) ÷ commits per row.",
     "All upstreams are SIMULATED (relayd simulate).",
 ]
 

@@ -42,8 +42,10 @@ class Sizes:
     rate_rows: int = 3_000
     rate_rpm: int = 3_000  # a limit, not a size: `scaled` keeps it
     capacity_rows: int = 3_200
+    cluster_rows: int = 6_000
+    cluster_lease_s: int = 15  # a setting, not a size: `scaled` keeps it
 
-    LIMITS: ClassVar[frozenset[str]] = frozenset({"rate_rpm"})
+    LIMITS: ClassVar[frozenset[str]] = frozenset({"rate_rpm", "cluster_lease_s"})
 
     def scaled(self, factor: float) -> Sizes:
         """Every size times `factor`, at least 4 (for tests: `--scale 0.05`)."""
@@ -54,7 +56,8 @@ class Sizes:
 FULL = Sizes()
 QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jobs=200,
               submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800,
-              workflow_records=200, rate_rows=1_000, rate_rpm=6_000, capacity_rows=1_600)
+              workflow_records=200, rate_rows=1_000, rate_rpm=6_000, capacity_rows=1_600,
+              cluster_rows=1_500, cluster_lease_s=5)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The scenarios. Each runs its repetitions and adds one sample per run to its figures.
 Which processes serve which scenario: `bench/harness.py`; the limited-upstream
-scenarios (rate-limit, rate-learned, capacity): `bench/limited.py`.
+scenarios (rate-limit, rate-learned, capacity): `bench/limited.py`; several nodes on
+PostgreSQL (cluster): `bench/cluster.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from bench import jobs, limited, profile, reference
+from bench import cluster, jobs, limited, profile, reference
 from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
@@ -72,6 +73,7 @@ def figures() -> dict[str, Figure]:
                "relayd CPU per step, beyond its requests", "ms"),
         *client_figures(),
         *limited.figures(),
+        *cluster.figures(),
     ]
     return {f.name: f for f in listed}
 
@@ -373,6 +375,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "rate-limit": limited.rate_limit,
     "rate-learned": limited.rate_learned,
     "capacity": limited.capacity,
+    "cluster": cluster.cluster,
 }
 
 

@@ -124,9 +124,10 @@ class Daemon:
             self.repo, address=cluster.address or node_address(server.host, server.port),
             version=VERSION, lease_s=cluster.lease_s, heartbeat_s=cluster.heartbeat_s,
             clock=self.clock, shared=self.repo.SHARED, on_part=self._share)
-        self.membership.start()
         self.bus: Bus = (PgBus(self.config.store_url, origin=self.membership.id)
                          if self.repo.SHARED else NoBus())
+        self.membership.announce = self.bus.publish
+        self.membership.start()
         self.io_loop.add_cleanup(self.router.aclose)
         self.outbound = OutboundClient(
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve,
@@ -228,8 +229,11 @@ class Daemon:
         self.bus.publish({"kind": "cancel", "seq": seq})
 
     def _hear(self, message: dict[str, Any]) -> None:
-        """Another node's message (on the bus thread): a job's event for the streams open
-        here, or a cancel for the job's supervisor here."""
+        """Another node's message (on the bus thread): a node joined, a job's event for
+        the streams open here, or a cancel for the job's supervisor here."""
+        if message["kind"] == "joined":  # beat now: it waits for that to dispatch
+            self.membership.beat(self.clock())
+            return
         seq = int(message["seq"])
         if message["kind"] == "cancel":
             with contextlib.suppress(pykka.ActorDeadError):  # stopping: nothing runs here

@@ -19,6 +19,8 @@ from relaytui.commands import RelayCommands
 from relaytui.health import EVERY_S
 from relaytui.keys import APP_BINDINGS, MOVES, colon_action, hide_writes
 from relaytui.models import key_hint
+from relaytui.nodes import EVERY_S as NODES_EVERY_S
+from relaytui.nodes import NodesScreen
 from relaytui.screens.connect import ConnectScreen
 from relaytui.screens.help import HelpScreen
 from relaytui.screens.jobs import JobsScreen
@@ -38,7 +40,7 @@ class RelayApp(App[int]):
                  clock: Callable[[], float], save: Callable[[Settings], object],
                  connect: Callable[[str, str], Any], start_dir: Path,
                  health_every: float = EVERY_S, stats_every: float = EVERY_S,
-                 read_only: bool = False) -> None:
+                 nodes_every: float = NODES_EVERY_S, read_only: bool = False) -> None:
         super().__init__()
         self.read_only = read_only
         if read_only:
@@ -46,6 +48,7 @@ class RelayApp(App[int]):
         self.client, self.settings = client, settings
         self.clock, self.save, self.connect, self.start_dir = clock, save, connect, start_dir
         self.health_every, self.stats_every = health_every, stats_every
+        self.nodes_every = nodes_every
         self.jobs_screen: JobsScreen | None = None
         self._clients = [client] if client is not None else []
 
@@ -129,8 +132,8 @@ class RelayApp(App[int]):
             return
         action = colon_action(line)
         if action is None:
-            self.notify(f"Unknown command :{line.strip()} — try :jobs, :dead, :help, "
-                        ":key or :q.", title="Command", severity="error")
+            self.notify(f"Unknown command :{line.strip()} — try :jobs, :dead, :nodes, "
+                        ":help, :key or :q.", title="Command", severity="error")
             return
         await self.run_action(action)
 
@@ -144,6 +147,11 @@ class RelayApp(App[int]):
         await self.action_show_jobs()
         if self.jobs_screen is not None and self.screen is self.jobs_screen:
             self.jobs_screen.action_dead_letter_all()
+
+    def action_show_nodes(self) -> None:
+        """The nodes view, over whatever screen is open (once connected)."""
+        if self.client is not None and not isinstance(self.screen, NodesScreen):
+            self.push_screen(NodesScreen(self.client, every=self.nodes_every))
 
     def action_toggle_theme(self) -> None:
         self.theme = DARK if "light" in self.theme else LIGHT
@@ -172,15 +180,17 @@ def build_app(client: Any | None, settings: Settings, *,
               save: Callable[[Settings], object] = settings_file.save,
               connect: Callable[[str, str], Any] = RelayClient,
               start_dir: Path | None = None, health_every: float = EVERY_S,
-              stats_every: float = EVERY_S, read_only: bool = False) -> RelayApp:
+              stats_every: float = EVERY_S, nodes_every: float = NODES_EVERY_S,
+              read_only: bool = False) -> RelayApp:
     """The app with its collaborators: a `RelayClient` (or a stand-in such as
     `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, the
-    clock that ages and rates are read from, how often relayd's health and the
-    workspace's stats are asked, and whether it only watches (`read_only`: nothing is
-    submitted, cancelled, re-driven or discarded, and the key is not changed)."""
+    clock that ages and rates are read from, how often relayd's health, the workspace's
+    stats and the nodes view are asked, and whether it only watches (`read_only`: nothing
+    is submitted, cancelled, re-driven or discarded, and the key is not changed)."""
     return RelayApp(client, settings, clock=clock, save=save, connect=connect,
                     start_dir=start_dir or Path.cwd(), health_every=health_every,
-                    stats_every=stats_every, read_only=read_only)
+                    stats_every=stats_every, nodes_every=nodes_every,
+                    read_only=read_only)
 
 
 def run(url: str, key: str | None, *, read_only: bool = False) -> int:

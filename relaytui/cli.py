@@ -1,5 +1,5 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, results, dead-letter).
+relayd (submit, ls, status, cancel, results, dead-letter, nodes).
 
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
 config file) and `--json` (machine-readable JSON alone on stdout, errors too, as
@@ -28,6 +28,7 @@ from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import InputFile, InputFileError, read_input
+from relaytui.models import age_text
 from relaytui.settings import Settings, resolve
 
 OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -474,6 +475,37 @@ def retry_dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
     return OK
 
 
+def nodes(client: RelayClient, args: argparse.Namespace) -> int:
+    listed = client.nodes()["data"]
+    if wants_json(args):
+        emit(listed)
+    elif not listed:
+        say("no nodes")
+    else:
+        print(table(NODE_COLUMNS, [node_cells(n) for n in listed], right={"HEARTBEAT"}))
+    return OK
+
+
+NODE_COLUMNS = ("NODE", "ADDRESS", "HEALTH", "VERSION", "HEARTBEAT", "STARTED", "JOBS")
+
+
+def node_cells(node: dict[str, Any]) -> list[str]:
+    """One node: `(this)` marks the one that answered; JOBS are the ids of the
+    workspace's jobs it runs."""
+    silent = node.get("seconds_since_heartbeat")
+    return [node["id"] + (" (this)" if node.get("self") else ""), node.get("address") or "-",
+            node.get("health") or "-", node.get("version") or "-", heartbeat_text(silent),
+            plain(node.get("started_at")),
+            ",".join(job["id"] for job in node.get("jobs") or []) or "-"]
+
+
+def heartbeat_text(seconds: float | None) -> str:
+    """`1.2s ago` within a minute, then `12m ago`."""
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}s ago" if seconds < 60 else f"{age_text(seconds)} ago"
+
+
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
     ("submit", "submit a .csv or .jsonl file as one job", submit, submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
@@ -484,6 +516,8 @@ COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None
     ("dead-letter", "list a job's dead-lettered rows (every job's open ones with no id); "
      "--retry re-drives them, --discard takes them off the list", dead_letter,
      dead_letter_options),
+    ("nodes", "list the relayd nodes sharing the database: address, health, version, "
+     "heartbeat, and the ids of your jobs each runs", nodes, lambda sub: None),
 ]
 
 

@@ -216,6 +216,12 @@ class RelayClient:
         params = {} if minutes is None else {"minutes": minutes}
         return self._call("GET", "/v1/stats", params=params)
 
+    def nodes(self) -> dict[str, Any]:
+        """`GET /v1/nodes`: the relayd processes sharing the database (one on SQLite),
+        oldest first: each one's address, version, heartbeat, `health` (healthy, late,
+        lost, stopping), whether it answered (`self`), and the workspace's jobs it runs."""
+        return self._call("GET", "/v1/nodes")
+
     def file_content(self, file_id: str) -> bytes:
         try:
             reply = self.http.get(f"/v1/files/{file_id}/content")

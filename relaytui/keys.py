@@ -14,11 +14,15 @@ APP_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", key_display="?",
             tooltip="Show every key of every screen"),
     Binding("colon", "command_line", "Command", key_display=":", show=False,
-            tooltip="A command: :jobs, :dead (every job's dead letter), :help, :key, :q"),
+            tooltip="A command: :jobs, :dead (every job's dead letter), :nodes, :help, :key, "
+            ":q"),
     Binding("j", "move('down')", "Down", show=False, tooltip="Down a row (as ↓)"),
     Binding("k", "move('up')", "Up", show=False, tooltip="Up a row (as ↑)"),
     Binding("g", "move('top')", "Top", show=False, tooltip="To the first row (as home)"),
     Binding("G", "move('bottom')", "Bottom", show=False, tooltip="To the last row (as end)"),
+    Binding("n", "show_nodes", "Nodes", show=False,
+            tooltip="The relayd nodes sharing the database: health, heartbeat, version and "
+            "your jobs on each"),
     Binding("K", "connection", "Connection", show=False,
             tooltip="Change the relayd URL and API key (saved for next time)"),
     Binding("t", "toggle_theme", "Light/dark", show=False,
@@ -29,8 +33,8 @@ APP_BINDINGS: list[BindingType] = [
 ]
 
 # `:word` → the app action it runs.
-COLON_COMMANDS = {"jobs": "show_jobs", "dead": "show_dead_letter", "help": "help",
-                  "key": "connection", "q": "quit", "quit": "quit"}
+COLON_COMMANDS = {"jobs": "show_jobs", "dead": "show_dead_letter", "nodes": "show_nodes",
+                  "help": "help", "key": "connection", "q": "quit", "quit": "quit"}
 
 # A move, and the actions that make it on the focused widget, the first it has: a
 # table's and a tree's cursor, else a scroll.

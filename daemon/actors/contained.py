@@ -1,4 +1,6 @@
-"""Keeping actors alive: a message that raises is logged, never fatal."""
+"""Keeping actors alive: a message that raises is logged, never fatal. A store that
+cannot be reached or written (a storage fault) is one line; anything else, a bug, is a
+traceback."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import functools
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from daemon.store.faults import log_failure
 
 log = logging.getLogger("relay.actors")
 
@@ -19,8 +23,8 @@ def contained(method: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except Exception:
-            log.exception("%s.%s failed", type(self).__name__, method.__name__)
+        except Exception as exc:
+            log_failure(log, f"{type(self).__name__}.{method.__name__} failed", exc)
             return None
 
     return wrapper  # type: ignore[return-value]
@@ -31,5 +35,5 @@ def attempt(step: Callable[..., Any], *args: Any) -> None:
     next steps still run."""
     try:
         step(*args)
-    except Exception:
-        log.exception("%s failed", getattr(step, "__qualname__", step))
+    except Exception as exc:
+        log_failure(log, f"{getattr(step, '__qualname__', step)} failed", exc)

@@ -7,8 +7,9 @@ cluster-wide limits whenever the live nodes change, and leaves on a graceful sto
 (its leases go back at once). The scheduler tells it which jobs run here; the beat
 writes them, for `GET /v1/nodes` and for the other nodes to know a job is in hand.
 
-A node that joins others waits one and a half heartbeats before it dispatches, so
-the others have taken their smaller share of each limit by then. On SQLite there is
+A node that joins others tells them (they beat at once, on the bus) and dispatches
+once each has beaten since, or after one and a half heartbeats: by then they have
+taken their smaller share of each limit. On SQLite there is
 one node: at start it takes back every lease an earlier process left. On
 PostgreSQL, a node registered at this node's address is an earlier process of it
 (two cannot listen on one address): its leases go back at start, with no wait for
@@ -22,6 +23,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Collection
+from typing import Any
 
 from daemon.domain.cluster import NodeRecord, Part, part_of
 from daemon.store.faults import log_failure
@@ -41,15 +43,37 @@ class Node:
         self.id = node_id
         self.lease_s = lease_s
         self.jobs: frozenset[int] = frozenset()
-        self.ready_at = 0.0  # dispatch nothing before (a joining node waits)
+        self.settled: frozenset[int] = frozenset()  # jobs its supervisors are done with
+        self.beat_at = float("inf")  # the last heartbeat the store took (alone: always)
+
         self.shared = False  # other processes may use the database (PostgreSQL)
+
+    def ready(self, now: float) -> bool:
+        """Whether this node may dispatch (a node joining others waits: `Membership`)."""
+        return True
 
     def alive_after(self, now: float) -> float:
         """A node whose heartbeat is older than this is lost, and so are its leases."""
         return now - self.lease_s
 
     def running(self, jobs: Collection[int]) -> None:
-        self.jobs = frozenset(jobs)
+        """The scheduler's jobs here, but those a supervisor is done with (until the
+        scheduler has heard, after which a job may be joined again)."""
+        current = frozenset(jobs)
+        self.settled &= current
+        self.jobs = current - self.settled
+
+    def settle(self, seq: int) -> None:
+        """A supervisor is done with a job (the store has it off this node's list): the
+        heartbeat must not list it again, whatever the scheduler has not heard yet."""
+        self.settled = self.settled | {seq}
+        self.jobs = self.jobs - {seq}
+
+    def holds_leases(self, now: float) -> bool:
+        """Whether this node's leases surely still hold: its last heartbeat is recent
+        enough. After a longer silence (the database was out of reach) other nodes may
+        have taken its rows, so it starts none of those it had leased."""
+        return now - self.beat_at < self.lease_s * 2 / 3
 
 
 class Membership(Node):
@@ -67,6 +91,8 @@ class Membership(Node):
         self.part = Part()
         self.started_at = clock()
         self.stopping = False
+        self.joining_at: float | None = None  # joined live nodes: waits for their beats
+        self.announce: Callable[[dict[str, Any]], None] = lambda message: None
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, name="relay-heartbeat", daemon=True)
 
@@ -84,7 +110,8 @@ class Membership(Node):
         others = [n for n in self.repo.nodes()
                   if n.id != self.id and n.alive(now, self.lease_s)]
         if others:  # they learn of this node at their next beat: wait for that
-            self.ready_at = now + 1.5 * self.heartbeat_s
+            self.joining_at = now
+            self.announce({"kind": "joined"})  # so they beat at once
         self._apply([n.id for n in others])
         self.thread.start()
 
@@ -102,7 +129,23 @@ class Membership(Node):
             log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
                         f"{self.lease_s:g} s after the last one", exc)
             return
+        self.beat_at = now
         self._apply([n.id for n in nodes if n.alive(now, self.lease_s)])
+
+    def ready(self, now: float) -> bool:
+        """A node that joined live nodes dispatches once each of them has beaten since
+        (and so taken its smaller share of every limit), or after one and a half
+        heartbeats whatever they did."""
+        if self.joining_at is None:
+            return True
+        joined = self.joining_at
+        if now < joined + 1.5 * self.heartbeat_s:
+            others = [n for n in self.repo.nodes()
+                      if n.id != self.id and n.alive(now, self.lease_s)]
+            if any(n.heartbeat_at < joined for n in others):
+                return False
+        self.joining_at = None
+        return True
 
     def listening(self, address: str) -> None:
         """The listener's port is known (it was 0 in the config)."""
@@ -131,6 +174,7 @@ class Membership(Node):
             log.info("gave back %d row leases", released)
 
     def _register(self, now: float) -> None:
+        self.beat_at = now
         self.repo.register_node(NodeRecord(
             id=self.id, address=self.address, version=self.version,
             started_at=self.started_at,

@@ -166,7 +166,7 @@ class Scheduler(pykka.ThreadingActor):
     def _admit(self) -> None:
         free = self.slots - len(self.running)
         now = self.clock()
-        if self.draining or free <= 0 or now < self.node.ready_at:
+        if self.draining or free <= 0 or not self.node.ready(now):
             return
         for job in self.repo.joinable_jobs(free, exclude=self.running,
                                            alive_after=self.node.alive_after(now)):

@@ -43,6 +43,7 @@ from daemon.upstream.ioloop import IOLoop
 log = logging.getLogger("relay.supervisor")
 
 FINISH_RETRY_S = 2.0
+LEASE_RETRY_S = 1.0  # after the store refused a lease
 
 
 class JobSupervisor(pykka.ThreadingActor):
@@ -85,6 +86,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self._me: Any = None
         self.finished = False
         self.finish_at = 0.0  # after an ending the store refused, the next try waits
+        self.lease_at = 0.0  # after a lease the store refused, the next try waits
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -173,16 +175,26 @@ class JobSupervisor(pykka.ThreadingActor):
         if self.finished:  # a message that was queued behind the ending
             return
         now = self.clock()
-        if self.run.wants_rows:
-            self.run.add_rows(self.repo.lease_rows(
-                self.job, node=self.node.id, limit=self.run.load_rows,
-                alive_after=self.node.alive_after(now)))
+        if not self.node.holds_leases(now):  # other nodes may have taken these rows
+            self.run.forget_queue()
+        elif self.run.wants_rows and now >= self.lease_at:
+            self._lease(now)
         starting = self.run.take_dispatch()
         if starting:
             self.worker.run_rows(starting)
         self._flush(now)
         if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
             self._finish(now)
+
+    def _lease(self, now: float) -> None:
+        try:
+            rows = self.repo.lease_rows(self.job, node=self.node.id, limit=self.run.load_rows,
+                                        alive_after=self.node.alive_after(now))
+        except Exception as exc:
+            self.lease_at = now + LEASE_RETRY_S
+            self._failed(f"job {self.job.id}: leasing rows failed; will try again", exc, now)
+            return
+        self.run.add_rows(rows)
 
     def _flush(self, now: float) -> None:
         """Start the next group's write on the writer thread; `stored` hears of its end."""
@@ -257,6 +269,7 @@ class JobSupervisor(pykka.ThreadingActor):
         if now < self.finish_at:
             return
         try:
+            self.node.settle(self.job.seq)
             share = self.repo.settle_share(self.job.seq, node=self.node.id,
                                            alive_after=self.node.alive_after(now))
             if share is Share.HELD or (share is Share.OPEN and self.ending == COMPLETED):

@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import web
 
-from daemon.api import batches, files, metrics, openapi, stats, stream
+from daemon.api import batches, files, metrics, nodes, openapi, stats, stream
 from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_budget
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import auth, envelope, errors
@@ -26,6 +26,7 @@ def create_app(services: Services) -> web.Application:
         web.get("/v1/models", models),
         web.get("/v1/events", stream.events),
         web.get("/v1/stats", stats.stats),
+        web.get("/v1/nodes", nodes.nodes),
         web.get("/metrics", metrics.metrics),
         *batches.routes(),
     ])

@@ -1,7 +1,7 @@
 """The HTTP API as an OpenAPI 3.1 document, served at `GET /openapi.json` (no key).
 
 Both dialects of `/v1/batches` (the Relay Batches API and the OpenRelay batch API,
-OpenAI's Batch shape), the files, the event stream, models and health: every route,
+OpenAI's Batch shape), the files, the event stream, models, nodes and health: every route,
 its parameters, request and response schemas, and the one error envelope. Built from
 small helpers over the domain's own constants (status names, endpoints, limits), so
 the names cannot drift from the rules; `tests/api/test_openapi.py` checks real
@@ -21,6 +21,7 @@ from daemon.api.batches import DEAD_LETTER_STATES, LIST_DIALECTS, RESULTS_PAGE_M
 from daemon.api.stats import DEFAULT_MINUTES, MOST_MINUTES
 from daemon.dialects import LISTED_BY_DEFAULT
 from daemon.domain import (
+    cluster,
     files,
     jobs,
     openai_input,
@@ -684,6 +685,29 @@ def stats_schemas() -> dict[str, Schema]:
     })}
 
 
+def node_schemas() -> dict[str, Schema]:
+    """`GET /v1/nodes`: the relayd processes sharing the database."""
+    stamp = string("UTC, ISO 8601.", format="date-time")
+    return {"NodeList": closed({"object": choice("list"), "data": array(closed({
+        "object": choice("node"),
+        "id": string("The node's id: its host name and 8 hex digits, new at each start."),
+        "address": string("How other nodes and operators reach it ([cluster] address)."),
+        "version": string("Its relayd version."), "started_at": stamp,
+        "heartbeat_at": stamp,
+        "seconds_since_heartbeat": number("As the answering node's clock reads it."),
+        "health": choice(cluster.HEALTHY, cluster.LATE, cluster.LOST, cluster.STOPPING,
+                         description="healthy within two heartbeats; late until its "
+                         "leases lapse ([cluster] lease_s); lost after (listed until "
+                         "forgotten, a day later); stopping while it drains."),
+        "self": boolean("The node that answered."),
+        "jobs": array(closed({
+            "id": string(), "name": string(), "dialect": string(),
+            "status": choice(*jobs.STATUSES, description="The internal status.")}),
+            "The caller's workspace's jobs among those the node runs (as of its last "
+            "heartbeat); another workspace's are never listed."),
+    }), "Every registered node, oldest start first.")})}
+
+
 def operator_paths() -> dict[str, Schema]:
     metrics = operation(
         "metrics", "Prometheus metrics", tag="Service", errors=(401,), public=True,
@@ -698,6 +722,11 @@ def operator_paths() -> dict[str, Schema]:
             errors=(400, 404), parameters=(param(
                 "minutes", "query", integer(minimum=1, maximum=MOST_MINUTES,
                                             default=DEFAULT_MINUTES), "The window."),))},
+        "/v1/nodes": {"get": operation(
+            "listNodes", "The relayd nodes sharing the database", tag="Service",
+            answer=ok(ref("NodeList")), errors=(404,),
+            description="One node on SQLite; on PostgreSQL every node that has not been "
+                        "forgotten, with its health and the caller's jobs it runs.")},
     }
 
 
@@ -717,7 +746,7 @@ def document() -> dict[str, Any]:
                                            "description": "An API key (relayd keys create)."}},
             "schemas": error_schemas() | relay_schemas() | record_schemas()
                        | openai_schemas() | shared_schemas() | file_schemas()
-                       | service_schemas() | stats_schemas(),
+                       | service_schemas() | stats_schemas() | node_schemas(),
             "responses": {name: error_response(status)
                           for status, (name, _) in ERRORS.items()},
         },

@@ -121,6 +121,12 @@ class JobRun:
         self.write_failures += 1
         self.retry_at = now + min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (self.write_failures - 1))
 
+    def forget_queue(self) -> None:
+        """The leases on the queued rows may be lost (the node could not renew them):
+        start none of them; lease again once it can."""
+        self.queue.clear()
+        self.exhausted = False
+
     def stop(self) -> None:
         """Dispatch nothing more; rows still queued stay pending in the store."""
         self.stopping = True

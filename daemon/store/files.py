@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -65,7 +66,7 @@ class JsonlFile(PartialFile):
         return self
 
 
-PROBE_NAME = ".probe"
+PROBE_NAME = ".probe"  # and the host and process: nodes may share the directory
 PROBE_BYTES = 4096
 
 
@@ -76,7 +77,7 @@ class FileStore:
     def probe(self) -> None:
         """Write a small file to disk and remove it: proof the data directory takes
         writes (beside the files folder, so no listing of files ever sees it)."""
-        path = self.root.parent / PROBE_NAME
+        path = self.root.parent / f"{PROBE_NAME}-{socket.gethostname()}-{os.getpid()}"
         try:
             with path.open("wb") as out:
                 out.write(b"\0" * PROBE_BYTES)

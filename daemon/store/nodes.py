@@ -115,14 +115,19 @@ class NodeQueries(SqlBase):
             return query.execute()
 
     def settle_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
-        """A node is done with a job: its leases on it go back, and in the same
-        transaction, under the job's lock, it learns who else is on it. Nodes that
-        settle at once take turns, so exactly one of them finds the job no longer
-        `HELD` and ends it."""
+        """A node is done with a job: its leases on it go back, the job leaves the
+        node's list, and in the same transaction, under the job's lock, it learns who
+        else is on it. Nodes that settle at once take turns, so exactly one of them
+        finds the job no longer `HELD` and ends it."""
         with self.write():
             self.hold_job(job_seq)
             self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
                                 (node, ROW_PENDING, job_seq))
+            mine = NodeModel.get_or_none(NodeModel.id == node)
+            if mine is not None and job_seq in (jobs := json.loads(mine.jobs)):
+                jobs.remove(job_seq)  # no longer on it: the next to settle must see that
+                (NodeModel.update(jobs=json.dumps(jobs))
+                 .where(NodeModel.id == node).execute())
             return self._share(job_seq, node=node, alive_after=alive_after)
 
     def job_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:

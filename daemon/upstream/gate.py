@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from daemon.config import ModelConfig
+from daemon.domain.cluster import Part
 from daemon.domain.concurrency import AdaptiveLimit, Signal, Ticket
 from daemon.domain.ratelimit import ModelPace
 
@@ -66,6 +67,7 @@ class ModelGate:
     """One model's slots, limit and pace; every job's calls to the model pass here."""
 
     def __init__(self, model: ModelConfig) -> None:
+        self.model = model
         self.maximum = model.max_concurrency
         self.control = AdaptiveLimit(model.max_concurrency) if model.adaptive else None
         self.slots = Slots(model.max_concurrency)
@@ -88,6 +90,15 @@ class ModelGate:
         if self.control is not None:
             self.control.finish(ticket, signal)
             self.slots.resize(self.control.limit)
+
+    def share(self, part: Part, now: float) -> None:
+        """This node's part of the model's cluster-wide limits: its share of
+        `max_concurrency` (the ceiling the limit adapts under) and of rpm/tpm."""
+        self.maximum = part.of(self.model.max_concurrency)
+        if self.control is not None:
+            self.control.cap(self.maximum)
+        self.slots.resize(self.control.limit if self.control else self.maximum)
+        self.pace.share(part, now)
 
     async def admit(self, tokens: int, *, clock: Callable[[], float],
                     sleep: Callable[[float], Awaitable[object]]) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
 from daemon.domain import codec
+from daemon.domain.cluster import Part
 from daemon.domain.concurrency import Signal
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
@@ -237,6 +238,13 @@ class Router:
                 return _succeeded(model, verdict, attempts)
             failures.append(Failure(model.alias, verdict, tries))
         return _failed(failures, attempts)
+
+    async def share(self, part: Part) -> None:
+        """The live nodes changed: every model's limits follow this node's part (run on
+        the I/O loop, where the gates live)."""
+        now = self._clock()
+        for gate in self._gates.values():
+            gate.share(part, now)
 
     def model_states(self) -> dict[str, dict[str, Any]]:
         """Each model's limits, pause and concurrency, as `GET /v1/models` shows them."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.actors.membership import Membership
+from daemon.actors.membership import Membership, Node
 from daemon.domain.cluster import Part
 from daemon.store import open_store
 from daemon.store.interface import Store
@@ -43,13 +43,18 @@ def test_nodes_share_the_limits_as_they_come_and_go(repo: Store) -> None:
     second_parts: list[Part] = []
     first = member(repo, clock, first_parts, 1)
     first.start()
-    assert first.ready_at == 0.0  # alone: it dispatches at once
+    assert first.ready(NOW)  # alone: it dispatches at once
     second = member(repo, clock, second_parts, 2)
+    announced: list[dict[str, str]] = []
+    second.announce = announced.append
+    clock.now = NOW + 0.5
     second.start()
-    assert second.ready_at == NOW + 1.5 * 1_000.0  # the first learns of it first
+    assert announced == [{"kind": "joined"}]
+    assert not second.ready(NOW + 1)  # the first has not taken its smaller share yet
     assert second_parts[-1].nodes == 2
-    first.beat(NOW + 1)
+    first.beat(NOW + 1)  # as told on the bus
     assert first_parts[-1].nodes == 2
+    assert second.ready(NOW + 1)
     assert {first_parts[-1].rank, second_parts[-1].rank} == {0, 1}
 
     second.leave()
@@ -60,6 +65,19 @@ def test_nodes_share_the_limits_as_they_come_and_go(repo: Store) -> None:
     assert [n.id for n in repo.nodes()] == [first.id]
     first.leave()
     assert repo.nodes() == []
+
+
+def test_a_joining_node_waits_at_most_one_and_a_half_heartbeats(repo: Store) -> None:
+    clock = Clock()
+    silent = member(repo, clock, [], 1)
+    silent.start()
+    joining = member(repo, clock, [], 2)
+    clock.now = NOW + 0.5
+    joining.start()
+    assert not joining.ready(NOW + 10)  # the other, alive, has not beaten since
+    assert joining.ready(NOW + 0.5 + 1_500)
+    silent.stopped.set()
+    joining.stopped.set()
 
 
 def test_a_lost_node_stops_counting(repo: Store) -> None:
@@ -83,8 +101,32 @@ def test_a_restart_at_the_same_address_replaces_the_earlier_process(repo: Store)
     again = member(repo, clock, [], 7)
     again.start()
     assert [n.id for n in repo.nodes()] == [again.id]
-    assert again.ready_at == 0.0
+    assert again.ready(NOW)
     again.leave()
+
+
+def test_a_settled_job_is_not_listed_again_until_the_scheduler_has_heard() -> None:
+    node = Node()
+    node.running({1, 2})
+    node.settle(1)
+    assert node.jobs == {2}
+    node.running({1, 2, 3})  # the scheduler has not heard yet
+    assert node.jobs == {2, 3}
+    node.running({2, 3})  # it has: job 1 may be joined again later
+    node.running({1, 2, 3})
+    assert node.jobs == {1, 2, 3}
+
+
+def test_leases_are_trusted_only_while_the_heartbeat_is_recent(repo: Store) -> None:
+    clock = Clock()
+    node = member(repo, clock, [], 1)
+    node.start()
+    assert node.holds_leases(NOW + 9.9)
+    assert not node.holds_leases(NOW + 10.0)  # two thirds of lease_s without a beat
+    node.beat(NOW + 10.0)
+    assert node.holds_leases(NOW + 10.0)
+    assert Node().holds_leases(NOW)  # alone, without a heartbeat: always
+    node.leave()
 
 
 def test_a_forgotten_node_registers_again(repo: Store) -> None:

@@ -20,6 +20,7 @@ from daemon.api.body_budget import BODY_BUDGET
 from daemon.api.context import Services
 from daemon.api.openapi import EVENTS, document
 from daemon.dialects import DIALECTS
+from daemon.domain.cluster import NodeRecord
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.outcome import Turn, Usage
 from daemon.domain.render import row_detail
@@ -116,6 +117,22 @@ async def operator_routes(c: Contract) -> None:
     assert stats["models"] and stats["usage"]["jobs"]
     assert (await c.call("GET", "/v1/stats?minutes=0"))[0] == 400
     assert (await c.call("GET", "/metrics", auth=False))[0] == 200
+    await nodes(c)
+
+
+async def nodes(c: Contract) -> None:
+    """This node, and a lost one that ran a job of the caller's."""
+    relay = c.relay
+    listed = (await c.ok("GET", "/v1/batches?dialect=all&limit=1"))["data"][0]
+    job = await asyncio.to_thread(relay.services.repo.get_job, listed["id"])
+    assert job is not None
+    at = relay.clock() - 3600
+    await asyncio.to_thread(relay.services.repo.register_node, NodeRecord(
+        id="gone-1", address="http://10.0.0.9:8080", version="0.0.1", started_at=at - 60,
+        heartbeat_at=at, jobs=(job.seq,)))
+    found = (await c.ok("GET", "/v1/nodes"))["data"]
+    assert [(n["self"], n["health"], len(n["jobs"])) for n in found] == [
+        (False, "lost", 1), (True, "healthy", 0)]
 
 
 async def service_routes(c: Contract) -> None:
@@ -221,6 +238,7 @@ async def refusals(c: Contract) -> None:
                             now=c.relay.clock(), batch_access=False)
     assert await status("GET", "/v1/batches", key=closed) == 404
     assert await status("GET", "/v1/events", key=closed) == 404
+    assert await status("GET", "/v1/nodes", key=closed) == 404
     job = await c.ok("POST", "/v1/batches", json=batch("paged"))
     await c.relay.wait_status(job["id"], "completed")
     assert await status("GET", f"/v1/batches/{job['id']}/results?limit=0") == 400

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
+from typing import Any
 
+from bench.cluster import TAKEOVER_MIN_ROWS, Counters, Schema, node_tables
 from bench.harness import FULL, QUICK
 from bench.jobs import job_body, percentile, prompts
 from bench.procs import config_tables, cpu_seconds, peak_rss_mb
@@ -91,3 +93,30 @@ def test_profile_summary_of_collapsed_stacks(tmp_path: Path) -> None:
     assert parts["threads"] == [("RowWorker", 0.75), ("relay-io", 0.25)]
     assert split_frame("send (daemon/upstream/transport.py:88)") == (
         "send", "daemon/upstream/transport.py")
+
+
+def test_cluster_nodes_share_a_schema_named_in_their_url() -> None:
+    schema = Schema("postgresql://u@h:5432/db?sslmode=disable", "s1")
+    assert schema.url == ("postgresql://u@h:5432/db?sslmode=disable"
+                          "&options=-csearch_path%3Ds1&application_name=s1")
+    assert "application_name" not in schema.bench_url  # the bench's own are not counted
+
+    class Sim:
+        base_url = "http://127.0.0.1:1/v1"
+
+    sim: Any = Sim()
+    on_pg = node_tables(sim, schema=schema, shared="/tmp/x", lease_s=5)
+    assert (on_pg["database"], on_pg["cluster"]) == ({"url": schema.url}, {"lease_s": 5})
+    assert on_pg["server"] == {"data_dir": "/tmp/x"}
+    assert "database" not in node_tables(sim)
+    config = tomllib.loads(config_toml(port=1, data_dir=Path("/d"), **on_pg))
+    assert config["models"][0]["max_concurrency"] == 1000
+    assert config["gateway"]["batch_concurrency"] == 16
+    assert config["server"]["data_dir"] == "/tmp/x"
+
+
+def test_cluster_counters_subtract_and_tiny_takeovers_keep_a_floor() -> None:
+    assert Counters(10, 500, 7, None).since(Counters(4, 100, 2, 3)) == Counters(6, 400, 5, None)
+    assert Counters(10, 5, 7, 30).since(Counters(4, 1, 2, 3)).statements == 27
+    assert QUICK.scaled(0.05).cluster_lease_s == 5
+    assert TAKEOVER_MIN_ROWS == 384  # two leases of 64 rows for each of 3 nodes

@@ -38,13 +38,13 @@ class Cluster:
         self.nodes: list[Relayd] = []
         self.api_key = ""
 
-    def add(self, *, concurrency: int = 8, running: int = 2,
+    def add(self, *, concurrency: int = 8, running: int = 2, lease_s: float = LEASE_S,
             model: dict[str, Any] | None = None) -> Relayd:
         node = Relayd(home=self.root / f"node-{len(self.nodes)}")
         node.write_config(**config_tables(self.sim, concurrency=concurrency, running=running,
                                           server={"data_dir": str(self.root / "shared")},
                                           model=model),
-                          database={"url": self.url}, cluster={"lease_s": LEASE_S})
+                          database={"url": self.url}, cluster={"lease_s": lease_s})
         self.nodes.append(node)
         return node
 
@@ -158,6 +158,28 @@ def test_a_large_job_spreads_over_three_nodes_and_survives_a_kill(cluster):
     assert nodes.sim.stats()["requests"] <= total + len(held)
 
 
+def test_sigterm_gives_the_leases_back_at_once(cluster):
+    nodes = cluster("--latency-ms", "100")
+    for _ in range(2):  # leases that would take 20 s to lapse
+        nodes.add(concurrency=4, lease_s=20)
+    nodes.start()
+    leaving, staying = nodes.nodes
+    with nodes.client(staying) as client:
+        job = client.post("/v1/batches", json={"model": "gpt-4o-mini",
+                                               "requests": rows(300)}).json()
+    seq = nodes.seq_of(job["id"])
+    leaving_id = node_id_of(nodes, leaving)
+    wait_until(lambda: nodes.sql('SELECT 1 FROM "row" WHERE job_id = %s AND lease_node = %s '
+                                 "AND status = 'pending' LIMIT 1", seq, leaving_id))
+    assert leaving.terminate() < 10
+    assert not nodes.sql('SELECT 1 FROM "row" WHERE lease_node = %s LIMIT 1', leaving_id)
+    assert not nodes.sql("SELECT 1 FROM node WHERE id = %s", leaving_id)
+    with nodes.client(staying) as client:
+        done = wait_for_status(client, job["id"], "completed", timeout=60)
+    assert done["completed"] == 300
+    assert nodes.sim.stats()["requests"] <= 300 + 4  # at most what was in flight, again
+
+
 def busy_bystander(nodes: Cluster) -> Relayd:
     """A node whose one slot holds a long job (started before any other node, so it is
     the one that takes it): a job submitted later runs on the other nodes only."""
@@ -246,8 +268,7 @@ def test_a_models_limit_holds_across_the_nodes(cluster):
     limit = 6
     for _ in range(3):  # each node alone would send 8 at once
         nodes.add(concurrency=8, model={"max_concurrency": limit, "adaptive": False})
-    nodes.start()
-    time.sleep(2 * LEASE_S / 3 + 0.5)  # every node has seen the others: shares are set
+    nodes.start()  # a node joining others dispatches once they have shrunk their shares
     with nodes.client(nodes.nodes[0]) as client:
         job = client.post("/v1/batches", json={"model": "gpt-4o-mini",
                                                "requests": rows(240)}).json()

@@ -136,15 +136,17 @@ def test_a_node_restarting_at_its_address_frees_the_earlier_processes_rows(
 
 def test_settling_tells_who_ends_the_job(repo: Store, make_job: MakeJob,
                                          make_outcome: MakeOutcome) -> None:
-    join(repo, "a")
-    join(repo, "b")
     job = running(repo, make_job, rows=4)
+    join(repo, "a", jobs=(job.seq,))  # both list it, as their last heartbeats said
+    join(repo, "b", jobs=(job.seq,))
     mine = repo.lease_rows(job, node="a", limit=2, alive_after=ALIVE)
     theirs = repo.lease_rows(job, node="b", limit=2, alive_after=ALIVE)
     repo.save_outcomes(job.seq, [(w.id, make_outcome()) for w in mine], now=NOW)
     assert repo.settle_share(job.seq, node="a", alive_after=ALIVE) is Share.HELD
     repo.save_outcomes(job.seq, [(w.id, make_outcome()) for w in theirs], now=NOW)
+    # "a" took the job off its own list as it settled: "b" need not wait for a heartbeat
     assert repo.settle_share(job.seq, node="b", alive_after=ALIVE) is Share.DONE
+    assert [n.jobs for n in repo.nodes()] == [(), ()]
 
 
 def test_rows_given_back_leave_the_job_open(repo: Store, make_job: MakeJob) -> None:

@@ -67,6 +67,14 @@ def test_empty_lease_exhausts_and_keeps_the_queue() -> None:
     assert [w.id for w in run.queue] == [1, 2, 3, 4]
 
 
+def test_a_queue_whose_leases_may_be_lost_is_forgotten_and_leased_again() -> None:
+    run = make_run(concurrency=8)
+    run.add_rows(works(1, 2))  # short: exhausted
+    run.forget_queue()
+    assert not run.queue and run.wants_rows and not run.done
+    assert run.take_dispatch() == []
+
+
 def test_wants_no_rows_while_queue_covers_concurrency() -> None:
     run = make_run(concurrency=2)
     run.add_rows(works(1, 2, 3, 4))

@@ -372,12 +372,21 @@ async def test_stats_and_requests_record_arrivals_in_order(make_sim: Any) -> Non
     stats = await (await client.get("/_sim/stats")).json()
     assert stats == {"requests": 4,
                      "by_model": {"sim-small": 1, "sim-large": 1, "sim-embed": 1},
-                     "by_status": {"429": 1, "200": 2, "400": 1}}
+                     "by_status": {"429": 1, "200": 2, "400": 1},
+                     "in_flight": 0, "peak_in_flight": 0}  # none waited: no latency
     data = (await (await client.get("/_sim/requests")).json())["data"]
     assert [(r["model"], r["prompt"], r["status"]) for r in data] == [
         ("sim-small", "first [sim:fail=429]", 429), ("sim-large", "second", 200),
         ("sim-embed", "third", 200), (None, "", 400)]
     assert all(isinstance(r["at"], float) for r in data)
+
+
+async def test_stats_count_the_calls_held_open_at_once(make_sim: Any) -> None:
+    client = await make_sim()
+    await asyncio.gather(*(chat(client, f"wait {i} [sim:sleep=100]") for i in range(5)))
+    await chat(client, "at once")
+    stats = await (await client.get("/_sim/stats")).json()
+    assert (stats["in_flight"], stats["peak_in_flight"]) == (0, 5)
 
 
 async def test_reset_forgets_everything_and_reseeds(make_sim: Any) -> None:
@@ -387,7 +396,8 @@ async def test_reset_forgets_everything_and_reseeds(make_sim: Any) -> None:
     resp = await client.post("/_sim/reset")
     assert resp.status == 200 and resp.headers["X-Relay-Simulated"] == "true"
     stats = await (await client.get("/_sim/stats")).json()
-    assert stats == {"requests": 0, "by_model": {}, "by_status": {}}
+    assert stats == {"requests": 0, "by_model": {}, "by_status": {}, "in_flight": 0,
+                     "peak_in_flight": 0}
     assert (await (await client.get("/_sim/requests")).json()) == {"data": []}
     assert await fault_sequence(client, 10) == first
     assert (await chat(client, "z [sim:fail=503 times=1]")).status == 503

@@ -1,0 +1,84 @@
+"""`relay nodes` against a real relayd: the answering node, in text and with --json, and
+of the jobs it runs only the caller's workspace's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from relaytui import cli as relay_cli
+from tests.e2e.harness import Relayd, Simulator, config_tables, rows, wait_until
+
+pytestmark = pytest.mark.e2e
+
+SLOW = "Classify slowly [sim:sleep=1500]"
+
+
+@pytest.fixture(scope="module")
+def relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
+    """A daemon of this module's: it beats every second (`lease_s` 3), so a job it runs
+    is on its node's list at once."""
+    sim = Simulator.start()
+    try:
+        daemon = Relayd(home=tmp_path_factory.mktemp("nodes")).write_config(
+            **config_tables(sim, running=4), cluster={"lease_s": 3})
+        try:
+            yield daemon.start()
+        finally:
+            daemon.stop()
+    finally:
+        sim.stop()
+
+
+@pytest.fixture
+def as_workspace(cli, relayd: Relayd, monkeypatch: pytest.MonkeyPatch, workspace: str):
+    monkeypatch.setenv("RELAY_URL", relayd.url)
+    monkeypatch.setenv("RELAY_API_KEY", relayd.key(workspace))
+    return cli
+
+
+def started(http: httpx.Client, name: str) -> str:
+    job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": name,
+                                         "requests": rows(40, text=SLOW)}).json()
+    return str(job["id"])
+
+
+def test_nodes_shows_the_answering_node(as_workspace):
+    text = as_workspace("nodes")
+    assert text.code == relay_cli.OK, text.err
+    header, line = text.out.splitlines()
+    assert header.split() == ["NODE", "ADDRESS", "HEALTH", "VERSION", "HEARTBEAT",
+                              "STARTED", "JOBS"]
+    [node] = as_workspace("nodes", "--json").json()
+    assert (node["self"], node["health"], node["jobs"]) == (True, "healthy", [])
+    assert line.startswith(f"{node['id']} (this)  {node['address']}  healthy  ")
+    assert line.endswith(f" ago  {node['started_at']}  -")
+
+
+def test_nodes_names_only_the_callers_jobs(as_workspace, relayd: Relayd, workspace: str):
+    with relayd.client(workspace) as mine, relayd.client(f"{workspace}-b") as theirs:
+        my_job, their_job = started(mine, "mine"), started(theirs, "theirs")
+        try:
+            def listed() -> list[str] | None:
+                [node] = as_workspace("nodes", "--json").json()
+                ids = [job["id"] for job in node["jobs"]]
+                return ids or None
+
+            assert wait_until(listed, timeout=10) == [my_job]
+            [node] = as_workspace("nodes", "--json").json()
+            assert node["jobs"] == [{"id": my_job, "status": "running", "name": "mine",
+                                     "dialect": "relay"}]
+            assert as_workspace("nodes").out.splitlines()[1].split()[-1] == my_job
+            their_view = theirs.get("/v1/nodes").json()["data"][0]["jobs"]
+            assert [job["id"] for job in their_view] == [their_job]
+        finally:
+            mine.post(f"/v1/batches/{my_job}/cancel")
+            theirs.post(f"/v1/batches/{their_job}/cancel")
+
+
+def test_a_refused_key_exits_1(cli, relayd: Relayd):
+    run = cli("nodes", "--url", relayd.url, "--key", "rk_not_a_key", "--json")
+    assert run.code == relay_cli.REFUSED
+    assert run.json()["error"]["status"] == 401
