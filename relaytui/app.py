@@ -20,10 +20,10 @@ from relaytui.health import EVERY_S
 from relaytui.keys import APP_BINDINGS, MOVES, colon_action, hide_writes
 from relaytui.models import key_hint
 from relaytui.nodes import EVERY_S as NODES_EVERY_S
-from relaytui.nodes import NodesScreen
 from relaytui.screens.connect import ConnectScreen
 from relaytui.screens.help import HelpScreen
 from relaytui.screens.jobs import JobsScreen
+from relaytui.screens.nodes import NodesScreen
 from relaytui.settings import Settings
 from relaytui.widgets.command_line import CommandLine
 

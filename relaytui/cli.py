@@ -28,7 +28,7 @@ from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import InputFile, InputFileError, read_input
-from relaytui.models import age_text
+from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.settings import Settings, resolve
 
 OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -476,34 +476,27 @@ def retry_dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
 
 
 def nodes(client: RelayClient, args: argparse.Namespace) -> int:
-    listed = client.nodes()["data"]
-    if wants_json(args):
-        emit(listed)
-    elif not listed:
-        say("no nodes")
-    else:
+    answer = client.nodes()
+    if wants_json(args):  # relayd's own words, for scripts
+        emit(answer["data"])
+        return OK
+    listed = NodeList.from_answer(answer).nodes
+    if listed:
         print(table(NODE_COLUMNS, [node_cells(n) for n in listed], right={"HEARTBEAT"}))
+    else:
+        say("no nodes")
     return OK
 
 
 NODE_COLUMNS = ("NODE", "ADDRESS", "HEALTH", "VERSION", "HEARTBEAT", "STARTED", "JOBS")
 
 
-def node_cells(node: dict[str, Any]) -> list[str]:
+def node_cells(node: NodeView) -> list[str]:
     """One node: `(this)` marks the one that answered; JOBS are the ids of the
     workspace's jobs it runs."""
-    silent = node.get("seconds_since_heartbeat")
-    return [node["id"] + (" (this)" if node.get("self") else ""), node.get("address") or "-",
-            node.get("health") or "-", node.get("version") or "-", heartbeat_text(silent),
-            plain(node.get("started_at")),
-            ",".join(job["id"] for job in node.get("jobs") or []) or "-"]
-
-
-def heartbeat_text(seconds: float | None) -> str:
-    """`1.2s ago` within a minute, then `12m ago`."""
-    if seconds is None:
-        return "-"
-    return f"{seconds:.1f}s ago" if seconds < 60 else f"{age_text(seconds)} ago"
+    return [node.id + (" (this)" if node.this else ""), node.address or "-", node.health,
+            node.version or "-", heartbeat_text(node.silent_s, unknown="-"),
+            plain(node.started_at), ",".join(job.id for job in node.jobs) or "-"]
 
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [

@@ -4,7 +4,7 @@ provider is called); each node has its own port, from `--base-port` up.
 
 It migrates the database once, makes an API key, starts the simulator and the nodes,
 prints their addresses and pids with commands to try (submit through one node, watch
-`GET /v1/nodes` through another, `kill -9` a third and see its rows taken over), and
+`relay nodes` through another, `kill -9` a third and see its rows taken over), and
 waits. Ctrl-C or SIGTERM stops every node (SIGTERM to all at once, so none takes over
 rows another is giving back), then the simulator.
 
@@ -290,15 +290,15 @@ def banner(cluster: Sequence[Node], procs: Sequence[Proc], *, url: str, key: str
               f"Submit {ROWS:,} rows through node {first.number}; every node takes a share:",
               f"  {tool('relay')} --url {first.url} --key {key} submit {rows} "
               f"--model {MODEL} --wait",
-              f"Watch the nodes and the jobs each runs, through node {second.number}:",
-              f"  watch -n1 \"curl -s -H 'Authorization: Bearer {key}' "
-              f"{second.url}/v1/nodes | python3 -m json.tool\"",
+              f"Watch the nodes and the jobs each runs, through node {second.number} "
+              "(nodes --json prints relayd's own answer):",
+              f"  watch -n1 {tool('relay')} --url {second.url} --key {key} nodes",
               f"Lose node {last.number} the hard way: it is lost {LEASE_S} s later and the "
               "others take its rows:",
               f"  kill -9 {victim}",
               "or stop it gracefully (it gives its rows back at once):",
               f"  kill {victim}",
-              "The TUI, through any node:",
+              "The TUI, through any node (press n for the nodes):",
               f"  {tool('relay')} --url {last.url} --key {key}",
               "",
               "Ctrl-C stops every node, then the simulator."]

@@ -1,37 +1,21 @@
-"""The nodes view (`n`): the relayd processes sharing one database, from `GET /v1/nodes`
-asked every few seconds: each one's address, health, version, heartbeat age and the
-workspace's jobs it runs, the highlighted node's jobs in full below.
-
-`NodeList` (the answer read, and its words) and `NodesWatch` (the asking, in a thread)
-are plain; `NodesScreen` shows them."""
+"""The relayd processes sharing one database, read from `GET /v1/nodes`: each one's
+address, health, version, heartbeat age and the workspace's jobs it runs. No Textual
+here: the TUI's nodes view (`relaytui/screens/nodes.py`) and `relay nodes` both read
+the answer with `NodeList` and say ages with its words; `NodesWatch` asks in a thread."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
-
-from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.markup import escape
-from textual.message import Message
-from textual.widgets import DataTable, LoadingIndicator, Static
+from typing import Any, Protocol
 
 from relaytui.client import RelayError
 from relaytui.models import age_text, parse_time
-from relaytui.screens.base import RelayScreen
 from relaytui.watch import Watch
-from relaytui.widgets.colours import theme_style
-from relaytui.widgets.footer import RelayFooter
 
 EVERY_S = 3.0  # a heartbeat comes every lease_s / 3 (5 s by default)
 HEALTHS = ("healthy", "late", "stopping", "lost")  # in the summary's order
-# health -> (theme colour, mark)
-LOOKS = {"healthy": ("text-success", "●"), "late": ("text-warning", "◌"),
-         "stopping": ("text-accent", "◐"), "lost": ("text-error", "✗")}
 
 
 @dataclass(frozen=True)
@@ -51,6 +35,8 @@ class NodeJob:
 
 @dataclass(frozen=True)
 class NodeView:
+    """One node, as the node that answered sees it."""
+
     id: str
     address: str
     version: str
@@ -59,29 +45,36 @@ class NodeView:
     up_s: float | None  # since it started, by relayd's clock
     this: bool  # the node that answered
     jobs: tuple[NodeJob, ...] = ()
+    started_at: str | None = None  # as relayd wrote it (ISO 8601, UTC)
 
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> NodeView:
         silent = answer.get("seconds_since_heartbeat")
         silent = float(silent) if isinstance(silent, int | float) else None
         jobs = _list(answer.get("jobs"))
+        started = answer.get("started_at")
         return cls(str(answer.get("id") or "?"), str(answer.get("address") or ""),
                    str(answer.get("version") or ""), str(answer.get("health") or "?"),
                    silent, _up(answer, silent), answer.get("self") is True,
-                   tuple(NodeJob.from_answer(j) for j in jobs if isinstance(j, dict)))
+                   tuple(NodeJob.from_answer(j) for j in jobs if isinstance(j, dict)),
+                   started if isinstance(started, str) else None)
 
     @property
     def heartbeat_text(self) -> str:
-        """`1.2s ago` within a minute, then `12m ago`."""
-        if self.silent_s is None:
-            return "—"
-        if self.silent_s < 60:
-            return f"{self.silent_s:.1f}s ago"
-        return f"{age_text(self.silent_s)} ago"
+        return heartbeat_text(self.silent_s)
 
     @property
     def jobs_text(self) -> str:
         return ", ".join(job.name or job.id for job in self.jobs) or "—"
+
+
+def heartbeat_text(silent_s: float | None, *, unknown: str = "—") -> str:
+    """`1.2s ago` within a minute, then `12m ago`; `unknown` when relayd did not say."""
+    if silent_s is None:
+        return unknown
+    if silent_s < 60:
+        return f"{silent_s:.1f}s ago"
+    return f"{age_text(silent_s)} ago"
 
 
 def _list(value: Any) -> list[Any]:
@@ -149,117 +142,3 @@ class NodesWatch(Watch[NodeList]):
             return NodeList.from_answer(self.client.nodes())
         except RelayError as exc:
             return NodeList.refused(exc)
-
-
-# -- the screen ---------------------------------------------------------------------
-
-COLUMNS = (("node", "Node", 30), ("address", "Address", 26), ("health", "Health", 11),
-           ("version", "Version", 9), ("heartbeat", "Heartbeat", 10), ("up", "Up", 5),
-           ("jobs", "Your jobs", 48))
-
-
-class NodesScreen(RelayScreen):
-    """Every node relayd knows, refreshed every `every` seconds; the highlighted node's
-    jobs of this workspace below."""
-
-    AUTO_FOCUS = "#nodes"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "Back", tooltip="Back to where you were"),
-        Binding("r", "refresh", "Refresh", tooltip="Ask relayd for the nodes now"),
-    ]
-
-    @dataclass
-    class Listed(Message):
-        nodes: NodeList
-
-    def __init__(self, client: Any, *, every: float = EVERY_S) -> None:
-        super().__init__()
-        self.nodes_watch = NodesWatch(
-            client, lambda nodes: self.post_message(self.Listed(nodes)), every=every)
-        self.listed = NodeList()
-
-    def compose(self) -> ComposeResult:
-        every = self.nodes_watch.every
-        yield Static("[b]Nodes[/b] — the relayd processes sharing the database  "
-                     f"[dim]asked every {every:g} s · health as the answering node sees "
-                     "it[/dim]", classes="screen-title")
-        yield LoadingIndicator()
-        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="node-jobs")
-        yield Static("", id="nodes-summary", classes="summary")
-        yield RelayFooter()
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
-        table.display = False
-        self.query_one("#node-jobs").display = False
-        self.run_worker(self.nodes_watch.run, thread=True, name="node list",
-                        group="nodes", exit_on_error=False)
-
-    def on_unmount(self) -> None:
-        self.nodes_watch.stop()
-
-    def action_refresh(self) -> None:
-        self.nodes_watch.ask_now()
-
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
-        """A list fills the table; a refusal is said below it, the last list kept."""
-        self.query_one(LoadingIndicator).display = False
-        if message.nodes.problem is None:
-            self._fill(message.nodes)
-        self.query_one("#nodes-summary", Static).update(self._summary(message.nodes))
-
-    def _fill(self, listed: NodeList) -> None:
-        self.listed = listed
-        table = self.query_one(DataTable)
-        keep = self.highlighted_id()
-        table.clear()
-        table.display = True
-        for node in listed.nodes:
-            table.add_row(*self._cells(node), key=node.id)
-        if keep is not None and listed.node(keep) is not None:
-            table.move_cursor(row=table.get_row_index(keep))
-        self._show_jobs()
-
-    def _cells(self, node: NodeView) -> list[Text]:
-        colour, mark = LOOKS.get(node.health, ("foreground", "?"))
-        name = Text(node.id, no_wrap=True, overflow="ellipsis", end="")
-        if node.this:
-            name.append(" (this)", style="bold")
-        return [name, Text(node.address, no_wrap=True, overflow="ellipsis", end=""),
-                Text(f"{mark} {node.health}", style=theme_style(self.app, colour)),
-                Text(node.version), Text(node.heartbeat_text, justify="right"),
-                Text(age_text(node.up_s), justify="right"),
-                Text(node.jobs_text, no_wrap=True, overflow="ellipsis", end="")]
-
-    def _summary(self, answer: NodeList) -> str:
-        if answer.problem is None:
-            return escape(answer.summary()) + "  [dim]r asks now, escape goes back[/dim]"
-        before = " (the list above is the last relayd gave)" if self.listed.nodes else ""
-        return f"[$text-error]{escape(answer.problem)}{before}[/]"
-
-    def highlighted_id(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-
-    @on(DataTable.RowHighlighted, "#nodes")
-    def _show_jobs(self) -> None:
-        node = self.listed.node(self.highlighted_id())
-        pane = self.query_one("#node-jobs", Static)
-        pane.display = node is not None
-        pane.update("" if node is None else jobs_text(node))
-
-
-def jobs_text(node: NodeView) -> str:
-    """The node's jobs of this workspace, one a line: status, name, id and dialect."""
-    title = f"[b]Your jobs on {escape(node.id)}[/b]"
-    if not node.jobs:
-        return f"{title}\n[dim]none: it runs no job of this workspace[/dim]"
-    lines = [f"  {escape(job.status):<11} {escape(job.name or '(no name)')}  "
-             f"[dim]{escape(job.id)} · {escape(job.dialect)}[/dim]" for job in node.jobs]
-    return "\n".join([title, *lines])

@@ -36,6 +36,10 @@ class Watch(Generic[T]):
         self._stopped.set()
         self._asked.set()
 
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
     def ask_now(self) -> None:
         """Thread-safe: end the wait, so the next question goes at once."""
         self._asked.set()

@@ -1,1 +1,1 @@
-"""The TUI's screens: jobs (home), dead letter, results, upload, help, connect."""
+"""The TUI's screens: jobs (home), dead letter, results, upload, nodes, help, connect."""

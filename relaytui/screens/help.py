@@ -16,6 +16,7 @@ from relaytui.keys import APP_BINDINGS, WRITES
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
 from relaytui.screens.jobs import JobsScreen
+from relaytui.screens.nodes import NodesScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
@@ -48,6 +49,7 @@ def sections() -> list[tuple[str, list[BindingType]]]:
          _by_key(AttemptsScreen.BINDINGS, RowDetailScreen.BINDINGS)),
         ("Upload (u)", [*UploadScreen.BINDINGS, Binding("enter", "", "", tooltip=(
             "In the tree: pick the file; in the path field: read it now"))]),
+        ("Nodes (n)", NodesScreen.BINDINGS),
     ]
 
 

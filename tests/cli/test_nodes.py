@@ -1,5 +1,6 @@
 """`relay nodes` against a real relayd: the answering node, in text and with --json, and
-of the jobs it runs only the caller's workspace's."""
+of the jobs it runs only the caller's workspace's. The text is `relaytui.nodes`'s
+reading of the answer, as in the TUI's nodes view."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import httpx
 import pytest
 
 from relaytui import cli as relay_cli
+from relaytui.nodes import NodeView
 from tests.e2e.harness import Relayd, Simulator, config_tables, rows, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -76,6 +78,11 @@ def test_nodes_names_only_the_callers_jobs(as_workspace, relayd: Relayd, workspa
         finally:
             mine.post(f"/v1/batches/{my_job}/cancel")
             theirs.post(f"/v1/batches/{their_job}/cancel")
+
+
+def test_what_relayd_did_not_say_is_a_dash():
+    node = NodeView.from_answer({"id": "web-9", "health": "lost", "jobs": [{"id": "b1"}]})
+    assert relay_cli.node_cells(node) == ["web-9", "-", "lost", "-", "-", "-", "b1"]
 
 
 def test_a_refused_key_exits_1(cli, relayd: Relayd):

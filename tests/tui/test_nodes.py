@@ -11,7 +11,8 @@ import pytest
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
-from relaytui.nodes import NodeList, NodesScreen, NodeView
+from relaytui.nodes import NodeList, NodeView, heartbeat_text
+from relaytui.screens.nodes import NodesScreen
 from relaytui.settings import Settings
 from relaytui.testing import NOW, FakeRelay, job_id
 from tests.tui.conftest import HERE, SIZE, wait_for
@@ -83,6 +84,7 @@ def test_an_answer_is_read_into_nodes_ages_and_jobs():
     assert me.up_s == pytest.approx(3 * 3600 + 120, abs=1)  # ISO 8601: whole seconds
     assert [j.name for j in me.jobs] == [REVIEWS["name"], SUMMARIES["name"]]
     assert (me.heartbeat_text, lost.heartbeat_text) == ("1.2s ago", "2h ago")
+    assert me.started_at == iso(NOW - (3 * 3600 + 120))
     assert late.jobs_text == "—" and not late.this
     assert listed.summary() == "3 nodes: 1 healthy, 1 late, 1 lost · 3 of your jobs run " \
                                "on 2 of them"
@@ -92,6 +94,7 @@ def test_an_odd_or_refused_answer_reads_as_nothing_known():
     odd = NodeList.from_answer({"data": [{"id": "x", "jobs": "nope"}, "junk"]})
     assert odd.nodes == (NodeView("x", "", "", "?", None, None, False),)
     assert NodeList.from_answer({}).summary().startswith("0 nodes")
+    assert (odd.nodes[0].heartbeat_text, heartbeat_text(None, unknown="-")) == ("—", "-")
     refused = NodeList.refused(RelayError(404, "Not Found", code="not_found"))
     assert refused.problem == "No node list: Not Found" and refused.summary() == \
         refused.problem
@@ -145,10 +148,11 @@ async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one():
                                                                         "#nodes-summary"))
         assert table.row_count == 1 and "the last relayd gave" in text_of(screen,
                                                                           "#nodes-summary")
-        asked = fake.nodes_asked
         await pilot.press("escape")
+        await wait_for(pilot, lambda: screen.nodes_watch.stopped, what="the watch to stop")
+        asked = fake.nodes_asked  # the watch stops as the screen unmounts
         await pilot.pause(0.3)
-        assert fake.nodes_asked <= asked + 1  # the watch stopped with the screen
+        assert fake.nodes_asked <= asked + 1  # at most the ask that was under way
 
 
 async def test_a_relayd_without_the_route_says_so():

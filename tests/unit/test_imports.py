@@ -19,10 +19,12 @@ def modules(package: str) -> dict[str, Path]:
     return found
 
 
-def imported(module: str, path: Path) -> Iterator[str]:
-    """Every module `module` imports, at any depth of its code."""
+def imported(module: str, path: Path, *, lazily: bool = True) -> Iterator[str]:
+    """Every module `module` imports, at any depth of its code (with `lazily` false,
+    only what it imports when it is loaded: its top level)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if lazily else tree.body:
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -66,6 +68,25 @@ def test_no_import_cycles(package: str) -> None:
 def test_the_tui_never_imports_the_daemon() -> None:
     for module, path in modules("relaytui").items():
         assert not [t for t in imported(module, path) if t.split(".")[0] == "daemon"], module
+
+
+# Modules that show things with Textual; the rest of relaytui reads, parses and watches.
+UI = ("textual", "relaytui.app", "relaytui.commands", "relaytui.keys", "relaytui.messages",
+      "relaytui.screens", "relaytui.widgets")
+
+
+def is_ui(module: str) -> bool:
+    return any(module == ui or module.startswith(ui + ".") for ui in UI)
+
+
+def test_what_is_not_ui_imports_no_textual() -> None:
+    """Not even through a screen or a widget: the scripting CLI shares these modules
+    with the TUI and must load no Textual. A function may import the UI when it runs
+    (`relay` with no command opens the TUI)."""
+    for module, path in modules("relaytui").items():
+        if not is_ui(module):
+            ui = [t for t in imported(module, path, lazily=False) if is_ui(t)]
+            assert not ui, f"{module} imports {ui}"
 
 
 @pytest.mark.parametrize(("layer", "never"), [
