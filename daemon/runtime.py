@@ -187,8 +187,8 @@ class Daemon:
                                          timeout=max(0.5, deadline - time.monotonic()))
         except pykka.Timeout:
             log.warning("some actors did not stop in time: %s", stuck_threads())
-        self.membership.leave()  # what is still leased goes back: another node takes it
         self.bus.stop()
+        self.membership.leave()  # what is still leased goes back: another node takes it
         self.repo.close()
 
     def _executors(self) -> Executors:
@@ -219,7 +219,8 @@ class Daemon:
     def _share(self, part: Part) -> None:
         """The live nodes changed (on the heartbeat thread): the router, on the I/O loop,
         takes this node's part of every model's limits."""
-        self.io_loop.submit(self.router.share(part))
+        with contextlib.suppress(RuntimeError):  # the I/O loop is stopping
+            self.io_loop.submit(self.router.share(part))
 
     def _broadcast(self, job: Job, event: str) -> None:
         self.bus.publish({"kind": "event", "seq": job.seq, "workspace": job.workspace_id,

@@ -37,43 +37,56 @@ FORGET_AFTER_S = 86_400.0  # a node silent this long is dropped from the node ta
 class Node:
     """What the scheduler and supervisors need of their node: its id, which nodes
     count as alive, and where to say which jobs run here. Standing alone (tests, one
-    process), it is the only node and never beats."""
+    process), it is the only node, never beats and always leads."""
 
     def __init__(self, node_id: str = "local", *, lease_s: float = 15.0) -> None:
         self.id = node_id
         self.lease_s = lease_s
         self.jobs: frozenset[int] = frozenset()
         self.settled: frozenset[int] = frozenset()  # jobs its supervisors are done with
-        self.beat_at = float("inf")  # the last heartbeat the store took (alone: always)
-
+        self.part = Part()
         self.shared = False  # other processes may use the database (PostgreSQL)
+        self.lock = threading.Lock()  # `jobs` and `settled`: scheduler and supervisors
 
     def ready(self, now: float) -> bool:
         """Whether this node may dispatch (a node joining others waits: `Membership`)."""
         return True
+
+    @property
+    def leads(self) -> bool:
+        """The first of the live nodes does the cluster's chores no node is on: ending
+        a job nobody holds (left, expired), so several nodes do not write its result
+        files at once."""
+        return self.part.rank == 0
 
     def alive_after(self, now: float) -> float:
         """A node whose heartbeat is older than this is lost, and so are its leases."""
         return now - self.lease_s
 
     def running(self, jobs: Collection[int]) -> None:
-        """The scheduler's jobs here, but those a supervisor is done with (until the
-        scheduler has heard, after which a job may be joined again)."""
-        current = frozenset(jobs)
-        self.settled &= current
-        self.jobs = current - self.settled
+        """The scheduler's jobs here, but those a supervisor left (until the scheduler
+        has heard, after which a job may be joined again)."""
+        with self.lock:
+            current = frozenset(jobs)
+            self.settled &= current
+            self.jobs = current - self.settled
 
     def settle(self, seq: int) -> None:
-        """A supervisor is done with a job (the store has it off this node's list): the
-        heartbeat must not list it again, whatever the scheduler has not heard yet."""
-        self.settled = self.settled | {seq}
-        self.jobs = self.jobs - {seq}
+        """A supervisor is leaving a job: the heartbeat must not list it again, whatever
+        the scheduler has not heard yet."""
+        with self.lock:
+            self.settled = self.settled | {seq}
+            self.jobs = self.jobs - {seq}
+
+    def unsettle(self, seq: int) -> None:
+        """It stays after all (it ends the job): listed until the scheduler hears."""
+        with self.lock:
+            self.settled = self.settled - {seq}
+            self.jobs = self.jobs | {seq}
 
     def holds_leases(self, now: float) -> bool:
-        """Whether this node's leases surely still hold: its last heartbeat is recent
-        enough. After a longer silence (the database was out of reach) other nodes may
-        have taken its rows, so it starts none of those it had leased."""
-        return now - self.beat_at < self.lease_s * 2 / 3
+        """Whether this node's leases surely still hold (alone: always)."""
+        return True
 
 
 class Membership(Node):
@@ -88,12 +101,14 @@ class Membership(Node):
         self.clock = clock
         self.shared = shared
         self.on_part = on_part
-        self.part = Part()
         self.started_at = clock()
+        self.beat_at = self.started_at  # the last heartbeat the store took
         self.stopping = False
         self.joining_at: float | None = None  # joined live nodes: waits for their beats
         self.announce: Callable[[dict[str, Any]], None] = lambda message: None
+        self.beating = threading.Lock()  # one beat at a time (heartbeat and bus threads)
         self.stopped = threading.Event()
+        self.wake = threading.Event()  # beat now
         self.thread = threading.Thread(target=self._run, name="relay-heartbeat", daemon=True)
 
     def start(self) -> None:
@@ -116,21 +131,33 @@ class Membership(Node):
         self.thread.start()
 
     def beat(self, now: float) -> None:
-        """One heartbeat: renew, re-register if forgotten, follow the live nodes."""
-        try:
-            if not self.repo.beat(self.id, now=now, jobs=self.jobs, stopping=self.stopping):
-                log.warning("node %s was forgotten by the cluster; registering again",
-                            self.id)
-                self._register(now)
-            nodes = self.repo.nodes()
-            if any(n.heartbeat_at < now - FORGET_AFTER_S for n in nodes):
-                self.repo.forget_nodes(before=now - FORGET_AFTER_S, keep=self.id)
-        except Exception as exc:
-            log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
-                        f"{self.lease_s:g} s after the last one", exc)
-            return
-        self.beat_at = now
-        self._apply([n.id for n in nodes if n.alive(now, self.lease_s)])
+        """One heartbeat: renew, re-register if forgotten, follow the live nodes. Never
+        fails (a failure is logged: the leases lapse `lease_s` after the last beat) and
+        does nothing once the node has left."""
+        with self.beating:
+            if self.stopped.is_set():
+                return
+            try:
+                if not self.repo.beat(self.id, now=now, jobs=self.jobs,
+                                      stopping=self.stopping):
+                    log.warning("node %s was forgotten by the cluster; registering again",
+                                self.id)
+                    self._register(now)
+                self.beat_at = now
+                nodes = self.repo.nodes()
+                if any(n.heartbeat_at < now - FORGET_AFTER_S for n in nodes):
+                    self.repo.forget_nodes(before=now - FORGET_AFTER_S, keep=self.id)
+                self._apply([n.id for n in nodes if n.alive(now, self.lease_s)])
+            except Exception as exc:
+                log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
+                            f"{self.lease_s:g} s after the last one", exc)
+
+    def holds_leases(self, now: float) -> bool:
+        """Whether this node's leases surely still hold: its last heartbeat is younger
+        than `lease_s` less half a heartbeat (one failed beat is no cause). After a
+        longer silence (the database out of reach) other nodes may have taken its
+        rows, so it starts none of those it had leased. Alone on the database: always."""
+        return not self.shared or now - self.beat_at < self.lease_s - self.heartbeat_s / 2
 
     def ready(self, now: float) -> bool:
         """A node that joined live nodes dispatches once each of them has beaten since
@@ -155,21 +182,24 @@ class Membership(Node):
             self.repo.forget_nodes(keep=self.id, address=address)
 
     def drain(self) -> None:
-        """SIGTERM: say so at once (the node shows `stopping`)."""
+        """SIGTERM: the next beat, at once on the heartbeat thread, says `stopping`."""
         self.stopping = True
-        self.beat(self.clock())
+        self.wake.set()
 
     def leave(self) -> None:
         """Stop beating and give every lease back at once."""
         self.stopped.set()
+        self.wake.set()
         if self.thread.is_alive():
             self.thread.join(timeout=2)
-        try:
-            released = self.repo.leave(self.id)
-        except Exception as exc:
-            log_failure(log, f"node {self.id} could not give its leases back; they lapse "
-                        f"in {self.lease_s:g} s", exc)
-            return
+        with self.beating:  # a beat under way (the bus's) ends first
+            self.jobs = frozenset()
+            try:
+                released = self.repo.leave(self.id)
+            except Exception as exc:
+                log_failure(log, f"node {self.id} could not give its leases back; they "
+                            f"lapse in {self.lease_s:g} s", exc)
+                return
         if released:
             log.info("gave back %d row leases", released)
 
@@ -189,5 +219,7 @@ class Membership(Node):
             self.on_part(part)
 
     def _run(self) -> None:
-        while not self.stopped.wait(self.heartbeat_s):
-            self.beat(self.clock())
+        while not self.stopped.is_set():
+            self.wake.wait(self.heartbeat_s)
+            self.wake.clear()
+            self.beat(self.clock())  # never raises: the thread lives as long as the node

@@ -93,10 +93,9 @@ class Scheduler(pykka.ThreadingActor):
         if not self.node.shared:
             self.repo.requeue_running(now=now)
         for status in (CANCELLING, FINALIZING):
-            for job in self.repo.jobs_in(status):
+            for job in self.repo.jobs_in(status) if self.node.leads else ():
                 self._end_unless_held(job.seq, _ENDS[status])
-        live = [n.id for n in self.repo.nodes() if n.alive(now, self.node.lease_s)]
-        self.repo.abandon_claimed_webhooks(now=now, live=live)
+        self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
 
@@ -201,10 +200,12 @@ class Scheduler(pykka.ThreadingActor):
         supervisor (one told by another node may have been missed). A job the store
         says is running, cancelling or finalizing that no live node is on (its last
         node died before ending it, or a cancel's ending failed, say) ends as it was
-        ending; it must be seen so at two watches in a row, so a node that is ending
-        it right now is not raced. Running ones with rows left need nothing: `_admit`
-        takes them. A webhook a lost node was sending is recorded as interrupted; one
+        ending, by the leading node only; it must be seen so at two watches in a row, so
+        a node that is ending it right now is not raced. Running ones with rows left
+        need nothing: `_admit` takes them. Leases this node holds on jobs it does not
+        run go back. A webhook a lost node was sending is recorded as interrupted; one
         still queued is sent (its claim keeps it to at most once)."""
+        self.repo.release_strays(self.node.id, running=self.running)
         orphans = set()
         for status in (RUNNING, CANCELLING, FINALIZING):
             for job in self.repo.jobs_in(status):
@@ -212,6 +213,8 @@ class Scheduler(pykka.ThreadingActor):
                     if status == CANCELLING and job.seq not in self.cancels_told:
                         self.cancels_told.add(job.seq)
                         self.running[job.seq].cancel()
+                    continue
+                if not self.node.leads:  # endings of what nobody runs: the first node's
                     continue
                 share = self.repo.job_share(job.seq, node=self.node.id,
                                             alive_after=self.node.alive_after(now))
@@ -223,8 +226,7 @@ class Scheduler(pykka.ThreadingActor):
                                 status)
                     self._end(job.seq, _ENDS[status])
         self.orphans = orphans
-        live = [n.id for n in self.repo.nodes() if n.alive(now, self.node.lease_s)]
-        self.repo.abandon_claimed_webhooks(now=now, live=live)  # a lost node's sends
+        self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))  # a lost node's
         for job in self.repo.unsent_webhooks():  # e.g. a claim the store refused
             self.notifier.send_webhook(job)
 
@@ -234,8 +236,13 @@ class Scheduler(pykka.ThreadingActor):
             supervisor = self.running.get(job.seq)
             if supervisor is not None:
                 supervisor.expire()
-            else:
+            elif self.node.leads:  # one node ends what nobody runs (its result files)
                 self._end_unless_held(job.seq, EXPIRED)
+
+    def _live(self, now: float) -> list[str]:
+        """The live nodes' ids, this one always among them."""
+        return [self.node.id, *(n.id for n in self.repo.nodes()
+                                if n.alive(now, self.node.lease_s))]
 
     def _end_unless_held(self, seq: int, wanted: str) -> None:
         """End a job no node here runs, unless another live node runs it: that node's

@@ -87,6 +87,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.finished = False
         self.finish_at = 0.0  # after an ending the store refused, the next try waits
         self.lease_at = 0.0  # after a lease the store refused, the next try waits
+        self.forgot = False  # queued rows were dropped: their leases go back first
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -177,6 +178,7 @@ class JobSupervisor(pykka.ThreadingActor):
         now = self.clock()
         if not self.node.holds_leases(now):  # other nodes may have taken these rows
             self.run.forget_queue()
+            self.forgot = True
         elif self.run.wants_rows and now >= self.lease_at:
             self._lease(now)
         starting = self.run.take_dispatch()
@@ -188,6 +190,10 @@ class JobSupervisor(pykka.ThreadingActor):
 
     def _lease(self, now: float) -> None:
         try:
+            if self.forgot:  # rows dropped while cut off: anyone may take them now
+                self.repo.release_rows(self.job.seq, node=self.node.id,
+                                       keep=self.run.in_flight)
+                self.forgot = False
             rows = self.repo.lease_rows(self.job, node=self.node.id, limit=self.run.load_rows,
                                         alive_after=self.node.alive_after(now))
         except Exception as exc:
@@ -268,13 +274,16 @@ class JobSupervisor(pykka.ThreadingActor):
         stays running, with this supervisor."""
         if now < self.finish_at:
             return
+        finishing = self.ending == COMPLETED
         try:
-            self.node.settle(self.job.seq)
+            self.node.settle(self.job.seq)  # no heartbeat lists it again meanwhile
             share = self.repo.settle_share(self.job.seq, node=self.node.id,
-                                           alive_after=self.node.alive_after(now))
-            if share is Share.HELD or (share is Share.OPEN and self.ending == COMPLETED):
+                                           alive_after=self.node.alive_after(now),
+                                           finishing=finishing)
+            if share is Share.HELD or (share is Share.OPEN and finishing):
                 self._leave()
                 return
+            self.node.unsettle(self.job.seq)  # it ends the job: listed until it has
             job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
             if job is None:  # a cancel recorded in between: end it again, as cancelled
                 job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)

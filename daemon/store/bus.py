@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -44,29 +45,38 @@ class NoBus:
 
 
 class PgBus:
-    """`NOTIFY` on one connection (shared under a lock), `LISTEN` on another, read by
-    its own thread. `origin` marks this node's messages, which it skips."""
+    """`NOTIFY` from a sender thread (so no actor waits on the database to tell the
+    others), `LISTEN` on another connection, read by its own thread. `origin` marks
+    this node's messages, which it skips."""
 
     def __init__(self, url: str, *, origin: str) -> None:
         self.url = url
         self.origin = origin
         self.channel = ""  # "relay_" and the schema: nodes of one schema hear each other
-        self.lock = threading.Lock()
-        self.sender: Any = None
+        self.outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
+        self.sending = threading.Thread(target=self._send, name="relay-bus-send",
+                                        daemon=True)
+        self.sending.start()
 
     def publish(self, message: dict[str, Any]) -> None:
-        payload = json.dumps({**message, "origin": self.origin})
-        with self.lock:
+        """Queue a message for the other nodes; never blocks."""
+        self.outbox.put(json.dumps({**message, "origin": self.origin}))
+
+    def _send(self) -> None:
+        sender: Any = None
+        while (payload := self.outbox.get()) is not None:
             try:
-                if self.sender is None or self.sender.closed:
-                    self.sender = self._connect()
-                self.sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+                if sender is None or sender.closed:
+                    sender = self._connect()
+                sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
             except Exception as exc:  # the store is the truth: a lost message is latency
-                log.warning("could not tell the other nodes (%s): %s", message.get("kind"),
-                            exc)
-                self.sender = None
+                log.warning("could not tell the other nodes: %s", exc)
+                sender = None
+                self.stopped.wait(RECONNECT_S[0])
+        if sender is not None:
+            sender.close()
 
     def start(self, receive: Receive) -> None:
         self.thread = threading.Thread(target=self._listen, args=(receive,),
@@ -75,11 +85,10 @@ class PgBus:
 
     def stop(self) -> None:
         self.stopped.set()
+        self.outbox.put(None)  # after what is queued: those messages still go
+        self.sending.join(timeout=2)
         if self.thread is not None:
             self.thread.join(timeout=2)
-        with self.lock:
-            if self.sender is not None:
-                self.sender.close()
 
     def _listen(self, receive: Receive) -> None:
         failures = 0

@@ -24,11 +24,12 @@ from daemon.store.records import job_record
 from daemon.store.rows import works
 from daemon.store.sql import SqlBase
 
-LEASE = (
-    'UPDATE "row" SET lease_node = {p} WHERE id IN ('
+LEASABLE = (  # a job's pending rows no live node holds
     'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
     "OR lease_node NOT IN (SELECT id FROM node WHERE heartbeat_at > {p})) "
-    "ORDER BY id LIMIT {p}{skip_locked}) RETURNING id, custom_id, model, body")
+    "ORDER BY id LIMIT {p}")
+LEASE = ('UPDATE "row" SET lease_node = {p} WHERE id IN (' + LEASABLE
+         + "{skip_locked}) RETURNING id, custom_id, model, body")
 RELEASE = 'UPDATE "row" SET lease_node = NULL WHERE lease_node = {p} AND status = {p}'
 
 
@@ -93,20 +94,35 @@ class NodeQueries(SqlBase):
         """Lease up to `limit` of a running job's pending rows that no live node (one
         that beat after `alive_after`) holds, lowest ids first; [] once the job is not
         running (it ends, or was cancelled)."""
-        with self.write():
-            current = self.lock_job(job.seq)
+        with self.write():  # the job shared: an ending waits, other leases do not
+            current = self.shared(JobModel.select().where(JobModel.seq == job.seq)).first()
             if current is None or current.status != RUNNING:
                 return []
-            cursor = self.db.execute_sql(
-                self.sql(LEASE, skip_locked=self.SKIP_LOCKED),
-                (node, job.seq, ROW_PENDING, alive_after, limit))
-            leased = cursor.fetchall()
+            if self.RETURNING:
+                leased = self.db.execute_sql(
+                    self.sql(LEASE, skip_locked=self.SKIP_LOCKED),
+                    (node, job.seq, ROW_PENDING, alive_after, limit)).fetchall()
+            else:  # the same in three statements (the transaction holds the database)
+                leased = self._lease_in_steps(job.seq, node=node, limit=limit,
+                                              alive_after=alive_after)
         return works(job, leased)
+
+    def _lease_in_steps(self, job_seq: int, *, node: str, limit: int, alive_after: float
+                        ) -> list[tuple[int, str, str | None, str]]:
+        ids = [rid for (rid,) in self.db.execute_sql(
+            self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit)).fetchall()]
+        if not ids:
+            return []
+        RowModel.update(lease_node=node).where(RowModel.id.in_(ids)).execute()
+        return [(r.id, r.custom_id, r.model, r.body) for r in RowModel.select(
+            RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body)
+            .where(RowModel.id.in_(ids))]
 
     def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:
         """Give back a node's leases on one job's pending rows but `keep` (a drain keeps
         the rows still in flight until the process is gone)."""
         with self.write():
+            self.hold_job(job_seq)  # the job before its rows, as every writer of both
             query = (RowModel.update(lease_node=None)
                      .where(RowModel.lease_node == node, RowModel.status == ROW_PENDING,
                             RowModel.job == job_seq))
@@ -114,21 +130,38 @@ class NodeQueries(SqlBase):
                 query = query.where(RowModel.id.not_in(list(keep)))
             return query.execute()
 
-    def settle_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
-        """A node is done with a job: its leases on it go back, the job leaves the
-        node's list, and in the same transaction, under the job's lock, it learns who
-        else is on it. Nodes that settle at once take turns, so exactly one of them
-        finds the job no longer `HELD` and ends it."""
+    def settle_share(self, job_seq: int, *, node: str, alive_after: float,
+                     finishing: bool = True) -> Share:
+        """A node is done with a job: its leases on it go back, and in the same
+        transaction, under the job's lock, it learns who else is on it. If it leaves
+        (`HELD`; or `OPEN` when `finishing` normally: the rows left are for the next
+        free slot) the job also leaves the node's list, so the next node to settle sees
+        the truth; one that stays to end the job stays listed until it has. Nodes that
+        settle at once take turns, so exactly one finds the job no longer `HELD`."""
         with self.write():
             self.hold_job(job_seq)
             self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
                                 (node, ROW_PENDING, job_seq))
-            mine = NodeModel.get_or_none(NodeModel.id == node)
-            if mine is not None and job_seq in (jobs := json.loads(mine.jobs)):
-                jobs.remove(job_seq)  # no longer on it: the next to settle must see that
-                (NodeModel.update(jobs=json.dumps(jobs))
-                 .where(NodeModel.id == node).execute())
-            return self._share(job_seq, node=node, alive_after=alive_after)
+            share = self._share(job_seq, node=node, alive_after=alive_after)
+            if share is Share.HELD or (share is Share.OPEN and finishing):
+                self._unlist(node, job_seq)
+            return share
+
+    def _unlist(self, node: str, job_seq: int) -> None:
+        mine = self.locked(NodeModel.select().where(NodeModel.id == node)).first()
+        if mine is not None and job_seq in (jobs := json.loads(mine.jobs)):
+            jobs.remove(job_seq)
+            NodeModel.update(jobs=json.dumps(jobs)).where(NodeModel.id == node).execute()
+
+    def release_strays(self, node: str, *, running: Collection[int]) -> int:
+        """Give back a node's leases on jobs it does not run (a supervisor that died
+        and whose release failed): else no node would take those rows again."""
+        query = (RowModel.update(lease_node=None)
+                 .where(RowModel.lease_node == node, RowModel.status == ROW_PENDING))
+        if running:
+            query = query.where(RowModel.job.not_in(list(running)))
+        with self.write():
+            return query.execute()
 
     def job_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
         """Where a job stands for a node that does not run it."""

@@ -81,6 +81,9 @@ class PostgresStore(SqlStore):
     def locked(self, query: Query) -> Query:
         return query.for_update()
 
+    def shared(self, query: Query) -> Query:
+        return query.for_update("FOR SHARE")  # type: ignore[arg-type]  # Peewee takes the words
+
     def whole(self, expr: str) -> str:
         return f"FLOOR({expr})"  # CAST(… AS INTEGER) rounds here
 

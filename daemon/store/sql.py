@@ -72,6 +72,7 @@ class SqlBase:
     # whole database (SQLite).
     SKIP_LOCKED = ""
     SHARED = False  # whether other relayd processes may use the same database
+    RETURNING = True  # whether the database has `UPDATE … RETURNING`
 
     def write(self) -> AbstractContextManager[Any]:
         """A write transaction, taken the way this backend needs it."""
@@ -93,6 +94,12 @@ class SqlBase:
         whose write transactions run side by side, its rows stay locked until the
         transaction ends (`FOR UPDATE`)."""
         raise NotImplementedError
+
+    def shared(self, query: Query) -> Query:
+        """`query` for a read that many writers may make at once, while a `locked` one
+        waits for them (PostgreSQL `FOR SHARE`): nodes leasing one job's rows at once
+        lease side by side, and a job's ending waits for them."""
+        return self.locked(query)
 
     def whole(self, expr: str) -> str:
         """SQL for the whole part (the floor) of a non-negative number."""

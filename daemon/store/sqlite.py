@@ -5,6 +5,7 @@ writes would otherwise fail with "database is locked" when another writer won). 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -112,6 +113,8 @@ MIGRATIONS: dict[int, Migration] = {
 
 class SqliteStore(SqlStore):
     """The `Store` on one SQLite file."""
+
+    RETURNING = sqlite3.sqlite_version_info >= (3, 35)  # else leases take three statements
 
     def write(self) -> AbstractContextManager[Any]:
         return self.db.atomic("IMMEDIATE")

@@ -119,14 +119,17 @@ def test_a_settled_job_is_not_listed_again_until_the_scheduler_has_heard() -> No
 
 def test_leases_are_trusted_only_while_the_heartbeat_is_recent(repo: Store) -> None:
     clock = Clock()
-    node = member(repo, clock, [], 1)
-    node.start()
-    assert node.holds_leases(NOW + 9.9)
-    assert not node.holds_leases(NOW + 10.0)  # two thirds of lease_s without a beat
-    node.beat(NOW + 10.0)
-    assert node.holds_leases(NOW + 10.0)
-    assert Node().holds_leases(NOW)  # alone, without a heartbeat: always
-    node.leave()
+    node = Membership(repo, address="http://127.0.0.1:1", version="1", lease_s=15.0,
+                      heartbeat_s=5.0, clock=clock, shared=True)
+    node._register(NOW)  # registered, its thread not started: it beats by hand
+    assert node.holds_leases(NOW + 12.4)  # one missed beat is no cause
+    assert not node.holds_leases(NOW + 12.5)  # lease_s less half a heartbeat
+    node.beat(NOW + 12.5)
+    assert node.holds_leases(NOW + 12.5)
+    alone = Membership(repo, address="http://127.0.0.1:2", version="1", lease_s=15.0,
+                       heartbeat_s=5.0, clock=clock, shared=False)
+    assert alone.holds_leases(NOW + 1_000)  # one node on the database: always
+    assert Node().holds_leases(NOW)
 
 
 def test_a_forgotten_node_registers_again(repo: Store) -> None:

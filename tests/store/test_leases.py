@@ -146,7 +146,7 @@ def test_settling_tells_who_ends_the_job(repo: Store, make_job: MakeJob,
     repo.save_outcomes(job.seq, [(w.id, make_outcome()) for w in theirs], now=NOW)
     # "a" took the job off its own list as it settled: "b" need not wait for a heartbeat
     assert repo.settle_share(job.seq, node="b", alive_after=ALIVE) is Share.DONE
-    assert [n.jobs for n in repo.nodes()] == [(), ()]
+    assert [n.jobs for n in repo.nodes()] == [(), (job.seq,)]  # "b" ends it: listed
 
 
 def test_rows_given_back_leave_the_job_open(repo: Store, make_job: MakeJob) -> None:
@@ -249,3 +249,34 @@ def test_each_cron_tick_spawns_one_run_across_nodes(repo: Store, make_job: MakeJ
     assert runs == [first + 60 * tick + 1 for tick in range(5)]
     listed, _ = repo.list_jobs(template.workspace_id, limit=100, template_id=template.id)
     assert len(listed) == 5
+
+
+def test_leasing_without_returning_takes_the_same_rows(repo: Store, make_job: MakeJob,
+                                                      monkeypatch) -> None:
+    """SQLite before 3.35 has no `UPDATE … RETURNING`: the lease takes three statements."""
+    monkeypatch.setattr(repo, "RETURNING", False)
+    join(repo, "a")
+    join(repo, "b")
+    job = running(repo, make_job, rows=6)
+    assert lease(repo, job, "a") == ["r-1", "r-2", "r-3", "r-4"]
+    assert lease(repo, job, "b") == ["r-5", "r-6"]
+    assert lease(repo, job, "a") == []
+
+
+def test_strays_are_given_back(repo: Store, make_job: MakeJob) -> None:
+    join(repo, "a")
+    kept, stray = running(repo, make_job, rows=2), running(repo, make_job, rows=2)
+    lease(repo, kept, "a")
+    lease(repo, stray, "a")
+    assert repo.release_strays("a", running={kept.seq}) == 2
+    assert lease(repo, stray, "a") == ["r-1", "r-2"]
+    assert lease(repo, kept, "a") == []
+
+
+def test_a_node_staying_to_end_the_job_stays_listed(repo: Store, make_job: MakeJob) -> None:
+    job = running(repo, make_job, rows=1)
+    join(repo, "a", jobs=(job.seq,))
+    lease(repo, job, "a")
+    assert repo.settle_share(job.seq, node="a", alive_after=ALIVE,
+                             finishing=False) is Share.OPEN  # a cancel: it ends the job
+    assert [n.jobs for n in repo.nodes()] == [(job.seq,)]
