@@ -15,9 +15,10 @@ demo *ARGS:
 cluster n="3" url="postgresql://postgres@127.0.0.1:5432/test" *ARGS:
     python -m relaytui.cluster --nodes {{n}} --url {{quote(url)}} {{ARGS}}
 
-# The whole test suite (unit, store, actors, api, end-to-end).
+# The whole test suite (unit, store, actors, api, end-to-end), on two workers, each
+# test file on one of them (`just test -n 0` runs it in one process).
 test *ARGS:
-    python -m pytest -q {{ARGS}}
+    python -m pytest -q -n 2 --dist loadfile {{ARGS}}
 
 # Run the daemon (default: the demo config, pointing at the simulator).
 serve config="sample_data/demo.toml":
