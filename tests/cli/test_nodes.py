@@ -11,7 +11,7 @@ import pytest
 
 from relaytui import cli as relay_cli
 from relaytui.nodes import NodeView
-from tests.e2e.harness import Relayd, Simulator, config_tables, rows, wait_until
+from tests.e2e.harness import Relayd, rows, running_pair, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -22,16 +22,9 @@ SLOW = "Classify slowly [sim:sleep=1500]"
 def relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
     """A daemon of this module's: it beats every second (`lease_s` 3), so a job it runs
     is on its node's list at once."""
-    sim = Simulator.start()
-    try:
-        daemon = Relayd(home=tmp_path_factory.mktemp("nodes")).write_config(
-            **config_tables(sim, running=4), cluster={"lease_s": 3})
-        try:
-            yield daemon.start()
-        finally:
-            daemon.stop()
-    finally:
-        sim.stop()
+    with running_pair(tmp_path_factory.mktemp("nodes"), running=4,
+                      tables={"cluster": {"lease_s": 3}}) as daemon:
+        yield daemon
 
 
 @pytest.fixture

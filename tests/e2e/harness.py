@@ -99,12 +99,15 @@ def relayd_factory(tmp_path: Path) -> Iterator[Callable[..., Relayd]]:
 
 
 @contextlib.contextmanager
-def running_pair(root: Path, **options: Any) -> Iterator[Relayd]:
+def running_pair(root: Path, *, tables: dict[str, Any] | None = None,
+                 **options: Any) -> Iterator[Relayd]:
     """A simulator and a started relayd under `root`, stopped on exit: for a daemon
-    shared by a module or a session (each test taking its own workspace)."""
+    shared by a module or a session (each test taking its own workspace). `tables` adds
+    config tables (`{"cluster": {...}}`), `options` are `config_tables`'s."""
     sim = Simulator.start()
     try:
-        daemon = Relayd(home=root).write_config(**config_tables(sim, **options))
+        daemon = Relayd(home=root).write_config(**config_tables(sim, **options),
+                                                **(tables or {}))
         try:
             yield daemon.start()
         finally:

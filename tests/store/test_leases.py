@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from daemon.actors.scheduler import spawn_due_runs
 from daemon.domain.cluster import NodeRecord, Share
 from daemon.domain.jobs import RUNNING, Job
@@ -33,7 +35,12 @@ def lease(repo: Store, job: Job, node: str, limit: int = 4) -> list[str]:
                                                  alive_after=ALIVE)]
 
 
-def test_nodes_lease_different_rows_in_order(repo: Store, make_job: MakeJob) -> None:
+@pytest.mark.parametrize("returning", [True, False], ids=["returning", "in-steps"])
+def test_nodes_lease_different_rows_in_order(repo: Store, make_job: MakeJob,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             returning: bool) -> None:
+    """Also as SQLite before 3.35 leases, which has no `UPDATE … RETURNING`."""
+    monkeypatch.setattr(repo, "RETURNING", returning)
     join(repo, "a")
     join(repo, "b")
     job = running(repo, make_job, rows=6)
@@ -249,18 +256,6 @@ def test_each_cron_tick_spawns_one_run_across_nodes(repo: Store, make_job: MakeJ
     assert runs == [first + 60 * tick + 1 for tick in range(5)]
     listed, _ = repo.list_jobs(template.workspace_id, limit=100, template_id=template.id)
     assert len(listed) == 5
-
-
-def test_leasing_without_returning_takes_the_same_rows(repo: Store, make_job: MakeJob,
-                                                      monkeypatch) -> None:
-    """SQLite before 3.35 has no `UPDATE … RETURNING`: the lease takes three statements."""
-    monkeypatch.setattr(repo, "RETURNING", False)
-    join(repo, "a")
-    join(repo, "b")
-    job = running(repo, make_job, rows=6)
-    assert lease(repo, job, "a") == ["r-1", "r-2", "r-3", "r-4"]
-    assert lease(repo, job, "b") == ["r-5", "r-6"]
-    assert lease(repo, job, "a") == []
 
 
 def test_strays_are_given_back(repo: Store, make_job: MakeJob) -> None:
