@@ -91,6 +91,15 @@ def client(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def transport(client: str) -> AsyncIterator[Transport]:
+    """Patient enough for a loaded machine (the suite runs on two workers)."""
+    transport = make_transport(client, RetryConfig(request_timeout_s=10), connection_limit=4)
+    yield transport
+    await close(transport)
+
+
+@pytest.fixture
+async def impatient(client: str) -> AsyncIterator[Transport]:
+    """Gives up after 0.2 s: for the tests of a timeout."""
     transport = make_transport(client, RetryConfig(request_timeout_s=0.2), connection_limit=4)
     yield transport
     await close(transport)
@@ -165,20 +174,20 @@ async def test_refused_connection_is_a_connection_error(transport: Transport) ->
 
 
 async def test_slow_answer_is_a_timeout(
-    upstream: tuple[Upstream, str], transport: Transport
+    upstream: tuple[Upstream, str], impatient: Transport
 ) -> None:
     _, base = upstream
     with pytest.raises(TransportError) as caught:
-        await transport.send(make_model(base + "/v1"), "/v1/slow", PAYLOAD)
+        await impatient.send(make_model(base + "/v1"), "/v1/slow", PAYLOAD)
     assert caught.value.kind == "timeout"
 
 
 async def test_a_stalled_body_is_a_timeout(
-    upstream: tuple[Upstream, str], transport: Transport
+    upstream: tuple[Upstream, str], impatient: Transport
 ) -> None:
     _, base = upstream
     with pytest.raises(TransportError) as caught:
-        await transport.send(make_model(base + "/v1"), "/v1/stall", PAYLOAD)
+        await impatient.send(make_model(base + "/v1"), "/v1/stall", PAYLOAD)
     assert caught.value.kind == "timeout"
 
 
