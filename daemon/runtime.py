@@ -31,7 +31,7 @@ from daemon.api.listener import Listener
 from daemon.config import Config
 from daemon.dialects import dialect_of, event_view
 from daemon.domain.cluster import Part
-from daemon.domain.jobs import VALIDATING, Job
+from daemon.domain.jobs import Job
 from daemon.executors import ChatExecutor, Executors
 from daemon.executors.http_tools import HttpToolCaller
 from daemon.executors.mcp_tools import McpToolCaller
@@ -154,11 +154,14 @@ class Daemon:
                                          scheduler=self.scheduler, resolve=self.resolve,
                                          allow_private=self.config.security.allow_private_targets,
                                          notifier=self.notifier, models=self.models,
+                                         node=self.membership,
                                          clock=self.clock).proxy()
-        for job in self.repo.jobs_in(VALIDATING):  # left by a previous process
+        for job in self.repo.unclaimed_validations(  # left by a previous process
+                node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)
         self.ticker = Ticker([self.scheduler.tick, self.notifier.tick, self.sweeper.tick,
-                              self.prober.tick], interval=self.tick_interval, clock=self.clock)
+                              self.prober.tick, self.validator.tick],
+                             interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
                                  notifier=self.notifier, files=self.files, hub=self.hub,

@@ -5,6 +5,10 @@ records into rows (record-level problems become failed rows) and queues the
 batch, or fails it with OpenAI's `errors` list when the file itself is wrong.
 Parsing a 200 MB file takes seconds: it happens here, never on the API's loop
 or in the scheduler.
+
+Among nodes, a batch is validated by the node that takes it first
+(`Store.claim_validation`); every few seconds (`tick`) each validator takes the
+batches a lost node was validating.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import pykka
 
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
+from daemon.actors.membership import Node
+from daemon.domain.every import Every
 from daemon.domain.jobs import FAILED, VALIDATING
 from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
 from daemon.outbound.policy import Resolver, TargetCheck, system_resolver
@@ -26,12 +32,17 @@ from daemon.store.interface import Store
 
 log = logging.getLogger("relay.validator")
 
+WATCH_S = 5.0  # how often it looks for batches a lost node was validating
+
 
 class Validator(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, files: FileStore, scheduler: Any, notifier: Any,
                  models: Collection[str], clock: Callable[[], float],
-                 allow_private: bool = False, resolve: Resolver = system_resolver) -> None:
+                 allow_private: bool = False, resolve: Resolver = system_resolver,
+                 node: Node | None = None) -> None:
         super().__init__()
+        self.node = node or Node()
+        self.watch = Every(WATCH_S)
         self.repo = repo
         self.files = files
         self.scheduler = scheduler
@@ -42,9 +53,19 @@ class Validator(pykka.ThreadingActor):
         self.resolve = resolve
 
     @contained
+    def tick(self, now: float) -> None:
+        """Batches a lost node was validating (or none has taken yet, or whose validation
+        here failed on the way) are taken here."""
+        if self.watch.due(now):
+            for job in self.repo.unclaimed_validations(
+                    node=self.node.id, alive_after=self.node.alive_after(now)):
+                self.validate(job.seq)
+
+    @contained
     def validate(self, seq: int) -> None:
         job = self.repo.job_by_seq(seq)
-        if job is None or job.status != VALIDATING:
+        if job is None or job.status != VALIDATING or not self.repo.claim_validation(
+                seq, node=self.node.id, alive_after=self.node.alive_after(self.clock())):
             return
         parsed = self._parse(job.input_file_id or "", job.endpoint, job.workspace_id)
         now = self.clock()

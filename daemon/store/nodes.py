@@ -18,7 +18,7 @@ from collections.abc import Collection
 from peewee import SQL, fn
 
 from daemon.domain.cluster import NodeRecord, Share
-from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, Job, RowWork
+from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, VALIDATING, Job, RowWork
 from daemon.store.models import JobModel, NodeModel, RowModel
 from daemon.store.records import job_record
 from daemon.store.rows import works
@@ -162,6 +162,30 @@ class NodeQueries(SqlBase):
             query = query.where(RowModel.job.not_in(list(running)))
         with self.write():
             return query.execute()
+
+    def claim_validation(self, job_seq: int, *, node: str, alive_after: float) -> bool:
+        """Take a batch to validate: one still validating that no other live node has
+        taken (a lost node's batch is taken again). False if another live node has it."""
+        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
+                                                    NodeModel.id != node)
+        with self.write():
+            return (JobModel.update(validating_node=node)
+                    .where(JobModel.seq == job_seq, JobModel.status == VALIDATING,
+                           JobModel.validating_node.is_null()
+                           | JobModel.validating_node.not_in(live))
+                    .execute()) == 1
+
+    def unclaimed_validations(self, *, node: str, alive_after: float) -> list[Job]:
+        """Batches validating that no other live node has taken: their node was lost,
+        or it is `node` (its validation failed on the way: it tries again)."""
+        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
+                                                    NodeModel.id != node)
+        query = (JobModel.select()
+                 .where(JobModel.status == VALIDATING,
+                        JobModel.validating_node.is_null()
+                        | JobModel.validating_node.not_in(live))
+                 .order_by(JobModel.seq))
+        return [job_record(r) for r in query]
 
     def job_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
         """Where a job stands for a node that does not run it."""

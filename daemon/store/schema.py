@@ -51,10 +51,12 @@ def migrate(store: SqlBase, migrations: Mapping[int, Migration], *,
 
 def leases(db: Database) -> None:
     """Version 11, on every backend: the nodes sharing the database, which node runs
-    each pending row (a lease), and which node claimed a webhook delivery."""
+    each pending row (a lease), and which node claimed a webhook delivery or is
+    validating a batch."""
     db.create_tables([NodeModel])
     db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_node TEXT')
     db.execute_sql("ALTER TABLE job ADD COLUMN webhook_node TEXT")
+    db.execute_sql("ALTER TABLE job ADD COLUMN validating_node TEXT")
     db.execute_sql(LEASED_ROWS_INDEX)
 
 

@@ -275,3 +275,31 @@ def test_a_node_staying_to_end_the_job_stays_listed(repo: Store, make_job: MakeJ
     assert repo.settle_share(job.seq, node="a", alive_after=ALIVE,
                              finishing=False) is Share.OPEN  # a cancel: it ends the job
     assert [n.jobs for n in repo.nodes()] == [(job.seq,)]
+
+
+def test_a_batch_is_validated_by_the_node_that_takes_it(repo: Store,
+                                                        make_job: MakeJob) -> None:
+    join(repo, "a")
+    join(repo, "b")
+    batch = make_job(repo, status="validating")
+    assert [j.seq for j in repo.unclaimed_validations(node="a", alive_after=ALIVE)] == [
+        batch.seq]
+    assert repo.claim_validation(batch.seq, node="a", alive_after=ALIVE)
+    assert not repo.claim_validation(batch.seq, node="b", alive_after=ALIVE)
+    assert repo.unclaimed_validations(node="b", alive_after=ALIVE) == []
+    # its own, whose validation failed on the way: it tries again
+    assert [j.seq for j in repo.unclaimed_validations(node="a", alive_after=ALIVE)] == [
+        batch.seq]
+    assert repo.claim_validation(batch.seq, node="a", alive_after=ALIVE)
+
+
+def test_a_lost_nodes_batch_is_validated_by_another(repo: Store, make_job: MakeJob) -> None:
+    join(repo, "lost", beat=NOW - LEASE_S - 1)
+    join(repo, "b")
+    batch = make_job(repo, status="validating")
+    assert repo.claim_validation(batch.seq, node="lost", alive_after=ALIVE - 100)
+    assert [j.seq for j in repo.unclaimed_validations(node="b", alive_after=ALIVE)] == [
+        batch.seq]
+    assert repo.claim_validation(batch.seq, node="b", alive_after=ALIVE)
+    queued = make_job(repo)  # not validating: nothing to take
+    assert not repo.claim_validation(queued.seq, node="b", alive_after=ALIVE)

@@ -1,0 +1,62 @@
+"""A batch validating on a node that is lost is validated by another: the validator's
+tick takes the batches no live node holds, and leaves a live node's alone."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from daemon.domain.cluster import NodeRecord
+from tests.api.conftest import Relay, openai_batch
+
+
+class Idle:
+    """A validator that hears of the new batch and does nothing: as if the node that
+    took it had died at once. (Alive, as the API checks, by the real one's ref.)"""
+
+    def __init__(self, real: Any) -> None:
+        self.actor_ref = real.actor_ref
+
+    def validate(self, seq: int) -> None:
+        pass
+
+
+async def unvalidated(relay: Relay, monkeypatch: pytest.MonkeyPatch, *,
+                      claimed_by: NodeRecord) -> dict[str, Any]:
+    monkeypatch.setattr(relay.services, "validator", Idle(relay.services.validator))
+    job = await relay.submit(openai_batch("a", "b"))
+    assert job["status"] == "validating"
+    repo = relay.services.repo
+    await asyncio.to_thread(repo.register_node, claimed_by)
+    seq = (await asyncio.to_thread(repo.get_job, job["id"])).seq  # type: ignore[union-attr]
+    assert await asyncio.to_thread(repo.claim_validation, seq, node=claimed_by.id,
+                                   alive_after=claimed_by.heartbeat_at - 1)
+    return job
+
+
+def node(node_id: str, beat: float) -> NodeRecord:
+    return NodeRecord(id=node_id, address=f"http://{node_id}:8080", version="0.1.0",
+                      started_at=beat, heartbeat_at=beat)
+
+
+async def tick_validator(relay: Relay, now: float) -> None:
+    await asyncio.to_thread(lambda: relay.daemon.validator.tick(now).get(timeout=5))
+
+
+async def test_a_lost_nodes_batch_is_validated_here(relay: Relay,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    lost = node("lost-1", relay.clock() - 60)  # silent past lease_s
+    job = await unvalidated(relay, monkeypatch, claimed_by=lost)
+    await tick_validator(relay, relay.clock() + 10)
+    done = await relay.wait_status(job["id"], "completed")
+    assert done["request_counts"] == {"total": 2, "completed": 2, "failed": 0}
+
+
+async def test_a_live_nodes_batch_is_left_to_it(relay: Relay,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    live = node("live-1", relay.clock() + 10)
+    job = await unvalidated(relay, monkeypatch, claimed_by=live)
+    await tick_validator(relay, relay.clock() + 10)
+    assert (await relay.job(job["id"]))["status"] == "validating"
