@@ -7,7 +7,8 @@ take different rows without waiting. A lease lives as long as its node's heartbe
 (`beat`) is younger than `lease_s`: renewing every lease is one update of the node's
 own row. A stored outcome ends the row's lease; a node that stops gives its leases
 back (`leave`); a node that dies loses them when its heartbeat ages past `lease_s`,
-and its rows are leasable again.
+and its rows are leasable again. A batch to validate is claimed the same way
+(`claim_validation`), and is taken again once its node is lost.
 """
 
 from __future__ import annotations
