@@ -40,6 +40,7 @@ from relaytui.demo import (
     free_port,
     long_job_rows,
     port,
+    say,
     simulator_argv,
     stop,
 )
@@ -218,17 +219,17 @@ def stop_nodes(cluster: Sequence[Node], procs: Sequence[Proc]) -> None:
         signal.signal(sig, signal.SIG_IGN)
     running = [(node, proc) for node, proc in zip(cluster, procs, strict=True)
                if proc.poll() is None]
-    if running:
-        print(f"stopping {len(running)} node(s) (pids "
-              f"{', '.join(str(p.pid) for _, p in running)})…", flush=True)
     for _, proc in running:
         proc.send_signal(signal.SIGTERM)
+    if running:
+        say(f"stopping {len(running)} node(s) (pids "
+            f"{', '.join(str(p.pid) for _, p in running)})…")
     deadline = time.monotonic() + STOP_S
     for node, proc in running:
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            print(f"node {node.number} did not stop within {STOP_S:.0f} s; killed it")
+            say(f"node {node.number} did not stop within {STOP_S:.0f} s; killed it")
             proc.kill()
             proc.wait()
 

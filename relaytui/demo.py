@@ -165,14 +165,21 @@ def started(label: str, argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
 
 def stop(proc: subprocess.Popen[bytes], label: str, grace: float = 15.0) -> None:
     """SIGTERM, then SIGKILL if it has not exited within `grace` seconds."""
-    print(f"stopping {label} (pid {proc.pid})…", flush=True)
     proc.send_signal(signal.SIGTERM)
+    say(f"stopping {label} (pid {proc.pid})…")
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        print(f"{label} did not stop within {grace:.0f} s; killed it")
+        say(f"{label} did not stop within {grace:.0f} s; killed it")
         proc.kill()
         proc.wait()
+
+
+def say(message: str) -> None:
+    """Print a line while stopping; one nobody can read any more (the terminal or the
+    pipe went with the Ctrl-C) must not keep the rest from stopping."""
+    with contextlib.suppress(OSError):
+        print(message, flush=True)
 
 
 def create_key(config: Path) -> str:
