@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -82,6 +83,41 @@ class ScrapedCounts(Collector):
         return family
 
 
+GAP_S = 60.0  # an attempt id missing this long was rolled back, not committed late
+
+
+@dataclass
+class AttemptMark:
+    """Which attempts of the log are counted. Ids are handed out as attempts are
+    inserted but become visible as their transactions commit, and on PostgreSQL those
+    run side by side (every job writes on its own thread; nodes share the log): id 100
+    can appear after id 120 was read. So the mark is the id up to which every attempt
+    is counted; those counted past it are remembered, and an id still missing after
+    `GAP_S` (a rolled-back write) is given up."""
+
+    mark: int
+    seen: set[int] = field(default_factory=set)
+    missing: dict[int, float] = field(default_factory=dict)  # id -> when first missed
+
+    def take(self, samples: Sequence[AttemptSample], now: float) -> list[AttemptSample]:
+        """The samples (read past `mark`) not counted yet; moves the mark."""
+        new = [s for s in samples if s.id > self.mark and s.id not in self.seen]
+        self.seen.update(s.id for s in new)
+        top = max(self.seen, default=self.mark)
+        for missing in range(self.mark + 1, top):
+            if missing not in self.seen:
+                self.missing.setdefault(missing, now)
+        while self.mark < top:
+            after = self.mark + 1
+            if after in self.seen:
+                self.seen.discard(after)
+            elif now - self.missing.get(after, now) < GAP_S:
+                break
+            self.missing.pop(after, None)
+            self.mark = after
+        return new
+
+
 class Meters:
     """One daemon's series and the attempt log's mark."""
 
@@ -110,19 +146,29 @@ class Meters:
             "relay_store_writable", "1 while the store takes writes; 0 while a probe or a "
             "request meets a storage fault (then /healthz is 503 degraded).",
             registry=self.registry)
-        self.mark: int | None = None  # the last attempt id counted
+        self.attempts: AttemptMark | None = None  # from the start, or the first scrape
         self.lock = threading.Lock()
 
-    def feed(self, samples: Sequence[AttemptSample]) -> None:
-        """Count attempts read from the log past the mark (one scrape's worth)."""
-        for a in samples:
+    def start_at(self, last_id: int) -> None:
+        """Count the attempts after `last_id` (the log's last at this start)."""
+        self.attempts = AttemptMark(last_id)
+
+    @property
+    def mark(self) -> int | None:
+        """Every attempt up to this id is counted (None before counting starts)."""
+        return None if self.attempts is None else self.attempts.mark
+
+    def feed(self, samples: Sequence[AttemptSample], *, now: float = 0.0) -> None:
+        """Count attempts read from the log past the mark (one scrape's worth), each
+        once."""
+        if self.attempts is None:
+            self.attempts = AttemptMark(min((s.id for s in samples), default=1) - 1)
+        for a in self.attempts.take(samples, now):
             labels = (a.model, a.workspace) if self.per_workspace else (a.model,)
             self.latency.labels(*labels).observe(a.duration_ms / 1000)
             self.requests.labels(*labels, a.outcome).inc()
             if a.retry:
                 self.retries.labels(*labels).inc()
-        if samples:
-            self.mark = samples[-1].id
 
     def exposition(self, counts: DaemonCounts) -> bytes:
         self.counts.latest = counts

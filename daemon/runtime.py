@@ -169,7 +169,7 @@ class Daemon:
                                  resolve=self.resolve, health=self.health,
                                  model_states=self.router.model_states, meters=self.meters,
                                  node=self.membership)
-        self.meters.mark = self.repo.last_attempt_id()  # /metrics counts from this start
+        self.meters.start_at(self.repo.last_attempt_id())  # /metrics counts from this start
         return self.services
 
     def stop(self, budget: float = STOP_BUDGET_S) -> None:
