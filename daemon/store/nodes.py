@@ -14,7 +14,8 @@ and its rows are leasable again. A batch to validate is claimed the same way
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from typing import Any
 
 from peewee import SQL, fn
 
@@ -31,7 +32,6 @@ LEASABLE = (  # a job's pending rows no live node holds
     "ORDER BY id LIMIT {p}")
 LEASE = ('UPDATE "row" SET lease_node = {p} WHERE id IN (' + LEASABLE
          + "{skip_locked}) RETURNING id, custom_id, model, body")
-RELEASE = 'UPDATE "row" SET lease_node = NULL WHERE lease_node = {p} AND status = {p}'
 
 
 class NodeQueries(SqlBase):
@@ -56,7 +56,7 @@ class NodeQueries(SqlBase):
     def leave(self, node_id: str) -> int:
         """A node stops: its leases go back at once and its row goes; the rows released."""
         with self.write():
-            released = self.db.execute_sql(self.sql(RELEASE), (node_id, ROW_PENDING)).rowcount
+            released = _release([node_id])
             NodeModel.delete().where(NodeModel.id == node_id).execute()
         return released
 
@@ -76,9 +76,9 @@ class NodeQueries(SqlBase):
             if address is not None:
                 found = found.where(NodeModel.address == address)
             gone = [n.id for n in found]
-            for node_id in gone:
-                self.db.execute_sql(self.sql(RELEASE), (node_id, ROW_PENDING))
-            NodeModel.delete().where(NodeModel.id.in_(gone)).execute()
+            if gone:
+                _release(gone)
+                NodeModel.delete().where(NodeModel.id.in_(gone)).execute()
         return len(gone)
 
     def sole_node(self, node_id: str) -> int:
@@ -124,12 +124,7 @@ class NodeQueries(SqlBase):
         the rows still in flight until the process is gone)."""
         with self.write():
             self.hold_job(job_seq)  # the job before its rows, as every writer of both
-            query = (RowModel.update(lease_node=None)
-                     .where(RowModel.lease_node == node, RowModel.status == ROW_PENDING,
-                            RowModel.job == job_seq))
-            if keep:
-                query = query.where(RowModel.id.not_in(list(keep)))
-            return query.execute()
+            return _release([node], job_seq=job_seq, keep=keep)
 
     def settle_share(self, job_seq: int, *, node: str, alive_after: float,
                      finishing: bool = True) -> Share:
@@ -141,8 +136,7 @@ class NodeQueries(SqlBase):
         settle at once take turns, so exactly one finds the job no longer `HELD`."""
         with self.write():
             self.hold_job(job_seq)
-            self.db.execute_sql(self.sql(RELEASE + " AND job_id = {p}"),
-                                (node, ROW_PENDING, job_seq))
+            _release([node], job_seq=job_seq)
             share = self._share(job_seq, node=node, alive_after=alive_after)
             if share is Share.HELD or (share is Share.OPEN and finishing):
                 self._unlist(node, job_seq)
@@ -167,24 +161,20 @@ class NodeQueries(SqlBase):
     def claim_validation(self, job_seq: int, *, node: str, alive_after: float) -> bool:
         """Take a batch to validate: one still validating that no other live node has
         taken (a lost node's batch is taken again). False if another live node has it."""
-        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
-                                                    NodeModel.id != node)
         with self.write():
             return (JobModel.update(validating_node=node)
                     .where(JobModel.seq == job_seq, JobModel.status == VALIDATING,
                            JobModel.validating_node.is_null()
-                           | JobModel.validating_node.not_in(live))
+                           | JobModel.validating_node.not_in(_live(alive_after, but=node)))
                     .execute()) == 1
 
     def unclaimed_validations(self, *, node: str, alive_after: float) -> list[Job]:
         """Batches validating that no other live node has taken: their node was lost,
         or it is `node` (its validation failed on the way: it tries again)."""
-        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
-                                                    NodeModel.id != node)
         query = (JobModel.select()
                  .where(JobModel.status == VALIDATING,
                         JobModel.validating_node.is_null()
-                        | JobModel.validating_node.not_in(live))
+                        | JobModel.validating_node.not_in(_live(alive_after, but=node)))
                  .order_by(JobModel.seq))
         return [job_record(r) for r in query]
 
@@ -193,14 +183,12 @@ class NodeQueries(SqlBase):
         return self._share(job_seq, node=node, alive_after=alive_after)
 
     def _share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
-        others = [n.id for n in NodeModel.select(NodeModel.id, NodeModel.jobs).where(
-            NodeModel.heartbeat_at > alive_after, NodeModel.id != node)
-            if job_seq in json.loads(n.jobs)]
-        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after,
-                                                    NodeModel.id != node)
+        others = _live(alive_after, but=node)
+        listing = any(job_seq in json.loads(n.jobs) for n in
+                      NodeModel.select(NodeModel.jobs).where(NodeModel.id.in_(others)))
         pending = RowModel.select(RowModel.id).where(RowModel.job == job_seq,
                                                      RowModel.status == ROW_PENDING)
-        if others or pending.where(RowModel.lease_node.in_(live)).exists():
+        if listing or pending.where(RowModel.lease_node.in_(others)).exists():
             return Share.HELD
         return Share.OPEN if pending.exists() else Share.DONE
 
@@ -210,10 +198,9 @@ class NodeQueries(SqlBase):
         expedited tier, then priority, then age): queued ones, and running ones with
         pending rows no live node holds (a large job spreads over every node; a lost
         node's work is taken over)."""
-        live = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after)
         free_rows = RowModel.select(SQL("1")).where(
             RowModel.job == JobModel.seq, RowModel.status == ROW_PENDING,
-            RowModel.lease_node.is_null() | RowModel.lease_node.not_in(live))
+            RowModel.lease_node.is_null() | RowModel.lease_node.not_in(_live(alive_after)))
         query = (JobModel.select()
                  .where((JobModel.status == QUEUED)
                         | ((JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
@@ -224,6 +211,25 @@ class NodeQueries(SqlBase):
             query = query.where(JobModel.seq.not_in(list(exclude)))
         return [job_record(r) for r in query]
 
+
+def _live(alive_after: float, *, but: str | None = None) -> Any:
+    """The ids of the nodes alive (beaten after `alive_after`), `but` one, as a
+    subquery."""
+    query = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after)
+    return query if but is None else query.where(NodeModel.id != but)
+
+
+def _release(nodes: Sequence[str], *, job_seq: int | None = None,
+             keep: Collection[int] = ()) -> int:
+    """Give back the `nodes`' leases on pending rows (of one job; but `keep`), inside
+    the caller's transaction; the rows released."""
+    query = (RowModel.update(lease_node=None)
+             .where(RowModel.lease_node.in_(list(nodes)), RowModel.status == ROW_PENDING))
+    if job_seq is not None:
+        query = query.where(RowModel.job == job_seq)
+    if keep:
+        query = query.where(RowModel.id.not_in(list(keep)))
+    return int(query.execute())
 
 
 def _node(n: NodeModel) -> NodeRecord:

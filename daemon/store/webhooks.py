@@ -46,9 +46,10 @@ class WebhookQueries(SqlBase):
         never sees one run twice."""
         outcome = json.dumps({"status_code": None, "attempted_at": None,
                               "error": "delivery interrupted by a daemon restart; not retried"})
-        claimed_by_dead = JobModel.webhook_node.is_null() | JobModel.webhook_node.not_in(
-            list(live)) if live else JobModel.webhook_state == WEBHOOK_SENDING
+        query = (JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
+                 .where(JobModel.webhook_state == WEBHOOK_SENDING))
+        if live:
+            query = query.where(JobModel.webhook_node.is_null()
+                                | JobModel.webhook_node.not_in(list(live)))
         with self.write():
-            return (JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
-                    .where(JobModel.webhook_state == WEBHOOK_SENDING, claimed_by_dead)
-                    .execute())
+            return query.execute()
