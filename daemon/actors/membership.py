@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Collection
 from typing import Any
 
-from daemon.domain.cluster import NodeRecord, Part, part_of
+from daemon.domain.cluster import NodeRecord, Part, alive_ids, part_of
 from daemon.store.faults import log_failure
 from daemon.store.interface import Store
 
@@ -118,12 +118,8 @@ class Membership(Node):
             released = self.repo.sole_node(self.id)
             if released:
                 log.info("took back %d row leases an earlier process held", released)
-        elif not self.address.endswith(":0") and self.repo.forget_nodes(
-                keep=self.id, address=self.address):
-            log.info("an earlier process at %s is gone: its rows are free at once",
-                     self.address)
-        others = [n for n in self.repo.nodes()
-                  if n.id != self.id and n.alive(now, self.lease_s)]
+        self._replace_earlier()
+        others = self._others(now)
         if others:  # they learn of this node at their next beat: wait for that
             self.joining_at = now
             self.announce({"kind": "joined"})  # so they beat at once
@@ -147,7 +143,7 @@ class Membership(Node):
                 nodes = self.repo.nodes()
                 if any(n.heartbeat_at < now - FORGET_AFTER_S for n in nodes):
                     self.repo.forget_nodes(before=now - FORGET_AFTER_S, keep=self.id)
-                self._apply([n.id for n in nodes if n.alive(now, self.lease_s)])
+                self._apply(alive_ids(nodes, now, self.lease_s))
             except Exception as exc:
                 log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
                             f"{self.lease_s:g} s after the last one", exc)
@@ -166,11 +162,9 @@ class Membership(Node):
         if self.joining_at is None:
             return True
         joined = self.joining_at
-        if now < joined + 1.5 * self.heartbeat_s:
-            others = [n for n in self.repo.nodes()
-                      if n.id != self.id and n.alive(now, self.lease_s)]
-            if any(n.heartbeat_at < joined for n in others):
-                return False
+        if now < joined + 1.5 * self.heartbeat_s and any(
+                n.heartbeat_at < joined for n in self._others(now)):
+            return False
         self.joining_at = None
         return True
 
@@ -178,8 +172,7 @@ class Membership(Node):
         """The listener's port is known (it was 0 in the config)."""
         self.address = address
         self._register(self.clock())
-        if self.shared:
-            self.repo.forget_nodes(keep=self.id, address=address)
+        self._replace_earlier()
 
     def drain(self) -> None:
         """SIGTERM: the next beat, at once on the heartbeat thread, says `stopping`."""
@@ -202,6 +195,18 @@ class Membership(Node):
                 return
         if released:
             log.info("gave back %d row leases", released)
+
+    def _others(self, now: float) -> list[NodeRecord]:
+        """The other live nodes."""
+        return [n for n in self.repo.nodes() if n.id != self.id and n.alive(now, self.lease_s)]
+
+    def _replace_earlier(self) -> None:
+        """Among nodes, one registered at this node's address is an earlier process of
+        it: its leases go back now, with no wait for them to lapse."""
+        if (self.shared and not self.address.endswith(":0")
+                and self.repo.forget_nodes(keep=self.id, address=self.address)):
+            log.info("an earlier process at %s is gone: its rows are free at once",
+                     self.address)
 
     def _register(self, now: float) -> None:
         self.beat_at = now

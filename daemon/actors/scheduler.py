@@ -27,7 +27,7 @@ from daemon.actors.ending import end_job
 from daemon.actors.membership import Node
 from daemon.dialects import dialect_of
 from daemon.domain import cron
-from daemon.domain.cluster import Share
+from daemon.domain.cluster import Share, alive_ids
 from daemon.domain.every import Every
 from daemon.domain.jobs import (
     CANCELLED,
@@ -92,9 +92,10 @@ class Scheduler(pykka.ThreadingActor):
         (at most once). Batches left validating are the validator's (`Daemon.start`)."""
         if not self.node.shared:
             self.repo.requeue_running(now=now)
-        for status in (CANCELLING, FINALIZING):
-            for job in self.repo.jobs_in(status) if self.node.leads else ():
-                self._end_unless_held(job.seq, _ENDS[status])
+        if self.node.leads:
+            for status in (CANCELLING, FINALIZING):
+                for job in self.repo.jobs_in(status):
+                    self._end_unless_held(job.seq, _ENDS[status])
         self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
@@ -241,8 +242,8 @@ class Scheduler(pykka.ThreadingActor):
 
     def _live(self, now: float) -> list[str]:
         """The live nodes' ids, this one always among them."""
-        return [self.node.id, *(n.id for n in self.repo.nodes()
-                                if n.alive(now, self.node.lease_s))]
+        return [self.node.id, *alive_ids(self.repo.nodes(), now, self.node.lease_s,
+                                         but=self.node.id)]
 
     def _end_unless_held(self, seq: int, wanted: str) -> None:
         """End a job no node here runs, unless another live node runs it: that node's

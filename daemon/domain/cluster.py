@@ -9,7 +9,7 @@ and `max_concurrency = 8` the shares are 3, 3 and 2.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -64,6 +64,12 @@ class Part:
 
     def of_rate(self, limit: int | None) -> int | None:
         return None if limit is None else self.of(limit)
+
+
+def alive_ids(nodes: Iterable[NodeRecord], now: float, lease_s: float, *,
+              but: str | None = None) -> list[str]:
+    """The ids of the `nodes` alive at `now`, `but` one."""
+    return [n.id for n in nodes if n.id != but and n.alive(now, lease_s)]
 
 
 def part_of(node_id: str, live: Sequence[str]) -> Part:
