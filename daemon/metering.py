@@ -158,11 +158,10 @@ class Meters:
         """Every attempt up to this id is counted (None before counting starts)."""
         return None if self.attempts is None else self.attempts.mark
 
-    def feed(self, samples: Sequence[AttemptSample], *, now: float = 0.0) -> None:
+    def feed(self, samples: Sequence[AttemptSample], *, now: float) -> None:
         """Count attempts read from the log past the mark (one scrape's worth), each
-        once."""
-        if self.attempts is None:
-            self.attempts = AttemptMark(min((s.id for s in samples), default=1) - 1)
+        once; counting has started (`start_at`)."""
+        assert self.attempts is not None, "start_at comes first"
         for a in self.attempts.take(samples, now):
             labels = (a.model, a.workspace) if self.per_workspace else (a.model,)
             self.latency.labels(*labels).observe(a.duration_ms / 1000)

@@ -32,10 +32,10 @@ async def metrics(request: web.Request) -> web.StreamResponse:
 def scrape(services: Services) -> bytes:
     meters, repo = services.meters, services.repo
     with meters.lock:
-        if meters.mark is None:  # counting starts at the first scrape
-            meters.start_at(repo.last_attempt_id())
-        assert meters.mark is not None
-        meters.feed(repo.attempts_after(meters.mark, limit=TAIL_MOST), now=services.clock())
+        mark = meters.mark
+        if mark is None:  # counting starts at the first scrape
+            meters.start_at(mark := repo.last_attempt_id())
+        meters.feed(repo.attempts_after(mark, limit=TAIL_MOST), now=services.clock())
         meters.store_writable.set(1 if services.health.ok else 0)
         return meters.exposition(repo.daemon_counts())
 
