@@ -22,17 +22,14 @@ and its figures are not run; the rest of the bench goes on.
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, LiteralString
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
-from psycopg import sql
 
 from bench import jobs
 from bench.harness import Bench
@@ -42,7 +39,7 @@ from bench.report import Figure, at_least, at_most
 from daemon import testing
 from daemon.domain.cluster import lease_size
 from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, FAILED, ROW_PENDING
-from daemon.testing import simulated_model, wait_until
+from daemon.testing import create_schema, drop_schema, simulated_model, wait_until, with_params
 
 SERVER_URL = os.environ.get("RELAY_BENCH_POSTGRES_URL",
                             "postgresql://postgres@127.0.0.1:5432/test")
@@ -100,14 +97,6 @@ def unreachable(server: str) -> str | None:
         return f"PostgreSQL at {server} is unreachable (set RELAY_BENCH_POSTGRES_URL): {said}"
 
 
-def with_params(url: str, **params: str) -> str:
-    """`url` with more libpq parameters in its query string, URL-encoded."""
-    parts = urlsplit(url)
-    added = "&".join(f"{key}={quote(value, safe='')}" for key, value in params.items())
-    query = f"{parts.query}&{added}" if parts.query else added
-    return urlunsplit(parts._replace(query=query))
-
-
 @dataclass(frozen=True)
 class Schema:
     """One schema of the server: the nodes' store URL puts their tables in it and names
@@ -144,18 +133,11 @@ class Schema:
 @contextmanager
 def fresh_schema(server: str) -> Iterator[Schema]:
     """A new, empty schema, dropped on exit (the store creates its tables in it)."""
-    schema = Schema(server, "relay_bench_" + secrets.token_hex(6))
-    admin(server, "CREATE SCHEMA {}", schema.name)
+    schema = Schema(server, create_schema(server, "relay_bench_"))
     try:
         yield schema
     finally:
-        admin(server, "DROP SCHEMA IF EXISTS {} CASCADE", schema.name)
-
-
-def admin(server: str, template: LiteralString, name: str) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute("SET lock_timeout = '10s'")
-        conn.execute(sql.SQL(template).format(sql.Identifier(name)))
+        drop_schema(server, schema.name, lock_timeout_s=10)
 
 
 COUNTERS = (

@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -23,7 +24,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, LiteralString, Self
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
@@ -117,6 +119,44 @@ def _toml(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
     raise TypeError(f"no TOML form for {value!r}")
+
+
+# --- PostgreSQL schemas -------------------------------------------------------------
+
+
+def with_params(url: str, **params: str) -> str:
+    """`url` with more libpq parameters in its query string, URL-encoded (a schema of
+    its own: `options="-csearch_path=<schema>"`)."""
+    parts = urlsplit(url)
+    added = "&".join(f"{key}={quote(value, safe='')}" for key, value in params.items())
+    query = f"{parts.query}&{added}" if parts.query else added
+    return urlunsplit(parts._replace(query=query))
+
+
+def create_schema(server: str, prefix: str) -> str:
+    """A new, empty schema on the server at `server`, named `prefix` and random hex;
+    its name."""
+    name = prefix + secrets.token_hex(6)
+    _schema_ddl(server, "CREATE SCHEMA {}", name)
+    return name
+
+
+def drop_schema(server: str, name: str, *, lock_timeout_s: float | None = None) -> None:
+    """Drop a schema and everything in it, if it is there; waiting at most
+    `lock_timeout_s` for a lock."""
+    _schema_ddl(server, "DROP SCHEMA IF EXISTS {} CASCADE", name, lock_timeout_s)
+
+
+def _schema_ddl(server: str, template: LiteralString, name: str,
+                lock_timeout_s: float | None = None) -> None:
+    import psycopg  # the simulator and relayd on SQLite never need it
+    from psycopg import sql
+
+    with psycopg.connect(server, autocommit=True) as admin:
+        if lock_timeout_s is not None:
+            admin.execute(sql.SQL("SET lock_timeout = {}").format(
+                sql.Literal(f"{lock_timeout_s:g}s")))
+        admin.execute(sql.SQL(template).format(sql.Identifier(name)))
 
 
 # --- processes ----------------------------------------------------------------------

@@ -23,14 +23,13 @@ URL-encoded (`schema_url`). Two ways to get one:
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from psycopg import sql
+
+from daemon.testing import create_schema, drop_schema, with_params
 
 SERVER_URL = os.environ.get("RELAY_TEST_POSTGRES_URL",
                             "postgresql://postgres@127.0.0.1:5432/test")
@@ -86,10 +85,7 @@ def require_server() -> str:
 
 def schema_url(url: str, schema: str) -> str:
     """`url` with its tables in `schema`: libpq's `options=-csearch_path=<schema>`."""
-    parts = urlsplit(url)
-    option = "options=" + quote(f"-csearch_path={schema}", safe="")
-    query = f"{parts.query}&{option}" if parts.query else option
-    return urlunsplit(parts._replace(query=query))
+    return with_params(url, options=f"-csearch_path={schema}")
 
 
 @contextmanager
@@ -129,9 +125,7 @@ def finish() -> None:
 
 
 def _create(server: str) -> str:
-    name = "relay_test_" + secrets.token_hex(6)
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    name = create_schema(server, "relay_test_")
     _made.add(name)
     return name
 
@@ -148,6 +142,5 @@ def _empty(server: str, name: str) -> None:
 def _drop(server: str, name: str) -> None:
     if conn := _emptiers.pop(name, None):
         conn.close()
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+    drop_schema(server, name)
     _made.discard(name)
