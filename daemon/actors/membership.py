@@ -21,11 +21,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection
 from typing import Any
 
 from daemon.domain.cluster import NodeRecord, Part, alive_ids, part_of
+from daemon.domain.jobs import RowWork
 from daemon.store.faults import log_failure
 from daemon.store.interface import Store
 
@@ -47,6 +49,9 @@ class Node:
         self.part = Part()
         self.shared = False  # other processes may use the database (PostgreSQL)
         self.lock = threading.Lock()  # `jobs` and `settled`: scheduler and supervisors
+        # Moves on whenever the node was silent past its lease (frozen, or cut off from
+        # the database): rows leased in an earlier epoch may be another node's now.
+        self.epoch = 0
 
     def ready(self, now: float) -> bool:
         """Whether this node may dispatch (a node joining others waits: `Membership`)."""
@@ -88,6 +93,14 @@ class Node:
         """Whether this node's leases surely still hold (alone: always)."""
         return True
 
+    def holds(self, work: RowWork) -> bool:
+        """Whether this node surely still holds `work`'s lease (fencing: asked before
+        each call of the row): leased in this epoch, and the leases have not lapsed."""
+        return work.epoch == self.epoch and self.holds_leases(self.now())
+
+    def now(self) -> float:
+        return time.time()
+
 
 class Membership(Node):
     def __init__(self, repo: Store, *, address: str, version: str, lease_s: float,
@@ -103,6 +116,7 @@ class Membership(Node):
         self.on_part = on_part
         self.started_at = clock()
         self.beat_at = self.started_at  # the last heartbeat the store took
+        self.lapsed_at: float | None = None  # `beat_at` when the last epoch began
         self.stopping = False
         self.joining_at: float | None = None  # joined live nodes: waits for their beats
         self.announce: Callable[[dict[str, Any]], None] = lambda message: None
@@ -133,11 +147,14 @@ class Membership(Node):
         with self.beating:
             if self.stopped.is_set():
                 return
+            if not self.holds_leases(now) and self.lapsed_at != self.beat_at:
+                self._lapsed(f"silent for {now - self.beat_at:.1f} s, past its lease")
             try:
                 if not self.repo.beat(self.id, now=now, jobs=self.jobs,
                                       stopping=self.stopping):
                     log.warning("node %s was forgotten by the cluster; registering again",
                                 self.id)
+                    self._lapsed("forgotten by the cluster")
                     self._register(now)
                 self.beat_at = now
                 nodes = self.repo.nodes()
@@ -154,6 +171,18 @@ class Membership(Node):
         longer silence (the database out of reach) other nodes may have taken its
         rows, so it starts none of those it had leased. Alone on the database: always."""
         return not self.shared or now - self.beat_at < self.lease_s - self.heartbeat_s / 2
+
+    def now(self) -> float:
+        return self.clock()
+
+    def _lapsed(self, why: str) -> None:
+        """Other nodes may have taken over this node's rows: a new lease epoch, so none
+        leased before starts or goes on here (its supervisors drop them and lease
+        again; the store refuses what they would still write)."""
+        self.epoch += 1
+        self.lapsed_at = self.beat_at  # one new epoch per silence, however long
+        log.warning("node %s was %s: the rows it leased before may run elsewhere now; "
+                    "it drops them and leases again", self.id, why)
 
     def ready(self, now: float) -> bool:
         """A node that joined live nodes dispatches once each of them has beaten since

@@ -34,7 +34,7 @@ from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import JobRun
 from daemon.executors import Executors
-from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.lane import LEASE_LOST, STOPPED, Lane
 from daemon.store.faults import log_failure
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -78,7 +78,9 @@ class JobSupervisor(pykka.ThreadingActor):
         slots = max(1, min(concurrency, job.total or 1))
         self.run = JobRun(concurrency=slots, ahead=slots, load_rows=lease_size(slots))
         self.worker: Any = None
-        self.lane = Lane(max(1, concurrency))  # requests in flight, whatever the rows
+        # Requests in flight, whatever the rows; and fencing: a row goes on only while
+        # this node surely holds its lease.
+        self.lane = Lane(max(1, concurrency), holds=self.node.holds)
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
         self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
@@ -88,6 +90,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.finish_at = 0.0  # after an ending the store refused, the next try waits
         self.lease_at = 0.0  # after a lease the store refused, the next try waits
         self.forgot = False  # queued rows were dropped: their leases go back first
+        self.epoch = self.node.epoch  # the node's lease epoch the queued rows were leased in
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
@@ -114,6 +117,10 @@ class JobSupervisor(pykka.ThreadingActor):
     def _record(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         now = self.clock()
         for row_id, outcome in done:
+            if outcome.error_code == LEASE_LOST:  # another node's now, or leased again
+                self.run.drop(row_id)
+                self.forgot = True
+                continue
             self.run.record(row_id, replace(self._settled(outcome),
                                             cost_nano_usd=self._cost(outcome)), now=now)
 
@@ -176,10 +183,12 @@ class JobSupervisor(pykka.ThreadingActor):
         if self.finished:  # a message that was queued behind the ending
             return
         now = self.clock()
-        if not self.node.holds_leases(now):  # other nodes may have taken these rows
+        holding = self.node.holds_leases(now)
+        if not holding or self.node.epoch != self.epoch:  # others may have these rows
             self.run.forget_queue()
             self.forgot = True
-        elif self.run.wants_rows and now >= self.lease_at:
+            self.epoch = self.node.epoch
+        if holding and self.run.wants_rows and now >= self.lease_at:
             self._lease(now)
         starting = self.run.take_dispatch()
         if starting:
@@ -194,13 +203,14 @@ class JobSupervisor(pykka.ThreadingActor):
                 self.repo.release_rows(self.job.seq, node=self.node.id,
                                        keep=self.run.in_flight)
                 self.forgot = False
+            epoch = self.node.epoch  # read first: a lapse during the lease fences them
             rows = self.repo.lease_rows(self.job, node=self.node.id, limit=self.run.load_rows,
                                         alive_after=self.node.alive_after(now))
         except Exception as exc:
             self.lease_at = now + LEASE_RETRY_S
             self._failed(f"job {self.job.id}: leasing rows failed; will try again", exc, now)
             return
-        self.run.add_rows(rows)
+        self.run.add_rows([replace(row, epoch=epoch) for row in rows])
 
     def _flush(self, now: float) -> None:
         """Start the next group's write on the writer thread; `stored` hears of its end."""
@@ -217,11 +227,16 @@ class JobSupervisor(pykka.ThreadingActor):
     def _save(self, outcomes: list[tuple[int, RowOutcome]], now: float) -> bool:
         """Runs on the writer thread."""
         try:
-            self.repo.save_outcomes(self.job.seq, outcomes, now=now)
+            flushed = self.repo.save_outcomes(self.job.seq, outcomes, now=now,
+                                              leases=self.run.leases(outcomes))
         except Exception as exc:
             self._failed(f"job {self.job.id}: storing {len(outcomes)} outcomes failed; "
                          "kept, will retry", exc, now)
             return False
+        if flushed.fenced:
+            log.warning("job %s: %d outcomes not stored: another node leased those rows "
+                        "while this one was silent past its lease (its outcomes win)",
+                        self.job.id, flushed.fenced)
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
             self.notifier.progress(self.job.seq)
         return True

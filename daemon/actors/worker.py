@@ -28,6 +28,7 @@ import pykka
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.executors import Executors, Lane
+from daemon.executors.lane import LeaseLost, lease_lost
 from daemon.upstream.ioloop import IOLoop
 
 log = logging.getLogger("relay.worker")
@@ -113,6 +114,8 @@ class RowRunner:
         except asyncio.CancelledError:
             self.running -= 1
             return  # shutdown: the row stays pending
+        except LeaseLost as exc:  # another node may run it now: handed back, unstored
+            outcome = lease_lost(exc)
         except Exception as exc:
             log.exception("row %s: unexpected error", work.id)
             outcome = internal_error(exc)

@@ -185,6 +185,8 @@ class RowWork:
     workspace_id: int = 0
     workflow: dict[str, Any] | None = None  # where an earlier run of a workflow left it
     kind: str = ""  # CHAT_ROW, TOOL_ROW or WORKFLOW_ROW: read from the body when not given
+    token: int = 0  # the row's lease token when this node leased it (fencing)
+    epoch: int = 0  # this node's lease epoch then: a later epoch may have lost the lease
 
     def __post_init__(self) -> None:
         if not self.kind:

@@ -50,6 +50,7 @@ class JobRun:
     write_failures: int = 0  # failed writes in a row
     retry_at: float = 0.0  # after a failed write, the next waits until then
     buffered_at: float = 0.0  # when the oldest outcome in `buffer` finished
+    tokens: dict[int, int] = field(default_factory=dict)  # lease tokens of rows held
 
     def __post_init__(self) -> None:
         self.flush_rows = self.flush_rows or max(1, min(self.concurrency, FLUSH_ROWS))
@@ -61,6 +62,7 @@ class JobRun:
     def add_rows(self, rows: Sequence[RowWork]) -> None:
         """Rows leased from the store; fewer than asked for means none are left."""
         self.queue.extend(rows)
+        self.tokens.update((row.id, row.token) for row in rows)
         if len(rows) < self.load_rows:
             self.exhausted = True
 
@@ -96,6 +98,19 @@ class JobRun:
         self.buffer.append((row_id, outcome))
         return True
 
+    def drop(self, row_id: int) -> None:
+        """A row in flight given up unstored (its lease may be another node's): it is
+        leased again, by whichever node then can, and so are the rows after it."""
+        self.in_flight.discard(row_id)
+        self.holding.discard(row_id)
+        self.tokens.pop(row_id, None)
+        self.exhausted = False
+
+    def leases(self, outcomes: Sequence[tuple[int, RowOutcome]]) -> dict[int, int]:
+        """`{row id: lease token}` of the rows of a write: each outcome is stored only
+        under the lease it ran with (fencing)."""
+        return {rid: self.tokens[rid] for rid, _ in outcomes if rid in self.tokens}
+
     def should_flush(self, now: float) -> bool:
         """Something to store, no write under way, no failed write to wait out, and a
         group worth writing: big enough, old enough, or all there will be for now."""
@@ -116,6 +131,8 @@ class JobRun:
         batch, self.writing = self.writing, []
         if ok:
             self.write_failures, self.retry_at = 0, 0.0
+            for rid, _ in batch:
+                self.tokens.pop(rid, None)
             return
         self.buffer[:0] = batch
         self.write_failures += 1
@@ -124,6 +141,8 @@ class JobRun:
     def forget_queue(self) -> None:
         """The leases on the queued rows may be lost (the node could not renew them):
         start none of them; lease again once it can."""
+        for work in self.queue:
+            self.tokens.pop(work.id, None)
         self.queue.clear()
         self.exhausted = False
 

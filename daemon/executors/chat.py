@@ -16,5 +16,5 @@ class ChatExecutor:
         async with lane.slots:
             if lane.stopping:
                 return not_started()
-            lane.going()
+            lane.going(work)
             return await self.router.call(work.model, work.endpoint, work.body)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 
 T = TypeVar("T")
 STOPPED = "stopped"  # the job was cancelled or expired before the row could go on
+LEASE_LOST = "lease_lost"  # another node may run the row now: this node drops it
+
+
+class LeaseLost(Exception):
+    """This node's lease on a row may have been taken over (it was frozen, or cut off
+    from the database, for longer than its lease): the row must not go on here. The
+    worker hands it back unstored (`lease_lost`); its new owner's outcome wins."""
 
 
 class Lane:
@@ -18,8 +26,10 @@ class Lane:
     `stop` is called from the supervisor's thread before it answers a cancel, so no
     request starts after that answer; `halt` (on the I/O loop) also wakes what waits."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, *,
+                 holds: Callable[[RowWork], bool] = lambda work: True) -> None:
         self.slots = asyncio.Semaphore(slots)
+        self.holds = holds  # whether this node surely still holds a row's lease
         self.stopping = False
         self.draining = False
         self.halted = asyncio.Event()
@@ -34,11 +44,20 @@ class Lane:
         would start a paid call that the stopping loop then cuts off)."""
         self.draining = True
 
-    def going(self) -> None:
-        """Called with a slot held, before a request goes out: raise CancelledError while
-        draining (the worker leaves a cancelled row pending)."""
+    def going(self, work: RowWork) -> None:
+        """Called with a slot held, before a request of `work` goes out: raise
+        CancelledError while draining (the worker leaves a cancelled row pending), and
+        `LeaseLost` as `fence` does."""
         if self.draining:
             raise asyncio.CancelledError("relayd is stopping")
+        self.fence(work)
+
+    def fence(self, work: RowWork) -> None:
+        """Called before each call of `work` (a request, a tool executor or workflow
+        callback call): raise `LeaseLost` once this node may have lost the row's lease,
+        so no row starts, and no loop goes on, under a lease another node may hold."""
+        if not self.holds(work):
+            raise LeaseLost(f"row {work.id}: this node's lease on it may have lapsed")
 
     async def halt(self) -> None:
         self.stopping = True
@@ -56,6 +75,11 @@ class Lane:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         return task.result() if not task.cancelled() else None
+
+
+def lease_lost(exc: LeaseLost) -> RowOutcome:
+    """A row this node gave up (`LeaseLost`): never stored, whatever it did."""
+    return RowOutcome(ok=False, error=str(exc), error_code=LEASE_LOST)
 
 
 def not_started() -> RowOutcome:

@@ -163,7 +163,7 @@ class ToolLoopExecutor:
                 async with lane.slots:
                     if lane.stopping:
                         return _stopped(done)
-                    lane.going()  # a drain: the record resumes from its stored rounds
+                    lane.going(work)  # a drain: the record resumes from its stored rounds
                     answer = await self.router.call(
                         work.model, work.endpoint, {**work.body, "messages": done.messages,
                                                     **({"tools": tools} if tools else {})},
@@ -179,6 +179,7 @@ class ToolLoopExecutor:
                     done.turns.append(turn)
                     return _finished(answer, done, exhausted=assistant is not None)
                 await self._model_turn(work, done, replace(turn, messages=(assistant,)))
+            lane.fence(work)  # the executor call, as a request, under this node's lease
             failure = await self._tool_results(work, config, caller, done)
             if failure is not None:
                 return failure
@@ -186,7 +187,7 @@ class ToolLoopExecutor:
     async def _model_turn(self, work: RowWork, done: Transcript, turn: Turn) -> None:
         """Store the model's turn before its tool calls go out: a restart then repeats
         only the executor call (with the same call id), never the model call."""
-        await self.rounds.save((work.id, done.rounds + 1, turn))
+        await self.rounds.save(work, (work.id, done.rounds + 1, turn))
         done.turns.append(turn)
         done.pending = turn.messages[0]
 
@@ -209,7 +210,7 @@ class ToolLoopExecutor:
                                "content": r.content} for r in results))
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
         whole = replace(done.turns[-1], messages=added)
-        await self.rounds.save((work.id, number, whole))
+        await self.rounds.save(work, (work.id, number, whole))
         done.turns[-1] = whole
         done.messages.extend(added)
         done.rounds, done.pending = number, None

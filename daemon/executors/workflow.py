@@ -171,6 +171,7 @@ class WorkflowExecutor:
                 await self._save(work, state)
             if lane.stopping:  # the halt follows at once: `until_halted` ends the record
                 await lane.halted.wait()
+            lane.fence(work)  # the callback, as a request, under this node's lease
             answer = await self._deliver(work, config, state)
             ended = await self._take(work, config, state, answer)
             if ended is not None:
@@ -235,6 +236,7 @@ class WorkflowExecutor:
         async with lane.slots:
             if lane.stopping:  # the cancel was answered: nothing more goes out
                 return not_started()
+            lane.fence(work)
             return await self.router.call(str(body.get("model")), work.endpoint, body)
 
     async def _finished(self, work: RowWork, state: WorkflowState, index: int,
@@ -247,10 +249,10 @@ class WorkflowExecutor:
             state.output_tokens += outcome.usage.completion_tokens
             state.billed.append([outcome.model, outcome.usage.prompt_tokens,
                                  outcome.usage.completion_tokens])
-        await self.log.save((work.id, state.document(), (state.step, index, result)))
+        await self.log.save(work, (work.id, state.document(), (state.step, index, result)))
 
     async def _save(self, work: RowWork, state: WorkflowState) -> None:
-        await self.log.save((work.id, state.document(), None))
+        await self.log.save(work, (work.id, state.document(), None))
 
     # -- the callback ------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from peewee import (
+    SQL,
     AutoField,
     BooleanField,
     DatabaseProxy,
@@ -128,6 +129,9 @@ class RowModel(BaseModel):
     redriven_to = TextField(null=True)  # the job a dead-letter retry sent this row to
     discarded_at = FloatField(null=True)  # taken off the dead-letter list (v10)
     lease_node = TextField(null=True)  # the node running this pending row (v11)
+    # Changes whenever a node leases the row (v12): the fencing token every start and
+    # every write of the row's outcome, rounds or workflow state is conditional on.
+    lease_token = IntegerField(default=0, constraints=[SQL("DEFAULT 0")])  # bulk inserts omit it
 
     class Meta:
         table_name = "row"

@@ -30,8 +30,10 @@ LEASABLE = (  # a job's pending rows no live node holds
     'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
     "OR lease_node NOT IN (SELECT id FROM node WHERE heartbeat_at > {p})) "
     "ORDER BY id LIMIT {p}")
-LEASE = ('UPDATE "row" SET lease_node = {p} WHERE id IN (' + LEASABLE
-         + "{skip_locked}) RETURNING id, custom_id, model, body")
+# Each lease moves the row's token on: whoever held it before can no longer start it
+# or store anything of it (fencing; `fenced`).
+LEASE = ('UPDATE "row" SET lease_node = {p}, lease_token = lease_token + 1 WHERE id IN ('
+         + LEASABLE + "{skip_locked}) RETURNING id, custom_id, model, body, lease_token")
 
 
 class NodeQueries(SqlBase):
@@ -109,15 +111,16 @@ class NodeQueries(SqlBase):
         return works(job, leased)
 
     def _lease_in_steps(self, job_seq: int, *, node: str, limit: int, alive_after: float
-                        ) -> list[tuple[int, str, str | None, str]]:
+                        ) -> list[tuple[int, str, str | None, str, int]]:
         ids = [rid for (rid,) in self.db.execute_sql(
             self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit)).fetchall()]
         if not ids:
             return []
-        RowModel.update(lease_node=node).where(RowModel.id.in_(ids)).execute()
-        return [(r.id, r.custom_id, r.model, r.body) for r in RowModel.select(
-            RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body)
-            .where(RowModel.id.in_(ids))]
+        (RowModel.update(lease_node=node, lease_token=RowModel.lease_token + 1)
+         .where(RowModel.id.in_(ids)).execute())
+        return [(r.id, r.custom_id, r.model, r.body, r.lease_token) for r in RowModel.select(
+            RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body,
+            RowModel.lease_token).where(RowModel.id.in_(ids))]
 
     def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:
         """Give back a node's leases on one job's pending rows but `keep` (a drain keeps

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -59,14 +59,14 @@ def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
         ])
 
 
-def works(job: Job, selected: Iterable[tuple[int, str, str | None, str]]
+def works(job: Job, selected: Iterable[tuple[int, str, str | None, str, int]]
           ) -> list[RowWork]:
-    """Rows read as `(id, custom_id, model, body)`, as work for a worker, in id
-    order."""
+    """Rows read as `(id, custom_id, model, body, lease_token)`, as work for a worker,
+    in id order."""
     found = []
-    for rid, custom_id, model, text in sorted(selected):
+    for rid, custom_id, model, text, token in sorted(selected):
         body = codec.loads(text)
-        found.append((rid, custom_id, model, body, row_kind(body)))
+        found.append((rid, custom_id, model, body, token, row_kind(body)))
     # Only rows with an extension can have progress stored: a plain job asks nothing.
     tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
     flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
@@ -75,8 +75,9 @@ def works(job: Job, selected: Iterable[tuple[int, str, str | None, str]]
     return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
                     model=model or job.model, endpoint=job.endpoint, body=body,
                     job_id=job.id, rounds=tuple(rounds.get(rid, ())),
-                    workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind)
-            for rid, custom_id, model, body, kind in found]
+                    workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind,
+                    token=token)
+            for rid, custom_id, model, body, token, kind in found]
 
 
 def rounds_of(row_ids: list[int]) -> dict[int, list[Turn]]:
@@ -98,19 +99,21 @@ class RowQueries(SqlBase):
         return works(job, cursor.fetchall())
 
     def save_outcomes(
-        self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float
+        self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float,
+        leases: Mapping[int, int] | None = None,
     ) -> Flushed:
         """Store a group of row outcomes and bump the job's counters, in one transaction.
         A row whose outcome is already stored is skipped whole (counters, tokens, cost,
-        attempts), so the job's totals always equal what its rows say."""
+        attempts), so the job's totals always equal what its rows say; so is a row whose
+        lease `{row id: token}` has moved on (fencing: its new owner's outcome wins)."""
         if not outcomes:
             return Flushed(0, 0, 0)
         with self.write():
             self.hold_job(job_seq)
-            done = self._still_pending(outcomes)
+            done, fenced = self._still_pending(outcomes, leases)
             completed = sum(1 for _, o in done if o.ok)
             flushed = Flushed(completed, len(done) - completed,
-                              sum(1 for _, o in done if not o.ok and o.dead_letter))
+                              sum(1 for _, o in done if not o.ok and o.dead_letter), fenced)
             self._update_rows(done, now=now)
             self._insert_attempts(done)
             usage = sum((o.usage for _, o in done), Usage())
@@ -130,17 +133,21 @@ class RowQueries(SqlBase):
         return flushed
 
     def _still_pending(
-        self, outcomes: Sequence[tuple[int, RowOutcome]]
-    ) -> list[tuple[int, RowOutcome]]:
-        ids = list(dict(outcomes))
-        pending = {r.id for part in chunks(ids) for r in self.locked(
-            RowModel.select(RowModel.id)
-            .where(RowModel.id.in_(list(part)), RowModel.status == ROW_PENDING))}
+        self, outcomes: Sequence[tuple[int, RowOutcome]], leases: Mapping[int, int] | None
+    ) -> tuple[list[tuple[int, RowOutcome]], int]:
+        """The outcomes to store (the first of each row still pending, under the lease
+        it was run with), and how many were fenced off."""
+        tokens = self.pending_tokens(list(dict(outcomes)))
         first: dict[int, RowOutcome] = {}
+        fenced: set[int] = set()
         for rid, outcome in outcomes:
-            if rid in pending:
+            if rid not in tokens:
+                continue
+            if leases is not None and rid in leases and leases[rid] != tokens[rid]:
+                fenced.add(rid)
+            else:
                 first.setdefault(rid, outcome)
-        return list(first.items())
+        return list(first.items()), len(fenced)
 
     def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> None:
         self.db.cursor().executemany(self.sql(UPDATE_ROWS), [
@@ -158,16 +165,21 @@ class RowQueries(SqlBase):
             for rid, o in done for a in o.attempts
         ])
 
-    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None:
+    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
+                    leases: Mapping[int, int] | None = None) -> set[int]:
         """Tool rounds `(row id, number, turn)`, many rows' at once; a round stored
-        already (its model turn alone) is replaced by the whole round."""
+        already (its model turn alone) is replaced by the whole round. Rows whose lease
+        `{row id: token}` has moved on store nothing: their ids are returned."""
         if not rounds:
-            return
-        values = [(row_id, number, turn.model, turn.usage.prompt_tokens,
-                   turn.usage.completion_tokens, json.dumps(turn.messages))
-                  for row_id, number, turn in rounds]
+            return set()
         with self.write():
-            self.db.cursor().executemany(self.sql(SAVE_ROUNDS), values)
+            lost = self.fenced(leases) if leases else set()
+            values = [(row_id, number, turn.model, turn.usage.prompt_tokens,
+                       turn.usage.completion_tokens, json.dumps(turn.messages))
+                      for row_id, number, turn in rounds if row_id not in lost]
+            if values:
+                self.db.cursor().executemany(self.sql(SAVE_ROUNDS), values)
+        return lost
 
     def rounds(self, row_id: int) -> list[Turn]:
         """A row's stored tool rounds, in order."""

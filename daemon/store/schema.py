@@ -17,7 +17,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 Migration = Callable[[Database], None]
 
@@ -58,6 +58,12 @@ def leases(db: Database) -> None:
     db.execute_sql("ALTER TABLE job ADD COLUMN webhook_node TEXT")
     db.execute_sql("ALTER TABLE job ADD COLUMN validating_node TEXT")
     db.execute_sql(LEASED_ROWS_INDEX)
+
+
+def lease_tokens(db: Database) -> None:
+    """Version 12, on every backend: each row's lease token (fencing: a node whose
+    lease was taken over can no longer start the row or store anything of it)."""
+    db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0')
 
 
 def version() -> int:

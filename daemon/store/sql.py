@@ -13,13 +13,14 @@ Rows and attempts go in through `insert_many` (SQLite: `executemany`; PostgreSQL
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from peewee import Database, ModelSelect
 
-from daemon.store.models import JobModel
+from daemon.domain.jobs import ROW_PENDING
+from daemon.store.models import JobModel, RowModel
 
 ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "error",
                "error_code", "finished_at", "attempts", "dead_letter", "prompt_tokens",
@@ -32,8 +33,8 @@ COPY_ROWS = (
     "SELECT {p}, position, custom_id, model, body, {p}, 0, FALSE, 0, 0, 0 "
     'FROM "row" WHERE job_id = {p} ORDER BY position')
 PENDING_ROWS = (
-    'SELECT id, custom_id, model, body FROM "row" WHERE job_id = {p} AND status = {p} '
-    "AND id > {p} ORDER BY id LIMIT {p}")
+    'SELECT id, custom_id, model, body, lease_token FROM "row" WHERE job_id = {p} '
+    "AND status = {p} AND id > {p} ORDER BY id LIMIT {p}")
 UPDATE_ROWS = (
     'UPDATE "row" SET status = {p}, attempts = {p}, response = {p}, status_code = {p}, '
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
@@ -118,6 +119,20 @@ class SqlBase:
         """`lock_job` for a write that needs only the lock, not the job (a backend whose
         write transactions hold the whole database skips the read)."""
         self.lock_job(seq)
+
+    def pending_tokens(self, ids: Sequence[int]) -> dict[int, int]:
+        """`{row id: lease token}` of those of `ids` still pending, locked for the
+        caller's write."""
+        return {r.id: r.lease_token for part in chunks(ids) for r in self.locked(
+            RowModel.select(RowModel.id, RowModel.lease_token)
+            .where(RowModel.id.in_(list(part)), RowModel.status == ROW_PENDING))}
+
+    def fenced(self, leases: Mapping[int, int]) -> set[int]:
+        """Of rows leased as `{row id: lease token}`, those whose lease has moved on
+        (another node leased them since) or that are no longer pending: nothing of
+        theirs may be stored under this lease any more."""
+        current = self.pending_tokens(list(leases))
+        return {rid for rid, token in leases.items() if current.get(rid) != token}
 
     def sql(self, statement: str, **fragments: str) -> str:
         """A raw statement in this backend's parameter style; `fragments` fill its other

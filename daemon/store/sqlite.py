@@ -22,7 +22,7 @@ from daemon.store.models import (
     WorkflowResultModel,
     database,
 )
-from daemon.store.schema import Migration, leases, migrate
+from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
 PRAGMAS = {
@@ -108,7 +108,7 @@ def _dead_letter_lifecycle(db: Database) -> None:
 MIGRATIONS: dict[int, Migration] = {
     2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
     7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
-    10: _dead_letter_lifecycle, 11: leases}
+    10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens}
 
 
 class SqliteStore(SqlStore):

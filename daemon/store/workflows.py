@@ -4,7 +4,7 @@ changes) and every finished request of a step (kept, so a restart runs none agai
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daemon.store.interface import WorkflowWrite
@@ -13,18 +13,25 @@ from daemon.store.sql import SAVE_WORKFLOW, SAVE_WORKFLOW_RESULT, SqlBase
 
 
 class WorkflowQueries(SqlBase):
-    def save_workflows(self, writes: Sequence[WorkflowWrite]) -> None:
-        """Many records' changes in one transaction; a row's last state wins."""
+    def save_workflows(self, writes: Sequence[WorkflowWrite], *,
+                       leases: Mapping[int, int] | None = None) -> set[int]:
+        """Many records' changes in one transaction; a row's last state wins. Rows whose
+        lease `{row id: token}` has moved on store nothing: their ids are returned."""
         if not writes:
-            return
-        states = {row_id: json.dumps(state) for row_id, state, _ in writes}
-        results = [(row_id, *finished[:2], json.dumps(finished[2]))
-                   for row_id, _, finished in writes if finished is not None]
+            return set()
         with self.write():
+            lost = self.fenced(leases) if leases else set()
+            states = {row_id: json.dumps(state) for row_id, state, _ in writes
+                      if row_id not in lost}
+            results = [(row_id, *finished[:2], json.dumps(finished[2]))
+                       for row_id, _, finished in writes
+                       if finished is not None and row_id not in lost]
             cursor = self.db.cursor()
             if results:
                 cursor.executemany(self.sql(SAVE_WORKFLOW_RESULT), results)
-            cursor.executemany(self.sql(SAVE_WORKFLOW), list(states.items()))
+            if states:
+                cursor.executemany(self.sql(SAVE_WORKFLOW), list(states.items()))
+        return lost
 
     def workflow_states(self, job_seq: int) -> list[tuple[str, dict[str, Any]]]:
         """`(row status, state)` of every workflow record of a job that has started."""

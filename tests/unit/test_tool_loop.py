@@ -5,7 +5,7 @@ fallback and stopping between rounds."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -88,9 +88,11 @@ class Rounds:
         self.saved: list[tuple[int, int, Turn]] = []
         self.stored: dict[tuple[int, int], Turn] = {}
 
-    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]]) -> None:
+    def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
+                    leases: Mapping[int, int]) -> set[int]:
         self.saved.extend(rounds)
         self.stored.update({(row, number): turn for row, number, turn in rounds})
+        return set()
 
 
 def work(*, max_rounds: int = 8, rounds: tuple[Turn, ...] = (), **config: Any) -> RowWork:
