@@ -17,4 +17,5 @@ class ChatExecutor:
             if lane.stopping:
                 return not_started()
             lane.going(work)
-            return await self.router.call(work.model, work.endpoint, work.body)
+            return await self.router.call(work.model, work.endpoint, work.body,
+                                          fence=lambda: lane.fence(work))

@@ -167,7 +167,7 @@ class ToolLoopExecutor:
                     answer = await self.router.call(
                         work.model, work.endpoint, {**work.body, "messages": done.messages,
                                                     **({"tools": tools} if tools else {})},
-                        resume_at=done.model)
+                        resume_at=done.model, fence=lambda: lane.fence(work))
                 done.attempts.extend(answer.attempts)
                 if not answer.ok:
                     return _with_transcript(answer, done)

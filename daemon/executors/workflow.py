@@ -236,8 +236,8 @@ class WorkflowExecutor:
         async with lane.slots:
             if lane.stopping:  # the cancel was answered: nothing more goes out
                 return not_started()
-            lane.fence(work)
-            return await self.router.call(str(body.get("model")), work.endpoint, body)
+            return await self.router.call(str(body.get("model")), work.endpoint, body,
+                                          fence=lambda: lane.fence(work))
 
     async def _finished(self, work: RowWork, state: WorkflowState, index: int,
                         outcome: RowOutcome) -> None:

@@ -221,10 +221,12 @@ class Router:
         self._gates = {m.alias: ModelGate(m) for m in models}
 
     async def call(self, alias: str, endpoint: str, body: Mapping[str, Any], *,
-                   resume_at: str | None = None) -> RowOutcome:
+                   resume_at: str | None = None,
+                   fence: Callable[[], None] = lambda: None) -> RowOutcome:
         """Run one row's request to the end: an ok outcome or a failure summing up every try.
         `resume_at` starts the chain at that alias (a row of several calls that already
-        fell back keeps going on the same model)."""
+        fell back keeps going on the same model). `fence` runs before every try and
+        raises to stop the row (its lease may be another node's: `Lane.fence`)."""
         if alias not in self._models:
             return RowOutcome(
                 ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured",
@@ -233,7 +235,7 @@ class Router:
         attempts: list[Attempt] = []
         failures: list[Failure] = []
         for model in self._chain(alias, resume_at):
-            verdict, tries = await self._try_model(model, endpoint, body, attempts)
+            verdict, tries = await self._try_model(model, endpoint, body, attempts, fence)
             if verdict.kind == "success":
                 return _succeeded(model, verdict, attempts)
             failures.append(Failure(model.alias, verdict, tries))
@@ -269,12 +271,14 @@ class Router:
                 yield self._models[name]
 
     async def _try_model(
-        self, model: ModelConfig, endpoint: str, body: Mapping[str, Any], attempts: list[Attempt]
+        self, model: ModelConfig, endpoint: str, body: Mapping[str, Any],
+        attempts: list[Attempt], fence: Callable[[], None],
     ) -> tuple[Verdict, int]:
         payload = payload_for(body, model)
         max_tokens = max_tokens_of(body)
         tries = paced = 0
         while True:
+            fence()
             verdict = await self._attempt(model, endpoint, payload, attempts,
                                           max_tokens=max_tokens)
             if verdict.status == 429 and paced < RATE_LIMITED_TRIES:

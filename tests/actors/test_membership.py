@@ -4,12 +4,14 @@ part of the limits as nodes come and go, and leaving."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from daemon.actors.membership import Membership, Node
 from daemon.domain.cluster import Part
+from daemon.domain.jobs import RowWork
 from daemon.store import open_store
 from daemon.store.interface import Store
 
@@ -140,3 +142,58 @@ def test_a_forgotten_node_registers_again(repo: Store) -> None:
     node.beat(NOW + 1)
     assert [n.id for n in repo.nodes()] == [node.id]
     node.leave()
+
+
+def test_a_silence_past_the_lease_starts_a_new_lease_epoch(repo: Store) -> None:
+    """Fencing: a node frozen (or cut off) past its lease may have lost its rows to
+    another node. The heartbeat that ends the silence renews the node's own row at
+    once, so the rows it leased before must be judged by their epoch, not by the
+    heartbeat."""
+    clock = Clock()
+    node = Membership(repo, address="http://127.0.0.1:1", version="1", lease_s=15.0,
+                      heartbeat_s=5.0, clock=clock, shared=True)
+    node._register(NOW)
+    leased = RowWork(id=1, job_seq=1, custom_id="r", model="m", endpoint="/v1/chat",
+                     body={}, epoch=node.epoch)
+    for beat in (5.0, 10.0, 15.0):  # beats on time keep the epoch
+        clock.now = NOW + beat
+        node.beat(clock.now)
+    assert node.holds(leased)
+    clock.now = NOW + 15.0 + 12.4  # frozen: not yet past the lease
+    assert node.holds(leased)
+    clock.now = NOW + 15.0 + 12.5
+    assert not node.holds(leased)  # past it: no call of the row goes out
+    clock.now = NOW + 15.0 + 20.0  # woken: the first beat renews the heartbeat ...
+    node.beat(clock.now)
+    assert node.holds_leases(clock.now)
+    assert not node.holds(leased)  # ... but what was leased before stays fenced off
+    assert node.holds(replace(leased, epoch=node.epoch))  # leased again: it may run
+    epoch = node.epoch
+    node.beat(clock.now + 5.0)
+    assert node.epoch == epoch  # one new epoch per silence
+
+
+def test_a_silence_cut_off_from_the_database_is_one_epoch(repo: Store,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    clock = Clock()
+    node = Membership(repo, address="http://127.0.0.1:1", version="1", lease_s=15.0,
+                      heartbeat_s=5.0, clock=clock, shared=True)
+    node._register(NOW)
+
+    def unreachable(*args: object, **kwargs: object) -> bool:
+        raise OSError("the database is out of reach")
+
+    monkeypatch.setattr(repo, "beat", unreachable)
+    for beat in range(5, 60, 5):  # every beat fails for most of a minute
+        node.beat(NOW + beat)
+    assert node.epoch == 1
+    monkeypatch.undo()
+    node.beat(NOW + 60)
+    assert node.epoch == 1 and node.holds_leases(NOW + 60)
+
+
+def test_a_node_alone_on_the_database_always_holds_its_leases() -> None:
+    node = Node()
+    assert node.holds(RowWork(id=1, job_seq=1, custom_id="r", model="m",
+                              endpoint="/v1/chat", body={}))

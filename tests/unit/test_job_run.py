@@ -315,3 +315,25 @@ def test_not_done_dispatching_while_rows_are_queued() -> None:
     assert run.exhausted
     assert not run.done_dispatching  # row 2 is still queued
     assert not run.done
+
+
+def test_each_outcome_is_written_under_the_lease_its_row_ran_with() -> None:
+    run = make_run()
+    run.add_rows([make_work(1, token=3), make_work(2, token=8)])
+    run.take_dispatch()
+    run.record(1, make_outcome(), now=START)
+    run.record(2, make_outcome(), now=START)
+    batch = run.take_flush()
+    assert run.leases(batch) == {1: 3, 2: 8}
+    run.stored(ok=True, now=START)
+    assert run.tokens == {}  # stored: nothing more is kept of them
+
+
+def test_a_row_given_up_unstored_is_leased_again() -> None:
+    run = make_run()
+    run.add_rows(works(1, 2))  # short: exhausted
+    run.take_dispatch()
+    run.drop(1)  # its lease may be another node's now
+    assert 1 not in run.in_flight and not run.exhausted and run.wants_rows
+    run.record(1, make_outcome(), now=START)  # a late outcome of it is ignored
+    assert run.buffer == []

@@ -116,3 +116,27 @@ async def test_a_drained_lane_starts_no_request_and_leaves_the_row_pending() -> 
     await rows.start([work(1)])
     await turns()
     assert sent == [] and reports == [] and rows.running == 0  # pending, not failed
+
+
+async def test_a_row_whose_lease_may_be_lost_goes_back_unstored() -> None:
+    """Fencing: no request starts under a lease another node may hold; the row comes
+    back as `lease_lost`, which the supervisor never stores."""
+    from daemon.executors.chat import ChatExecutor
+    from daemon.executors.lane import LEASE_LOST
+
+    sent: list[int] = []
+
+    class Upstream:
+        async def call(self, alias: str, endpoint: str, body: object, **_: object) -> RowOutcome:
+            sent.append(1)
+            return RowOutcome(ok=True, model=alias)
+
+    reports: list[Done] = []
+    lane = Lane(2, holds=lambda w: w.id != 1)
+    rows = RowRunner(Executors(chat=ChatExecutor(Upstream())), lane,  # type: ignore[arg-type]
+                     report=reports.append)
+    await rows.start([work(1), work(2)])
+    await turns()
+    outcomes = dict(row for done in reports for row in done)
+    assert outcomes[1].error_code == LEASE_LOST and outcomes[2].ok
+    assert sent == [1]  # only row 2 went out

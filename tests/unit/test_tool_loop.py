@@ -14,7 +14,7 @@ from daemon.config import ModelConfig, RetryConfig
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Turn, Usage
 from daemon.domain.tool_config import ToolConfig
-from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.lane import STOPPED, Lane, LeaseLost
 from daemon.executors.tool_loop import (
     RoundLog,
     ToolCallFailed,
@@ -87,12 +87,14 @@ class Rounds:
     def __init__(self) -> None:
         self.saved: list[tuple[int, int, Turn]] = []
         self.stored: dict[tuple[int, int], Turn] = {}
+        self.taken_over: set[int] = set()  # rows another node has leased since
 
     def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
                     leases: Mapping[int, int]) -> set[int]:
-        self.saved.extend(rounds)
-        self.stored.update({(row, number): turn for row, number, turn in rounds})
-        return set()
+        kept = [r for r in rounds if r[0] not in self.taken_over]
+        self.saved.extend(kept)
+        self.stored.update({(row, number): turn for row, number, turn in kept})
+        return self.taken_over & set(leases)
 
 
 def work(*, max_rounds: int = 8, rounds: tuple[Turn, ...] = (), **config: Any) -> RowWork:
@@ -304,3 +306,34 @@ async def test_a_discovery_that_fails_is_retried_then_dead_letters() -> None:
     assert (outcome.error_code, outcome.dead_letter, NoListing.listings) == (
         "tool_executor_unreachable", True, 3)
     assert str(outcome.error).startswith("tool_executor_unreachable: tools/list: ")
+
+
+async def test_a_loop_whose_lease_lapses_stops_at_its_next_call() -> None:
+    """Fencing: once the node may have lost the row's lease, neither the executor call
+    nor the next model call goes out; the row is handed back unstored."""
+    model = Model({"main": [model_reply(calls=1), model_reply(calls=1), model_reply()]})
+    executor, rounds = Executor(), Rounds()
+    held = {"lease": True}
+    lane = Lane(4, holds=lambda work: held["lease"])
+
+    class Lapsing(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            results = await super().call(config, request)
+            held["lease"] = False  # the node froze past its lease while this ran
+            return results
+
+    executor = Lapsing()
+    with pytest.raises(LeaseLost):
+        await loop(model, executor, rounds).run(work(), lane)
+    assert len(model.sent) == 1 and len(executor.requests) == 1  # nothing more went out
+
+
+async def test_a_round_the_store_refuses_stops_the_loop() -> None:
+    """Another node leased the row since: its round is not stored, and the loop ends
+    before the executor call its model turn asked for."""
+    model = Model({"main": [model_reply(calls=1), model_reply()]})
+    executor, rounds = Executor(), Rounds()
+    rounds.taken_over.add(7)
+    with pytest.raises(LeaseLost):
+        await loop(model, executor, rounds).run(work(), Lane(4))
+    assert executor.requests == [] and rounds.saved == []
