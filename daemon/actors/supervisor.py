@@ -199,9 +199,8 @@ class JobSupervisor(pykka.ThreadingActor):
 
     def _lease(self, now: float) -> None:
         try:
-            if self.forgot:  # rows dropped while cut off: anyone may take them now
-                self.repo.release_rows(self.job.seq, node=self.node.id,
-                                       keep=self.run.in_flight)
+            if self.forgot:  # rows dropped (cut off, or handed back): anyone may take them
+                self.repo.release_rows(self.job.seq, node=self.node.id, keep=self.run.held)
                 self.forgot = False
             epoch = self.node.epoch  # read first: a lapse during the lease fences them
             rows = self.repo.lease_rows(self.job, node=self.node.id, limit=self.run.load_rows,

@@ -98,6 +98,14 @@ class JobRun:
         self.buffer.append((row_id, outcome))
         return True
 
+    @property
+    def held(self) -> set[int]:
+        """The rows whose leases this run still needs: queued, in flight, or finished
+        with their outcomes not yet stored (given back, another lease of them would
+        fence off those outcomes and run the rows again)."""
+        return (self.in_flight | {work.id for work in self.queue}
+                | {rid for rid, _ in self.buffer} | {rid for rid, _ in self.writing})
+
     def drop(self, row_id: int) -> None:
         """A row in flight given up unstored (its lease may be another node's): it is
         leased again, by whichever node then can, and so are the rows after it."""

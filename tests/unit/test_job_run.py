@@ -337,3 +337,15 @@ def test_a_row_given_up_unstored_is_leased_again() -> None:
     assert 1 not in run.in_flight and not run.exhausted and run.wants_rows
     run.record(1, make_outcome(), now=START)  # a late outcome of it is ignored
     assert run.buffer == []
+
+
+def test_rows_held_are_those_queued_in_flight_or_waiting_to_be_stored() -> None:
+    run = make_run(concurrency=1, load_rows=8)
+    run.add_rows(works(1, 2, 3, 4))
+    run.take_dispatch()  # 1 in flight, the rest queued
+    run.record(1, make_outcome(), now=START)
+    assert run.held == {1, 2, 3, 4}  # 1's outcome is not stored yet
+    run.take_flush()
+    assert 1 in run.held  # nor while its write is under way
+    run.stored(ok=True, now=START)
+    assert run.held == {2, 3, 4}
