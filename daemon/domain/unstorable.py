@@ -80,6 +80,6 @@ def stand_ins(outcome: RowOutcome, exc: Exception) -> tuple[RowOutcome, RowOutco
 
 def _reason(exc: Exception) -> str:
     """The store's complaint, printable and short (it may quote the value it refused)."""
-    text = f"{type(exc).__name__}: {exc}".encode("ascii", "backslashreplace").decode()
-    text = " ".join(text.split())
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
