@@ -234,14 +234,14 @@ class JobSupervisor(pykka.ThreadingActor):
         try:
             refused = save_apart(
                 outcomes, lambda group: self.repo.save_outcomes(self.job.seq, group, now=now),
-                is_fault=lambda exc: store_fault(exc) is not None)
+                is_fault=lambda error: store_fault(error) is not None)
         except Exception as exc:
             self._failed(f"job {self.job.id}: storing {len(outcomes)} outcomes failed; "
                          "kept, will retry", exc, now)
             return False
-        for row_id, exc in refused:
+        for row_id, why in refused:
             log.error("job %s: the store refused the outcome of row %d; stored as "
-                      "failed (internal_error)", self.job.id, row_id, exc_info=exc)
+                      "failed (internal_error)", self.job.id, row_id, exc_info=why)
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
             self.notifier.progress(self.job.seq)
         return True

@@ -21,7 +21,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
@@ -62,7 +62,7 @@ class Verdict:
     code: str = "upstream_error"
     retry_after: str | None = None
     paused_model: bool = False  # a 429 that paused the whole model (the gate waits it out)
-    usage: Usage = Usage()  # a success's, checked (`read_usage`)
+    usage: Usage = field(default_factory=Usage)  # a success's, checked (`read_usage`)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def test_a_count_past_64_bits_is_refused_and_not_a_storage_fault(
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
     poison = make_outcome(usage=Usage(9223372036854775813, 5))
-    with pytest.raises(Exception) as refused:  # noqa: PT011 - each backend its own type
+    with pytest.raises(Exception) as refused:  # each backend its own type
         repo.save_outcomes(job.seq, [(ids[0], make_outcome()), (ids[1], poison)], now=NOW)
     assert store_fault(refused.value) is None
     assert repo.row_counts(job.seq)["pending"] == 3  # rolled back: the good row too

@@ -190,9 +190,9 @@ async def test_untrusted_usage_fails_the_row_invalid_response_keeping_the_answer
     """Not retried (the same request gets the same answer), the fallback is tried, and the
     answer is kept as the row's error body; nothing of its usage is counted."""
     bad = ok(**usage)
-    router, upstream, delays = make_router({"main": [bad], "backup": [bad]},
-                                           [make_model("main", fallbacks=("backup",)),
-                                            make_model("backup")])
+    router, _, delays = make_router({"main": [bad], "backup": [bad]},
+                                    [make_model("main", fallbacks=("backup",)),
+                                     make_model("backup")])
     outcome = await router.call("main", ENDPOINT, BODY)
     assert (outcome.ok, outcome.error_code, outcome.dead_letter) == (False, "invalid_response",
                                                                      False)
