@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from tests.e2e.harness import config_tables, rows, wait_for_status, wait_until
+from tests.e2e.test_workflows import TEXT, enable, lines, record, run_batch
 from tests.store import postgres
 
 pytestmark = pytest.mark.e2e
@@ -100,6 +101,30 @@ def test_four_jobs_of_untrusted_usage_do_not_hold_the_slots(simulator_factory,
             ended = wait_for_status(attacker, job_id, "completed", timeout=60)
             assert (ended["completed"], ended["failed"]) == (2, 3)
             assert ended["usage"]["cost_nano_usd"] >= 0
+
+
+def test_a_workflows_requests_with_untrusted_usage_are_error_results_unbilled(
+        simulator_factory, relayd_factory):
+    """The map requests answer −10^6 prompt tokens: each is an `invalid_response` error
+    result for the callback, the record still completes (the reduce request is clean),
+    and it is billed for the reduce request alone."""
+    sim = simulator_factory()
+    relayd = relayd_factory(sim).start()
+    enable(relayd)
+
+    client, done = run_batch(relayd, [record("flow", sim, f"{TEXT} [sim:prompt_tokens=-1000000]")])
+
+    assert (done.status, done.request_counts.completed) == ("completed", 1)
+    events = sim.workflow_events()
+    mapped = events[1]["body"]["results"]
+    assert [r["error"]["code"] for r in mapped] == ["invalid_response"] * 4
+    assert "usage.prompt_tokens = -1000000" in mapped[0]["error"]["message"]
+    [reduced] = events[2]["body"]["results"]
+    billed = reduced["body"]["usage"]
+    body = lines(client, done.output_file_id)["flow"]["response"]["body"]
+    assert body["openrelay"]["input_tokens"] == billed["prompt_tokens"] > 0
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (
+        billed["prompt_tokens"], billed["completion_tokens"])
 
 
 REFUSE_OUTCOMES = """

@@ -302,3 +302,20 @@ async def test_a_discovery_that_fails_is_retried_then_dead_letters() -> None:
     assert (outcome.error_code, outcome.dead_letter, NoListing.listings) == (
         "tool_executor_unreachable", True, 3)
     assert str(outcome.error).startswith("tool_executor_unreachable: tools/list: ")
+
+
+async def test_a_turn_with_untrusted_usage_fails_the_record_billed_for_the_turns_before() -> None:
+    """Each turn's usage is read by the router's one checked reader: a turn that reports
+    2^63 + 5 prompt tokens ends the record `invalid_response`, billed for round 1 only."""
+    bad = json.loads(model_reply().body)
+    bad["usage"]["prompt_tokens"] = 2**63 + 5
+    model = Model({"main": [model_reply(calls=1), Reply(200, {}, json.dumps(bad).encode())]})
+
+    outcome = await loop(model, Executor(), Rounds()).run(work(), Lane(4))
+
+    assert (outcome.ok, outcome.error_code) == (False, "invalid_response")
+    assert outcome.error == ("invalid_response: main answered 200 with usage.prompt_tokens = "
+                             "9223372036854775813, not an integer from 0 to 1000000000 "
+                             "(tool round 2)")
+    assert outcome.usage == Usage(10, 5) and len(outcome.turns) == 1
+    assert outcome.error_body == bad
