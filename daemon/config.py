@@ -308,6 +308,11 @@ def _models(raw: Any, env: os._Environ[str] | dict[str, str]) -> tuple[ModelConf
     return models
 
 
+# A price at which one call at the usage limit (10^9 tokens each way) costs at most
+# 2·10^18 nano-USD: any one call's cost fits a 64-bit column.
+MAX_USD_PER_MTOK = 1_000_000
+
+
 def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfig:
     where = f"models[{i}]."
     if not isinstance(t, dict):
@@ -328,8 +333,8 @@ def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfi
     key_env = _typed(t, "api_key_env", str, "", where)
     prices = {k: _number(t, k, 0.0, where) for k in ("input_usd_per_mtok", "output_usd_per_mtok")}
     for key, value in prices.items():
-        if value < 0:
-            raise ConfigError(f"{where}{key}: must not be negative, got {value}")
+        if not 0 <= value <= MAX_USD_PER_MTOK:  # NaN fails too
+            raise ConfigError(f"{where}{key}: must be 0–{MAX_USD_PER_MTOK:,.0f}, got {value}")
     return ModelConfig(
         alias=alias,
         base_url=base_url.rstrip("/"),

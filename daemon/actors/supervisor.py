@@ -32,10 +32,12 @@ from daemon.domain.cluster import Share, lease_size
 from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
 from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.pricing import cost_nano_usd
-from daemon.domain.run import JobRun
+from daemon.domain.run import GIVE_UP_S, JobRun
+from daemon.domain.unstorable import save_apart
+from daemon.domain.usage import priced
 from daemon.executors import Executors
 from daemon.executors.lane import LEASE_LOST, STOPPED, Lane
-from daemon.store.faults import log_failure
+from daemon.store.faults import log_failure, store_fault
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
@@ -121,8 +123,8 @@ class JobSupervisor(pykka.ThreadingActor):
                 self.run.drop(row_id)
                 self.forgot = True
                 continue
-            self.run.record(row_id, replace(self._settled(outcome),
-                                            cost_nano_usd=self._cost(outcome)), now=now)
+            self.run.record(row_id, priced(self._settled(outcome), self._cost(outcome)),
+                            now=now)
 
     @contained
     def tick(self, now: float) -> None:
@@ -158,7 +160,7 @@ class JobSupervisor(pykka.ThreadingActor):
     def _end_early(self, ending: str) -> None:
         if self.ending == COMPLETED:
             self.ending = ending
-        self.run.stop()
+        self.run.end_early(self.clock())
         self.lane.stop()  # before the cancel is answered: no request starts after it
         with contextlib.suppress(RuntimeError):  # the I/O loop is stopping
             self.io_loop.submit(self.lane.halt())
@@ -194,6 +196,7 @@ class JobSupervisor(pykka.ThreadingActor):
         if starting:
             self.worker.run_rows(starting)
         self._flush(now)
+        self._give_up(now)
         if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
             self._finish(now)
 
@@ -211,6 +214,16 @@ class JobSupervisor(pykka.ThreadingActor):
             return
         self.run.add_rows([replace(row, epoch=epoch) for row in rows])
 
+    def _give_up(self, now: float) -> None:
+        """A job ended early does not wait on a store that keeps refusing its outcomes:
+        after `GIVE_UP_S` they are dropped, and the ending marks their rows as never
+        run (canceled or expired, unbilled)."""
+        dropped = self.run.give_up(now)
+        if dropped:
+            log.warning("job %s: %d outcomes could not be stored in the %.0f s after it "
+                        "was %s; dropped, their rows end as never run", self.job.id,
+                        len(dropped), GIVE_UP_S, self.ending)
+
     def _flush(self, now: float) -> None:
         """Start the next group's write on the writer thread; `stored` hears of its end."""
         if not self.run.should_flush(now):
@@ -224,18 +237,31 @@ class JobSupervisor(pykka.ThreadingActor):
             self._me.stored(write)
 
     def _save(self, outcomes: list[tuple[int, RowOutcome]], now: float) -> bool:
-        """Runs on the writer thread."""
+        """Runs on the writer thread. An outcome the store refuses for a reason other
+        than a storage fault fails its own row (`save_apart`); a storage fault keeps the
+        whole group for the next try."""
+        leases = self.run.leases(outcomes)  # each outcome under the lease it ran with
+        fenced = 0
+
+        def write(group: Sequence[tuple[int, RowOutcome]]) -> None:
+            nonlocal fenced
+            fenced += self.repo.save_outcomes(self.job.seq, group, now=now,
+                                              leases=leases).fenced
+
         try:
-            flushed = self.repo.save_outcomes(self.job.seq, outcomes, now=now,
-                                              leases=self.run.leases(outcomes))
+            refused = save_apart(outcomes, write,
+                                 is_fault=lambda error: store_fault(error) is not None)
         except Exception as exc:
             self._failed(f"job {self.job.id}: storing {len(outcomes)} outcomes failed; "
                          "kept, will retry", exc, now)
             return False
-        if flushed.fenced:
+        for row_id, why in refused:
+            log.error("job %s: the store refused the outcome of row %d; stored as "
+                      "failed (internal_error)", self.job.id, row_id, exc_info=why)
+        if fenced:
             log.warning("job %s: %d outcomes not stored: another node leased those rows "
                         "while this one was silent past its lease (its outcomes win)",
-                        self.job.id, flushed.fenced)
+                        self.job.id, fenced)
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
             self.notifier.progress(self.job.seq)
         return True

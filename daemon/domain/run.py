@@ -31,6 +31,7 @@ RETRY_BASE_S = 0.5  # a failed write is tried again after this, doubling each ti
 RETRY_CAP_S = 5.0  # so a job moves on within seconds of the store healing
 FLUSH_ROWS = 64  # a group this size is written at once
 LINGER_S = 0.1  # a smaller group waits at most this long (plus the scheduler's tick)
+GIVE_UP_S = 5.0  # a job ended early waits this long for outcomes the store refuses
 
 
 @dataclass
@@ -51,6 +52,7 @@ class JobRun:
     retry_at: float = 0.0  # after a failed write, the next waits until then
     buffered_at: float = 0.0  # when the oldest outcome in `buffer` finished
     tokens: dict[int, int] = field(default_factory=dict)  # lease tokens of rows held
+    ended_at: float | None = None  # when a cancel or the completion window stopped it
 
     def __post_init__(self) -> None:
         self.flush_rows = self.flush_rows or max(1, min(self.concurrency, FLUSH_ROWS))
@@ -158,6 +160,24 @@ class JobRun:
         """Dispatch nothing more; rows still queued stay pending in the store."""
         self.stopping = True
         self.queue.clear()
+
+    def end_early(self, now: float) -> None:
+        """A cancel or the completion window: `stop`, and from `now` on wait at most
+        `GIVE_UP_S` for outcomes the store keeps refusing (see `give_up`)."""
+        self.stop()
+        if self.ended_at is None:
+            self.ended_at = now
+
+    def give_up(self, now: float) -> list[tuple[int, RowOutcome]]:
+        """The outcomes to drop: those of a job ended early `GIVE_UP_S` ago whose last
+        write failed, so that the job ends although the store refuses them (the ending
+        marks their rows as never run). None while a write is under way: it may yet
+        store them."""
+        if (self.ended_at is None or now < self.ended_at + GIVE_UP_S or self.writing
+                or not self.write_failures):
+            return []
+        dropped, self.buffer = self.buffer, []
+        return dropped
 
     @property
     def done_dispatching(self) -> bool:

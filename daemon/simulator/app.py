@@ -26,6 +26,7 @@ from daemon.simulator.content import (
     Call,
     count_tokens,
     json_body,
+    with_usage,
 )
 from daemon.simulator.faults import (
     Directive,
@@ -214,7 +215,7 @@ async def _serve(request: web.Request, state: SimState, call: Call,
     if outcome.kind == "huge":
         body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
         return await _padded_response(request, body, outcome.huge_mb * MB)
-    return _respond(request, state, call, outcome, charged=charged)
+    return _respond(request, state, call, outcome, directive, charged=charged)
 
 
 async def _padded_response(request: web.Request, body: dict[str, Any],
@@ -253,8 +254,8 @@ def _directive_of(call: Call) -> Directive | None:
                          ) from None
 
 
-def _respond(request: web.Request, state: SimState, call: Call,
-             outcome: Outcome, *, charged: int | None = None) -> web.Response:
+def _respond(request: web.Request, state: SimState, call: Call, outcome: Outcome,
+             directive: Directive | None, *, charged: int | None = None) -> web.Response:
     if outcome.kind == "reset":
         return _reset_connection(request)
     if outcome.kind == "garbage":
@@ -264,6 +265,9 @@ def _respond(request: web.Request, state: SimState, call: Call,
     body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
     if charged is not None:
         state.limits.settle(call.model, charged, body["usage"]["total_tokens"], time.monotonic())
+    reported = directive.usage_for(call.model) if directive else None
+    if reported is not None:  # [sim:prompt_tokens=N]: what an untrusted upstream says
+        body["usage"] = with_usage(body["usage"], reported)
     return web.json_response(body)
 
 

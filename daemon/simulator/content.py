@@ -315,5 +315,12 @@ def _usage(inputs: tuple[str, ...], replies: list[str]) -> dict[str, int]:
             "total_tokens": prompt + completion}
 
 
+def with_usage(usage: dict[str, int], reported: dict[str, int]) -> dict[str, int]:
+    """An answer's usage with the counts a directive gives, total_tokens their sum."""
+    usage = usage | reported
+    usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return usage
+
+
 BODIES = {"chat": chat_body, "completions": completion_body, "embeddings": embedding_body}
 PARSERS = {"chat": parse_chat, "completions": parse_completion, "embeddings": parse_embedding}

@@ -53,6 +53,7 @@ class SimOptions:
 
 
 MAX_HUGE_MB = 4096
+USAGE_BOUND = 10**30 - 1  # [sim:prompt_tokens=N]: up to 30 digits, either sign
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
 _FLAGS = {"garbage", "huge", "reset", "timeout", "tool_garbage", "tool_mismatch", "wf_fail",
           "wf_garbage"}
@@ -96,6 +97,10 @@ class Directive:
     wf_steps: int = 0  # one-request `continue` steps before the map step
     wf_sleep_ms: float = 0.0  # before every answer
     wf_stall: int = 0  # map requests (the first K) that carry [sim:sleep=3000]
+    # The answer's usage as given, whatever it is (an untrusted upstream's numbers):
+    # `usage.prompt_tokens` / `completion_tokens` (total_tokens their sum).
+    usage_prompt: int | None = None
+    usage_completion: int | None = None
 
     @property
     def fault(self) -> int | str | None:
@@ -107,6 +112,14 @@ class Directive:
         if self.garbage:
             return "garbage"
         return "huge" if self.huge or self.huge_mb is not None else None
+
+    def usage_for(self, model: str) -> dict[str, int] | None:
+        """The usage counts this prompt asks the answer to report on `model`, if any."""
+        if self.usage_prompt is None and self.usage_completion is None:
+            return None
+        return None if self.model not in (None, model) else {
+            k: v for k, v in (("prompt_tokens", self.usage_prompt),
+                              ("completion_tokens", self.usage_completion)) if v is not None}
 
     def applies_to(self, model: str) -> bool:
         """Whether the fault (if any) is scoped to this requested model."""
@@ -127,7 +140,9 @@ def parse_directive(text: str) -> Directive | None:
     (`POST /_sim/workflow`, read from a workflow input's last user message)
     `wf_fanout=K` (1–256 map requests), `wf_wait=MS` (0–10⁹: the first answer waits; Relay
     accepts 1000–3600000), `wf_fail`, `wf_garbage`, `wf_http=CODE` (400–599),
-    `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256).
+    `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256);
+    for the answer's usage `prompt_tokens=N` and `completion_tokens=N` (any integer of up
+    to 30 digits, negative too: reported as is, with `model=NAME` only on that model).
     In a token that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
     `[sim:tool_fail=503 times=2]` reads as it looks; likewise in a token that names
     `wf_http` but neither `fail` nor `tool_fail`, `times=N` means `wf_times=N`. Several
@@ -199,6 +214,9 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "wf_steps": ("wf_steps", lambda k, v: _int_value(k, v, 0, 10_000)),
     "wf_sleep": ("wf_sleep_ms", _sleep_value),
     "wf_stall": ("wf_stall", lambda k, v: _int_value(k, v, 0, 256)),
+    "prompt_tokens": ("usage_prompt", lambda k, v: _int_value(k, v, -USAGE_BOUND, USAGE_BOUND)),
+    "completion_tokens": ("usage_completion",
+                          lambda k, v: _int_value(k, v, -USAGE_BOUND, USAGE_BOUND)),
 }
 
 

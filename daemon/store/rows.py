@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import Any
 
-from peewee import fn
+from peewee import Case, fn
 
 from daemon.domain import codec
 from daemon.domain.jobs import (
@@ -29,6 +29,7 @@ from daemon.domain.jobs import (
     row_kind,
 )
 from daemon.domain.outcome import RowOutcome, Turn, Usage
+from daemon.domain.usage import MAX_STORED
 from daemon.store.interface import Flushed
 from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
@@ -124,11 +125,12 @@ class RowQueries(SqlBase):
                 dead_letter=JobModel.dead_letter + flushed.dead_letter,
                 dead_letter_open=JobModel.dead_letter_open + flushed.dead_letter,
                 canceled=JobModel.canceled + never_ran,
-                input_tokens=JobModel.input_tokens + usage.prompt_tokens,
-                output_tokens=JobModel.output_tokens + usage.completion_tokens,
-                cached_tokens=JobModel.cached_tokens + usage.cached_tokens,
-                reasoning_tokens=JobModel.reasoning_tokens + usage.reasoning_tokens,
-                cost_nano_usd=JobModel.cost_nano_usd + sum(o.cost_nano_usd for _, o in done),
+                input_tokens=_added(JobModel.input_tokens, usage.prompt_tokens),
+                output_tokens=_added(JobModel.output_tokens, usage.completion_tokens),
+                cached_tokens=_added(JobModel.cached_tokens, usage.cached_tokens),
+                reasoning_tokens=_added(JobModel.reasoning_tokens, usage.reasoning_tokens),
+                cost_nano_usd=_added(JobModel.cost_nano_usd,
+                                     sum(o.cost_nano_usd for _, o in done)),
             ).where(JobModel.seq == job_seq).execute()
         return flushed
 
@@ -259,6 +261,14 @@ _STATE_WHERE = {
     DL_REDRIVEN: RowModel.redriven_to.is_null(False),
     DL_DISCARDED: RowModel.redriven_to.is_null() & RowModel.discarded_at.is_null(False),
 }
+
+
+def _added(column: Any, amount: int) -> Any:
+    """`column + amount`, saturating at the largest 64-bit integer: a job's token and
+    cost totals stop there rather than overflow (each row's are checked on the way in,
+    `domain/usage.py`, but many rows can add up past it)."""
+    amount = min(amount, MAX_STORED)
+    return Case(None, [(column > MAX_STORED - amount, MAX_STORED)], column + amount)
 
 
 def _never_ran(outcome: RowOutcome) -> bool:

@@ -21,7 +21,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from daemon.config import ModelConfig, RetryConfig
@@ -37,6 +37,7 @@ from daemon.domain.ratelimit import (
     read_rate_headers,
 )
 from daemon.domain.retry import is_transient_status, retry_delay
+from daemon.domain.usage import INVALID, InvalidUsage, read_usage
 from daemon.upstream.gate import ModelGate
 from daemon.upstream.transport import Reply, Transport, TransportError
 
@@ -61,6 +62,7 @@ class Verdict:
     code: str = "upstream_error"
     retry_after: str | None = None
     paused_model: bool = False  # a 429 that paused the whole model (the gate waits it out)
+    usage: Usage = field(default_factory=Usage)  # a success's, checked (`read_usage`)
 
 
 @dataclass(frozen=True)
@@ -103,14 +105,24 @@ def classify_error(exc: TransportError) -> Verdict:
 
 
 def _classify_ok(reply: Reply, *, alias: str) -> Verdict:
+    """A JSON object whose usage passes `read_usage` succeeds; any other 2xx is an invalid
+    response (permanent: the same request would get the same answer), the answer kept
+    as the row's error body."""
     body = _json_object(reply.body)
-    if body is not None:
-        return Verdict("success", status=reply.status, response=body, text=_utf8(reply.body))
-    what = f"answered {reply.status} with a body that is not a JSON object"
-    error = f"invalid_response: {alias} {what}"
-    return Verdict(
-        "permanent", status=reply.status, error=error, what=what, code="invalid_response"
-    )
+    if body is None:
+        return _invalid(reply, alias, "with a body that is not a JSON object")
+    try:
+        usage = read_usage(body)
+    except InvalidUsage as exc:
+        return replace(_invalid(reply, alias, f"with {exc}"), response=body)
+    return Verdict("success", status=reply.status, response=body, text=_utf8(reply.body),
+                   usage=usage)
+
+
+def _invalid(reply: Reply, alias: str, problem: str) -> Verdict:
+    what = f"answered {reply.status} {problem}"
+    return Verdict("permanent", status=reply.status, error=f"{INVALID}: {alias} {what}",
+                   what=what, code=INVALID)
 
 
 def upstream_message(body: bytes) -> str | None:
@@ -132,20 +144,6 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == wanted), None)
 
 
-def usage_of(response: Mapping[str, Any]) -> Usage:
-    usage = response.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
-                 cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
-                 reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"))
-
-
-def _detail(usage: Mapping[str, Any], group: str, name: str) -> int:
-    """A count inside one of the usage's `*_details` objects; 0 when not reported."""
-    details = usage.get(group)
-    return _count(details.get(name)) if isinstance(details, dict) else 0
-
-
 def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
     """The request body as sent: the upstream's model name, without Relay's reserved key."""
     sent = {k: v for k, v in body.items() if k != EXTENSIONS}  # Relay's own; never sent upstream
@@ -161,7 +159,7 @@ def summarize(failures: Sequence[Failure]) -> str:
 
 
 def _primary_phrase(failure: Failure) -> str:
-    if failure.verdict.code in ("invalid_response", TOO_LARGE):
+    if failure.verdict.code in (INVALID, TOO_LARGE):
         return f"{failure.alias} {failure.verdict.what}"
     return f"{failure.verdict.what} from {failure.alias}{_tries(failure)}"
 
@@ -192,10 +190,6 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class Router:
@@ -350,7 +344,7 @@ class Router:
     def _settle(self, gate: ModelGate, verdict: Verdict, *, size: int, max_tokens: int | None,
                 estimated: int) -> None:
         """Correct the token bucket and the estimate by the answer's usage."""
-        usage = usage_of(verdict.response or {})
+        usage = verdict.usage
         gate.pace.settle(estimated, usage.prompt_tokens + usage.completion_tokens,
                          self._clock())
         gate.pace.estimator.learn(size, max_tokens, prompt=usage.prompt_tokens,
@@ -366,7 +360,7 @@ def _succeeded(model: ModelConfig, verdict: Verdict, attempts: list[Attempt]) ->
         status_code=verdict.status,
         model=model.alias,
         attempts=tuple(attempts),
-        usage=usage_of(response),
+        usage=verdict.usage,
     )
 
 

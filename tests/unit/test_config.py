@@ -138,6 +138,10 @@ def test_section_of_wrong_shape_is_refused_by_name(raw: dict[str, Any], key: str
     ({"models": [make_model(base_url="ftp://x/v1")]}, "models[0].base_url"),
     ({"models": [make_model(max_concurrency=0)]}, "models[0].max_concurrency"),
     ({"models": [make_model(input_usd_per_mtok=-1)]}, "models[0].input_usd_per_mtok"),
+    # Past a million USD per million tokens one call's cost could overflow 64 bits.
+    ({"models": [make_model(output_usd_per_mtok=1_000_001)]}, "models[0].output_usd_per_mtok"),
+    ({"models": [make_model(input_usd_per_mtok=float("inf"))]}, "models[0].input_usd_per_mtok"),
+    ({"models": [make_model(input_usd_per_mtok=float("nan"))]}, "models[0].input_usd_per_mtok"),
 ])
 def test_out_of_range_value_is_refused_by_name(raw: dict[str, Any], key: str) -> None:
     assert refusal(raw, environ={}).startswith(f"{key}:")

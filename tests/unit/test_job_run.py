@@ -6,7 +6,7 @@ from typing import Any
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
-from daemon.domain.run import FLUSH_ROWS, LINGER_S, JobRun
+from daemon.domain.run import FLUSH_ROWS, GIVE_UP_S, LINGER_S, JobRun
 
 START = 1_700_000_000.0
 
@@ -349,3 +349,50 @@ def test_rows_held_are_those_queued_in_flight_or_waiting_to_be_stored() -> None:
     assert 1 in run.held  # nor while its write is under way
     run.stored(ok=True, now=START)
     assert run.held == {2, 3, 4}
+
+
+def failing_after_cancel(run: JobRun, *, drain: bool = False) -> None:
+    """Two rows finished, their write failed, then the job was cancelled (or, with
+    `drain`, the daemon began to shut down)."""
+    run.add_rows(works(1, 2))
+    run.take_dispatch()
+    run.record(1, make_outcome(), now=START)
+    run.record(2, make_outcome(), now=START)
+    run.take_flush()
+    run.stored(ok=False, now=START)
+    run.stop() if drain else run.end_early(START + 1)
+
+
+def test_an_ending_gives_up_on_outcomes_the_store_keeps_refusing() -> None:
+    run = make_run()
+    failing_after_cancel(run)
+    assert run.give_up(START + 1 + GIVE_UP_S - 0.01) == []  # still trying
+    assert not run.done
+    dropped = run.give_up(START + 1 + GIVE_UP_S)
+    assert [row_id for row_id, _ in dropped] == [1, 2]
+    assert run.done and run.buffer == []  # the ending marks rows 1 and 2 as never run
+
+
+def test_a_second_ending_does_not_move_the_deadline() -> None:
+    run = make_run()
+    failing_after_cancel(run)
+    run.end_early(START + 4)  # an expiry after the cancel
+    assert len(run.give_up(START + 1 + GIVE_UP_S)) == 2
+
+
+def test_no_giving_up_while_a_write_is_under_way_or_after_one_succeeded() -> None:
+    run = make_run()
+    failing_after_cancel(run)
+    later = START + 1 + GIVE_UP_S
+    run.take_flush()  # the retry is on the wire: it may still store them
+    assert run.give_up(later) == []
+    run.stored(ok=True, now=later)
+    assert run.give_up(later + 1) == [] and run.done
+
+
+def test_a_drain_never_gives_up_its_outcomes() -> None:
+    """Shutdown keeps them for the next start (the rows stay pending either way)."""
+    run = make_run()
+    failing_after_cancel(run, drain=True)
+    assert run.give_up(START + 3600) == []
+    assert len(run.buffer) == 2

@@ -169,12 +169,48 @@ async def test_success_first_try() -> None:
     assert delays == []
 
 
-async def test_usage_missing_or_malformed_is_zero() -> None:
-    router, _, _ = make_router({"main": [ok(prompt_tokens="12", completion_tokens=True,
-                                            prompt_tokens_details=[3],
-                                            completion_tokens_details={"reasoning_tokens": "2"})]})
+async def test_usage_missing_is_zero() -> None:
+    router, _, _ = make_router({"main": [ok()]})
     outcome = await router.call("main", ENDPOINT, BODY)
-    assert outcome.usage == Usage()
+    assert outcome.ok and outcome.usage == Usage()
+
+
+@pytest.mark.parametrize(("usage", "problem"), [
+    ({"prompt_tokens": 9223372036854775813},  # as the issue found it
+     "usage.prompt_tokens = 9223372036854775813, not an integer from 0 to 1000000000"),
+    ({"prompt_tokens": -1_000_000, "completion_tokens": 5},
+     "usage.prompt_tokens = -1000000, not an integer from 0 to 1000000000"),
+    ({"prompt_tokens": "12"}, 'usage.prompt_tokens = "12", not an integer from 0 to 1000000000'),
+    ({"completion_tokens_details": {"reasoning_tokens": 10**16}},
+     "usage.completion_tokens_details.reasoning_tokens = 10000000000000000, not an integer "
+     "from 0 to 1000000000"),
+])
+async def test_untrusted_usage_fails_the_row_invalid_response_keeping_the_answer(
+        usage: dict[str, Any], problem: str) -> None:
+    """Not retried (the same request gets the same answer), the fallback is tried, and the
+    answer is kept as the row's error body; nothing of its usage is counted."""
+    bad = ok(**usage)
+    router, _, delays = make_router({"main": [bad], "backup": [bad]},
+                                    [make_model("main", fallbacks=("backup",)),
+                                     make_model("backup")])
+    outcome = await router.call("main", ENDPOINT, BODY)
+    assert (outcome.ok, outcome.error_code, outcome.dead_letter) == (False, "invalid_response",
+                                                                     False)
+    assert outcome.error == (f"invalid_response: main answered 200 with {problem}; "
+                             f"fallback backup: answered 200 with {problem} (not retried)")
+    assert outcome.error_body == json.loads(bad.body)
+    assert outcome.usage == Usage() and outcome.status_code == 200
+    assert [a.model for a in outcome.attempts] == ["main", "backup"] and delays == []
+    assert outcome.attempts[0].error == f"invalid_response: main answered 200 with {problem}"
+
+
+async def test_untrusted_usage_does_not_charge_the_models_token_bucket() -> None:
+    """A huge usage would otherwise put the model's tpm bucket in debt for ages."""
+    router, _, delays = make_router({"main": [ok(prompt_tokens=10**16), ok(prompt_tokens=3)]},
+                                    [make_model(tpm=6000)])
+    assert not (await router.call("main", ENDPOINT, BODY)).ok
+    assert (await router.call("main", ENDPOINT, BODY)).ok
+    assert sum(delays) < 1  # paced by its estimate, not behind 10^16 tokens
 
 
 async def test_usage_reads_cached_and_reasoning_tokens() -> None:

@@ -1251,3 +1251,32 @@ def test_main_refuses_a_bad_huge_mb(size: str, capsys: Any) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--port", "1", "--huge-mb", size])
     assert exit_.value.code == 2 and "--huge-mb" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sim:prompt_tokens=9223372036854775813]", Directive(usage_prompt=9223372036854775813)),
+    ("[sim:completion_tokens=-5 prompt_tokens=0]",
+     Directive(usage_prompt=0, usage_completion=-5)),
+])
+def test_parse_usage_directives(text: str, expected: Directive) -> None:
+    assert parse_directive(text) == expected
+    assert not expected.applies_to("sim-small")  # a usage is no fault
+
+
+@pytest.mark.parametrize("text", ["[sim:prompt_tokens=1.5]",
+                                  "[sim:prompt_tokens=" + "9" * 31 + "]"])
+def test_parse_usage_directives_refuses_nonsense(text: str) -> None:
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        parse_directive(text)
+
+
+async def test_an_answer_reports_the_usage_a_directive_gives(make_sim: Any) -> None:
+    """Any integer, as an untrusted upstream might; scoped by `model=` like a fault."""
+    client = await make_sim()
+    prompt = "x [sim:prompt_tokens=9223372036854775813 completion_tokens=-7 model=sim-small]"
+    body = await (await chat(client, prompt, "sim-small")).json()
+    assert body["usage"] == {"prompt_tokens": 9223372036854775813, "completion_tokens": -7,
+                             "total_tokens": 9223372036854775806}
+    assert body["choices"][0]["message"]["content"].startswith("Simulated reply")
+    other = await (await chat(client, prompt, "sim-large")).json()
+    assert other["usage"]["completion_tokens"] >= 0  # its own count

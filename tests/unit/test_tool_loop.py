@@ -337,3 +337,20 @@ async def test_a_round_the_store_refuses_stops_the_loop() -> None:
     with pytest.raises(LeaseLost):
         await loop(model, executor, rounds).run(work(), Lane(4))
     assert executor.requests == [] and rounds.saved == []
+
+
+async def test_a_turn_with_untrusted_usage_fails_the_record_billed_for_the_turns_before() -> None:
+    """Each turn's usage is read by the router's one checked reader: a turn that reports
+    2^63 + 5 prompt tokens ends the record `invalid_response`, billed for round 1 only."""
+    bad = json.loads(model_reply().body)
+    bad["usage"]["prompt_tokens"] = 2**63 + 5
+    model = Model({"main": [model_reply(calls=1), Reply(200, {}, json.dumps(bad).encode())]})
+
+    outcome = await loop(model, Executor(), Rounds()).run(work(), Lane(4))
+
+    assert (outcome.ok, outcome.error_code) == (False, "invalid_response")
+    assert outcome.error == ("invalid_response: main answered 200 with usage.prompt_tokens = "
+                             "9223372036854775813, not an integer from 0 to 1000000000 "
+                             "(tool round 2)")
+    assert outcome.usage == Usage(10, 5) and len(outcome.turns) == 1
+    assert outcome.error_body == bad

@@ -1,0 +1,95 @@
+"""The numbers an upstream reports, checked before Relay adds or stores them.
+
+An upstream's `usage` is untrusted input: a count past 64 bits cannot be stored (SQLite
+raises `OverflowError`, PostgreSQL `bigint out of range`), a negative one bills the
+job backwards. `read_usage` is the one reader of an answer's usage, for every path
+that calls a model (plain rows of every endpoint, tool-loop turns, workflow requests:
+all go through the router). `row_problem` checks what a row of several calls adds up
+to once priced. A row that breaks either rule fails `invalid_response`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from daemon.domain.outcome import RowOutcome, Usage
+
+MAX_CALL_TOKENS = 10**9  # any one count of one call; no model takes or writes this many
+MAX_STORED = 2**63 - 1  # the largest a 64-bit column holds: a row's cost and counts
+INVALID = "invalid_response"
+
+# (group, name): the counts Relay reads; a group is one of usage's `*_details` objects.
+COUNTS = ((None, "prompt_tokens"), (None, "completion_tokens"), (None, "total_tokens"),
+          ("prompt_tokens_details", "cached_tokens"),
+          ("completion_tokens_details", "reasoning_tokens"))
+_SHOWN = 64  # characters of a bad value quoted in the row's error
+
+
+class InvalidUsage(ValueError):
+    """An answer's usage that breaks the rules; the message says which count and why."""
+
+
+def read_usage(response: Mapping[str, Any]) -> Usage:
+    """The tokens one call's answer reports. Each count, where present, must be a JSON
+    integer from 0 to `MAX_CALL_TOKENS`; absent or null counts 0 (so does a missing
+    `usage`). Anything else raises `InvalidUsage`."""
+    usage = _object(response, "usage", "usage")
+    counts = {name: _count(_object(usage, group, f"usage.{group}") if group else usage,
+                           name, f"usage.{group}.{name}" if group else f"usage.{name}")
+              for group, name in COUNTS}
+    return Usage(counts["prompt_tokens"], counts["completion_tokens"],
+                 cached_tokens=counts["cached_tokens"],
+                 reasoning_tokens=counts["reasoning_tokens"])
+
+
+def row_problem(usage: Usage, cost_nano_usd: int) -> str | None:
+    """Why a row's totals (every call summed, then priced) cannot be stored, or None.
+    Each call is within bounds, but a row of many calls at a high price may not be."""
+    if cost_nano_usd > MAX_STORED:
+        return f"its cost, {cost_nano_usd} nano-USD, is more than {MAX_STORED}"
+    for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
+        if getattr(usage, name) > MAX_STORED:
+            return f"its {name}, {getattr(usage, name)}, is more than {MAX_STORED}"
+    return None
+
+
+def priced(outcome: RowOutcome, cost_nano_usd: int) -> RowOutcome:
+    """The outcome with its cost; one whose totals cannot be stored (`row_problem`)
+    fails `invalid_response` instead, unbilled, its answer kept as its error body."""
+    problem = row_problem(outcome.usage, cost_nano_usd)
+    if problem is None:
+        return replace(outcome, cost_nano_usd=cost_nano_usd)
+    return replace(outcome, ok=False, error=f"{INVALID}: the row's usage, summed over its "
+                   f"{len(outcome.model_calls)} model calls, cannot be stored: {problem}",
+                   error_code=INVALID, dead_letter=False,
+                   error_body=outcome.response if outcome.ok else outcome.error_body,
+                   response=None, response_text=None, usage=Usage(), cost_nano_usd=0)
+
+
+def _object(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidUsage(f"{where} = {_shown(value)}, not an object")
+    return value
+
+
+def _count(parent: Mapping[str, Any], key: str, where: str) -> int:
+    value = parent.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            0 <= value <= MAX_CALL_TOKENS):
+        raise InvalidUsage(f"{where} = {_shown(value)}, not an integer from 0 to "
+                           f"{MAX_CALL_TOKENS}")
+    return value
+
+
+def _shown(value: object) -> str:
+    """The value as JSON, cut short: it is quoted in an error message."""
+    text = json.dumps(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
