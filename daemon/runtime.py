@@ -198,7 +198,7 @@ class Daemon:
                               "file sweeper": self.sweeper.tick.defer,
                               "health probe": self.prober.tick.defer,
                               "validator": self.validator.tick.defer,
-                              "core parts' check": self.vitals.check},
+                              "vitals": self.vitals.check},
                              interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
