@@ -93,12 +93,16 @@ def _command(group: argparse._SubParsersAction[argparse.ArgumentParser], name: s
 
 def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     from daemon.runtime import serve, stuck_threads
+    from daemon.store.owner import DatabaseInUse
 
     logs.configure(args.log_level)
     if not config.models:
         logging.warning("no [[models]] configured: every batch will be refused")
     try:
-        asyncio.run(serve(config, ready=lambda line: print(line, flush=True)))
+        status = asyncio.run(serve(config, ready=lambda line: print(line, flush=True)))
+    except DatabaseInUse as exc:  # raised before anything started
+        print(f"relayd: cannot serve: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"relayd: cannot serve on {config.server.host}:{config.server.port}: {exc}",
               file=sys.stderr)
@@ -110,8 +114,8 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
         logging.error("exiting with threads still running: %s", ", ".join(stuck_threads()))
         logging.shutdown()
         sys.stdout.flush()
-        os._exit(0)
-    return 0
+        os._exit(status)
+    return status
 
 
 def _repo(config: configuration.Config) -> Store:

@@ -8,11 +8,12 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pykka
@@ -24,6 +25,7 @@ from daemon.actors.scheduler import Scheduler
 from daemon.actors.supervisor import JobSupervisor
 from daemon.actors.sweeper import FileSweeper, sweep_leftovers
 from daemon.actors.validator import Validator
+from daemon.actors.vitals import EX_SOFTWARE, Vitals
 from daemon.api.app import create_app
 from daemon.api.context import Services
 from daemon.api.events import EventHub
@@ -42,9 +44,11 @@ from daemon.metering import MeteredExecutor, MeteredToolCaller, Meters
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
-from daemon.store import open_store
+from daemon.store import open_store, sqlite_path
 from daemon.store.bus import Bus, NoBus, PgBus
+from daemon.store.faults import log_failure
 from daemon.store.files import FileStore
+from daemon.store.owner import Holder, Ownership, own
 from daemon.upstream.clients import make_transport
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
@@ -66,13 +70,17 @@ def stuck_threads() -> list[str]:
 
 
 class Ticker:
-    """Calls each target with `now` every `interval` seconds, on its own thread."""
+    """Calls each target with `now` every `interval` seconds, on its own thread. A
+    target that fails (an actor that died, a bug) is logged when it starts failing and
+    again when it recovers; the others are called all the same, and the timer never
+    stops for it: cron, expiry, the watchdog and the probes all hang off it."""
 
-    def __init__(self, targets: list[Callable[[float], Any]], *, interval: float,
+    def __init__(self, targets: Mapping[str, Callable[[float], Any]], *, interval: float,
                  clock: Callable[[], float]) -> None:
         self.targets = targets
         self.interval = interval
         self.clock = clock
+        self.failing: set[str] = set()  # targets whose last call failed
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, name="relay-ticker", daemon=True)
 
@@ -83,14 +91,30 @@ class Ticker:
         self.stopped.set()
         self.thread.join(timeout=2)
 
+    def tick(self, now: float) -> None:
+        """One round: every target, each failure contained."""
+        for name, target in self.targets.items():
+            try:
+                target(now)
+            except Exception as exc:
+                self._failed(name, exc)
+            else:
+                if name in self.failing:
+                    self.failing.discard(name)
+                    log.warning("the ticker ticks the %s again", name)
+
+    def _failed(self, name: str, exc: Exception) -> None:
+        if name in self.failing:
+            return  # said once a streak: the ticker runs 4 times a second
+        self.failing.add(name)
+        if isinstance(exc, pykka.ActorDeadError):
+            log.error("the ticker cannot tick the %s: the actor is dead", name)
+        else:
+            log_failure(log, f"the ticker's call of the {name} failed", exc)
+
     def _run(self) -> None:
         while not self.stopped.wait(self.interval):
-            now = self.clock()
-            for target in self.targets:
-                try:
-                    target(now)
-                except pykka.ActorDeadError:
-                    return
+            self.tick(self.clock())
 
 
 class Daemon:
@@ -98,8 +122,10 @@ class Daemon:
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
                  transport: Transport | None = None, resolve: Resolver = system_resolver,
-                 tick_interval: float = TICK_S) -> None:
+                 tick_interval: float = TICK_S,
+                 on_death: Callable[[], object] = lambda: None) -> None:
         self.config = config
+        self.on_death = on_death  # a core part died (any thread): stop, then exit 70
         self.clock = clock
         self.resolve = resolve
         self.tick_interval = tick_interval
@@ -116,12 +142,17 @@ class Daemon:
         self.meters = Meters(per_workspace=config.metrics.per_workspace)
 
     def start(self) -> Services:
-        self.config.server.data_dir.mkdir(parents=True, exist_ok=True)
+        """Start everything; DatabaseInUse, before anything started, if another process
+        runs on this SQLite database."""
+        cluster, server = self.config.cluster, self.config.server
+        address = cluster.address or node_address(server.host, server.port)
+        self.started_at = time.time()  # wall time, for the lock file's reader
+        self.ownership = self._own(address)
+        server.data_dir.mkdir(parents=True, exist_ok=True)
         self.repo = open_store(self.config.store_url)
         self.io_loop.start()
-        cluster, server = self.config.cluster, self.config.server
         self.membership = Membership(
-            self.repo, address=cluster.address or node_address(server.host, server.port),
+            self.repo, address=address,
             version=VERSION, lease_s=cluster.lease_s, heartbeat_s=cluster.heartbeat_s,
             clock=self.clock, shared=self.repo.SHARED, on_part=self._share)
         self.bus: Bus = (PgBus(self.config.store_url, origin=self.membership.id)
@@ -159,8 +190,15 @@ class Daemon:
         for job in self.repo.unclaimed_validations(  # left by a previous process
                 node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)
-        self.ticker = Ticker([self.scheduler.tick, self.notifier.tick, self.sweeper.tick,
-                              self.prober.tick, self.validator.tick],
+        self.vitals = Vitals(self._core_parts(), health=self.health, on_death=self.on_death)
+        # `defer` (a tell): a dead actor raises here, where the ticker sees it, rather
+        # than in a future nobody reads; each tick is @contained, so none kills its actor.
+        self.ticker = Ticker({"scheduler": self.scheduler.tick.defer,
+                              "notifier": self.notifier.tick.defer,
+                              "file sweeper": self.sweeper.tick.defer,
+                              "health probe": self.prober.tick.defer,
+                              "validator": self.validator.tick.defer,
+                              "vitals": self.vitals.check},
                              interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
@@ -180,7 +218,7 @@ class Daemon:
         self.ticker.stop()
         self.membership.drain()
         try:
-            for drained in self.scheduler.drain().get(timeout=budget / 2) or []:
+            for drained in self._drain_jobs(timeout=budget / 2):
                 drained.get(timeout=max(0.1, deadline - time.monotonic()))
         except (pykka.Timeout, pykka.ActorDeadError):
             log.warning("drain did not finish in time; unflushed rows will re-run")
@@ -193,6 +231,43 @@ class Daemon:
         self.bus.stop()
         self.membership.leave()  # what is still leased goes back: another node takes it
         self.repo.close()
+        if self.ownership is not None:
+            self.ownership.release()
+
+    def listening(self, address: str) -> None:
+        """The listener's port is known (it was 0 in the config): the node's address,
+        and the name on the database's lock, say it."""
+        self.membership.listening(address)
+        if self.ownership is not None:
+            self.ownership.announce(self._holder(address))
+
+    def _own(self, address: str) -> Ownership | None:
+        """This process's hold on its SQLite database (None on PostgreSQL, which nodes
+        share): store/owner.py."""
+        database = sqlite_path(self.config.store_url)
+        return None if database is None else own(database, self._holder(address))
+
+    def _holder(self, address: str) -> Holder:
+        return Holder(pid=os.getpid(), address=address, since=self.started_at)
+
+    def _core_parts(self) -> dict[str, Callable[[], bool]]:
+        """What the process cannot run without (actors/vitals.py), by name."""
+        return {"scheduler": self.scheduler.actor_ref.is_alive,
+                "validator": self.validator.actor_ref.is_alive,
+                "notifier": self.notifier.actor_ref.is_alive,
+                "health probe": self.prober.actor_ref.is_alive,
+                "file sweeper": self.sweeper.actor_ref.is_alive,
+                "heartbeat": self.membership.thread.is_alive,
+                "I/O loop": self.io_loop.alive}
+
+    def _drain_jobs(self, *, timeout: float) -> list[Any]:
+        """Ask the supervisors to stop dispatching and store what finished; their
+        futures. Through the scheduler, or each supervisor if the scheduler died."""
+        try:
+            return self.scheduler.drain().get(timeout=timeout) or []
+        except pykka.ActorDeadError:
+            return [ref.proxy().drain()
+                    for ref in pykka.ActorRegistry.get_by_class(JobSupervisor)]
 
     def _executors(self) -> Executors:
         tools, allow_private = self.config.tools, self.config.security.allow_private_targets
@@ -261,9 +336,12 @@ def node_address(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None:
-    """Run the daemon until SIGTERM or SIGINT, then stop gracefully."""
-    daemon = Daemon(config)
+async def serve(config: Config, *, ready: Callable[[str], None] = print) -> int:
+    """Run the daemon until SIGTERM or SIGINT, or until a core part dies, then stop
+    gracefully. The exit status: 0, or 70 (EX_SOFTWARE) when a core part died."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    daemon = Daemon(config, on_death=lambda: loop.call_soon_threadsafe(stop.set))
     services = await asyncio.to_thread(daemon.start)
     try:
         listener = await Listener.open(create_app(services), config.server)
@@ -271,17 +349,18 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> None
         services.accepting = False
         await asyncio.to_thread(daemon.stop, BIND_FAILED_STOP_S)
         raise
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     port = listener.port or config.server.port
     if not config.cluster.address and port != config.server.port:  # port 0: now known
-        await asyncio.to_thread(daemon.membership.listening,
-                                node_address(config.server.host, port))
+        await asyncio.to_thread(daemon.listening, node_address(config.server.host, port))
     ready(f"relayd: serving http://{config.server.host}:{port} "
           f"(data in {config.server.data_dir}, {len(config.models)} models)")
     await stop.wait()
     services.accepting = False
     await asyncio.to_thread(daemon.stop)
     await listener.close()
+    if (death := daemon.health.death) is not None:
+        log.error("exiting with status %d: %s died", EX_SOFTWARE, ", ".join(death.parts))
+        return EX_SOFTWARE
+    return 0

@@ -17,8 +17,9 @@ EVERY_S = 5.0
 
 @dataclass(frozen=True)
 class StoreHealth:
-    """Ok (`reason` None), or degraded: `insufficient_storage` or `store_unavailable`,
-    relayd's detail, and since when (Unix seconds)."""
+    """Ok (`reason` None), or degraded: `insufficient_storage` or `store_unavailable`
+    (or `actor_dead`: relayd is about to exit and be restarted), relayd's detail, and
+    since when (Unix seconds)."""
 
     reason: str | None = None
     detail: str = ""
@@ -41,6 +42,8 @@ class StoreHealth:
         2026-10-04 09:12:44Z)`; empty when the store is fine."""
         if self.reason is None:
             return ""
+        if self.reason == "actor_dead":  # not the store: the process is about to restart
+            return f"relayd is restarting: {self.detail or 'a core actor died'}"
         detail = f" — {self.detail}" if self.detail else ""
         since = f" (since {clock_text(self.since)})" if self.since is not None else ""
         return f"relayd cannot write to its store: {self.reason}{detail}{since}"

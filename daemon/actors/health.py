@@ -4,13 +4,16 @@ what it last found, so a supervisor or a load balancer can act on a full disk or
 failing database, and sees it heal with the first good write.
 
 Anything else that meets a storage fault (an API request) reports it at once, so
-health does not wait for the next probe to say so.
+health does not wait for the next probe to say so. A core part of the process that
+died (actors/vitals.py) is recorded here too: it makes `/healthz` degraded, naming the
+part, until the process exits.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 
 import pykka
 
@@ -25,14 +28,27 @@ log = logging.getLogger("relay.health")
 PROBE_EVERY_S = 5.0
 
 
+@dataclass(frozen=True)
+class Death:
+    """Which core parts of the process died (their names), and when."""
+
+    parts: tuple[str, ...]
+    at: float
+
+
 class Health:
     """The store's health as last seen: written by the probe, the API and the writers
     (each on its own thread, under one lock), read by `/healthz` and `/metrics` as one
-    `(fault, since)` pair."""
+    `(fault, since)` pair; and the `death` of core parts, once (one assignment)."""
 
     def __init__(self) -> None:
         self.state: tuple[StoreFault | None, float | None] = (None, None)
+        self.death: Death | None = None  # for good: the process exits
         self._lock = threading.Lock()
+
+    def died(self, parts: tuple[str, ...], *, now: float) -> None:
+        """Core parts of the process died: it is degraded until it exits."""
+        self.death = Death(parts, now)
 
     def record(self, fault: StoreFault | None, *, now: float) -> None:
         with self._lock:

@@ -10,7 +10,8 @@ writes them, for `GET /v1/nodes` and for the other nodes to know a job is in han
 A node that joins others tells them (they beat at once, on the bus) and dispatches
 once each has beaten since, or after one and a half heartbeats: by then they have
 taken their smaller share of each limit. On SQLite there is
-one node: at start it takes back every lease an earlier process left. On
+one node: at start it takes back every lease an earlier process left (that process is
+gone: the daemon holds the database's OS lock before it gets here, store/owner.py). On
 PostgreSQL, a node registered at this node's address is an earlier process of it
 (two cannot listen on one address): its leases go back at start, with no wait for
 them to lapse; each node's address must therefore be its own.

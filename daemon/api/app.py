@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from daemon.actors.vitals import EX_SOFTWARE
 from daemon.api import batches, files, metrics, nodes, openapi, stats, stream
 from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_budget
 from daemon.api.context import SERVICES, Services
@@ -46,6 +47,12 @@ async def _close_streams(app: web.Application) -> None:
 
 async def healthz(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
+    if (death := services.health.death) is not None:  # before "shutting down": it says why
+        return web.json_response({
+            "status": "degraded", "reason": "actor_dead", "actors": list(death.parts),
+            "detail": f"{', '.join(death.parts)} died; relayd exits with status "
+                      f"{EX_SOFTWARE} for its manager to restart it",
+            "since": death.at}, status=503)
     if not services.accepting:
         return envelope(503, "relayd is shutting down.", code="unavailable")
     fault, since = services.health.state

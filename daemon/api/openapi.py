@@ -421,6 +421,11 @@ def service_schemas() -> dict[str, Schema]:
                             "reason": choice("insufficient_storage", "store_unavailable"),
                             "detail": string(), "since": nullable(number())},
                            description="The store cannot write; `reason` says why."),
+        "ActorDead": closed({"status": choice("degraded"), "reason": choice("actor_dead"),
+                             "actors": array(string()), "detail": string(),
+                             "since": number()},
+                            description="Core parts of the process died (`actors` names "
+                                        "them); it drains and exits with status 70."),
         "JobEvent": closed({
             "id": string(), "dialect": string(), "name": string(), "model": string(),
             "status": choice(*jobs.STATUSES, description="The internal status."),
@@ -629,8 +634,10 @@ def service_paths() -> dict[str, Schema]:
                        tag="Service", answer=ok(ref("Health")), errors=(503,), public=True)
     health["responses"]["503"] = {
         "description": "Shutting down (the error envelope), or degraded: the store cannot "
-                       "write (probed every 5 s; ok again with the first good write).",
-        "content": json_content({"anyOf": [ref("Error"), ref("Degraded")]})}
+                       "write (probed every 5 s; ok again with the first good write), or "
+                       "a core actor died (the process is about to exit with status 70).",
+        "content": json_content({"anyOf": [ref("Error"), ref("Degraded"),
+                                           ref("ActorDead")]})}
     return {
         "/healthz": {"get": health},
         "/openapi.json": {"get": operation(

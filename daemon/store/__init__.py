@@ -14,15 +14,20 @@ class UnsupportedDatabase(ValueError):
     """A `[database] url` no backend here can open."""
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a `sqlite:///` URL; None for any other URL."""
+    return Path(url.removeprefix("sqlite:///")) if urlsplit(url).scheme == "sqlite" else None
+
+
 def open_store(url: str) -> Store:
     """The store at `url`, its schema brought up to date: `sqlite:///relative/path.db`,
     `sqlite:////absolute/path.db`, or `postgresql://user@host:port/db` (also
     `postgres://`; any libpq URI, see store/postgres.py)."""
     scheme = urlsplit(url).scheme
-    if scheme == "sqlite":
+    if (path := sqlite_path(url)) is not None:
         from daemon.store.sqlite import open_sqlite
 
-        return open_sqlite(Path(url.removeprefix("sqlite:///")))
+        return open_sqlite(path)
     if scheme in ("postgresql", "postgres"):
         from daemon.store.postgres import open_postgres
 

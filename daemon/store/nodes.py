@@ -84,8 +84,9 @@ class NodeQueries(SqlBase):
         return len(gone)
 
     def sole_node(self, node_id: str) -> int:
-        """This node is the only one (SQLite: one process owns the file): every lease and
-        row of a node before it goes. Returns the leases released."""
+        """This node is the only one (SQLite: one process holds the file's lock,
+        store/owner.py): every lease and row of a node before it goes. Returns the
+        leases released."""
         with self.write():
             released = (RowModel.update(lease_node=None)
                         .where(RowModel.lease_node.is_null(False)).execute())

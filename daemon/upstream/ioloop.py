@@ -55,6 +55,10 @@ class IOLoop:
         self._thread.start()
         ready.wait()
 
+    def alive(self) -> bool:
+        """Whether the loop's thread runs (started and not yet stopped)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule `coro` on the loop; safe from any thread."""
         with self._lock:

@@ -25,6 +25,16 @@ def test_a_degraded_answer_reads_as_a_banner():
     assert StoreHealth().banner() == ""
 
 
+def test_a_dead_actor_reads_as_a_restart_not_as_the_store():
+    health = StoreHealth.from_answer({
+        "status": "degraded", "reason": "actor_dead", "actors": ["scheduler"],
+        "detail": "scheduler died; relayd exits with status 70 for its manager to restart "
+                  "it", "since": 1_791_105_164.0})
+    assert health.degraded
+    assert health.banner() == ("relayd is restarting: scheduler died; relayd exits with "
+                               "status 70 for its manager to restart it")
+
+
 class Answers:
     """`health()` answering each of `answers` in turn (an exception is raised)."""
 
