@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors.http_tools import PARAM
+from daemon.executors.tool_arguments import arguments_of
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import ToolCallFailed, ToolRequest, ToolResult
 from daemon.outbound.body import MAX_BYTES
@@ -195,7 +195,7 @@ class McpToolCaller:
                                  tool_call_id=call["id"])  # open map: extra keys round-trip
         async with self.limits.slot(config.url):  # per call: a round may have thousands
             result = await _asked(f"tools/call {name}", client.call_tool(
-                name, parse_arguments(function.get("arguments")), meta=meta), config)
+                name, arguments_of(call), meta=meta), config)  # the loop checked them
         text = "\n".join(part.text for part in result.content if part.type == "text")
         return ToolResult(call["id"], text, is_error=result.is_error)
 
@@ -302,15 +302,6 @@ def function_tool(tool: Any) -> dict[str, Any]:
     if tool.description:
         function["description"] = tool.description
     return {"type": "function", "function": function}
-
-
-def parse_arguments(arguments: Any) -> dict[str, Any]:
-    """A tool call's `arguments` (a JSON string) as an object; {} when it is not one."""
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) else arguments
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def scrubbed(text: str, secret: str | None) -> str:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 from daemon.domain.tool_config import ToolConfig
-from daemon.executors.mcp_tools import McpToolCaller, function_tool, parse_arguments
+from daemon.executors.mcp_tools import McpToolCaller, function_tool
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import ToolCallFailed, ToolRequest
 
@@ -116,8 +116,6 @@ async def test_tools_are_listed_once_per_session(caller: McpToolCaller,
 def test_conversions() -> None:
     assert function_tool(Tool("f", None, {})) == {"type": "function", "function": {
         "name": "f", "parameters": {}}}
-    assert parse_arguments('{"a": 1}') == {"a": 1}
-    assert parse_arguments("not json") == parse_arguments("[1]") == {}
 
 
 async def test_records_starting_together_share_one_session(caller: McpToolCaller) -> None:
