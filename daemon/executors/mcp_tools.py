@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
+import sys
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -44,7 +46,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
 # The `mcp` SDK (and httpx2, pydantic, starlette under it) loads on the first MCP record,
-# not at relayd's start: it costs ~40 MB and ~0.3 s that jobs without one never need.
+# not at relayd's start: it costs ~40 MB and 0.3–1.3 s that jobs without one never need.
+# It loads off the I/O loop and before any operation's clock starts (`_load_sdk`).
 
 log = logging.getLogger("relay.tools.mcp")
 
@@ -53,6 +56,8 @@ SessionKey = tuple[str, str | None]  # (url, authorization)
 CLOSE_GRACE_S = 1.0  # past its own bound, how long a closing session's task has to end
 # The SDK's JSON-RPC errors that say the connection, not the tool, failed: worth a retry.
 TRANSIENT_CODES = frozenset({-32000, -32001})  # CONNECTION_CLOSED, REQUEST_TIMEOUT
+SDK_MODULES = ("httpx2", "mcp", "mcp.client.streamable_http", "mcp.shared.exceptions",
+               "mcp_types", "daemon.outbound.pinned")
 
 
 class McpSession:
@@ -147,6 +152,7 @@ class McpToolCaller:
         self.closing: set[asyncio.Task[None]] = set()  # retired sessions, until they end
 
     async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+        await _load_sdk()
         session = self._session(request.job_seq, config)
         try:
             async with self._using(session, config) as client:
@@ -163,6 +169,7 @@ class McpToolCaller:
             raise
 
     async def tools(self, config: ToolConfig, *, job_seq: int) -> list[dict[str, Any]] | None:
+        await _load_sdk()
         session = self._session(job_seq, config)
         if session.tools is None:
             try:
@@ -275,6 +282,13 @@ class McpToolCaller:
                                   transport=PinnedTransport(address, max_bytes=self.max_bytes))
         return Client(streamable_http_client(config.url, http_client=http,
                                              max_sse_event_size=self.max_bytes))
+
+
+async def _load_sdk() -> None:
+    """Import the SDK in a thread, the first time: the import would block the I/O loop
+    and eat into the first record's timeout."""
+    if SDK_MODULES[-1] not in sys.modules:
+        await asyncio.to_thread(lambda: [importlib.import_module(m) for m in SDK_MODULES])
 
 
 async def _asked(what: str, answer: Awaitable[T], config: ToolConfig) -> T:
