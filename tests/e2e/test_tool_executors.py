@@ -102,12 +102,12 @@ def test_the_per_host_limit_holds_for_each_tools_call(simulator_factory, relayd_
     assert sim.mcp_url is not None
     relayd = with_tools(relayd_factory(sim), sim, {"max_concurrency_per_host": 4}).start()
     client = relayd.client()
-    prompt = "find Oslo [sim:tool_calls=40] [sim:tool_sleep=150]"  # one turn of 40 calls
+    prompt = "find Oslo [sim:tool_calls=24] [sim:tool_sleep=100]"  # one turn of 24 calls
     job = submit(client, [tool_record("wide", prompt, mcp(sim.mcp_url, 10_000))])
 
     wait_for_status(client, job["id"], "completed")
 
-    assert len([c for c in sim.mcp_calls() if c["tool"] == "lookup"]) == 40
+    assert len([c for c in sim.mcp_calls() if c["tool"] == "lookup"]) == 24
     assert 2 <= sim.stats()["mcp_peak_in_flight"] <= 4
 
 
