@@ -1,8 +1,9 @@
 """The MCP caller's sessions: one per (url, authorization) per job, reused, at most
 `mcp_sessions_per_job` kept open, all closed when the job ends; every operation bounded
 by the record's timeout_ms, eviction waiting on no session, the host limit per call;
-and the conversion of MCP tools and results. A stand-in client replaces the SDK's (the SDK itself is run
-end to end in tests/e2e/test_tools.py against the simulator's MCP server)."""
+and the conversion of MCP tools and results. A stand-in client replaces the SDK's (the
+SDK itself is run end to end in tests/e2e/test_tools.py and test_tool_executors.py,
+against the simulator's MCP server and a hostile one)."""
 
 from __future__ import annotations
 
