@@ -141,7 +141,8 @@ class Meters:
                                ["model"], registry=self.registry)
         self.executor_calls = Counter(
             "relay_executor_calls", "Tool executor calls by type (http, mcp) and outcome "
-            "(ok, failed).", ["type", "outcome"], registry=self.registry)
+            "(ok, failed); a failed MCP discovery (tools/list) counts as failed.",
+            ["type", "outcome"], registry=self.registry)
         self.store_writable = Gauge(
             "relay_store_writable", "1 while the store takes writes; 0 while a probe or a "
             "request meets a storage fault (then /healthz is 503 degraded).",
@@ -208,7 +209,13 @@ class MeteredToolCaller:
         return results
 
     async def tools(self, config: ToolConfig, *, job_seq: int) -> list[dict[str, Any]] | None:
-        return await self.inner.tools(config, job_seq=job_seq)
+        """Discovery (MCP `tools/list`): a failure is a failed call. A success is not
+        counted, since most answers come from the session's cache, not the wire."""
+        try:
+            return await self.inner.tools(config, job_seq=job_seq)
+        except ToolCallFailed:
+            self.meters.executor_calls.labels(config.type, "failed").inc()
+            raise
 
     async def release(self, job_seq: int) -> None:
         await self.inner.release(job_seq)

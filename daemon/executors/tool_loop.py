@@ -37,6 +37,7 @@ from daemon.domain.tool_config import (
 )
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.tool_arguments import refusals
 from daemon.store.interface import Store
 from daemon.upstream.router import Router
 
@@ -155,7 +156,7 @@ class ToolLoopExecutor:
         done = Transcript.resumed(work)
         try:
             tools = work.body.get("tools") or await self._retried(
-                lambda: caller.tools(config, job_seq=work.job_seq))
+                lambda: caller.tools(config, job_seq=work.job_seq), lane)
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, "tools/list")
         while True:
@@ -180,7 +181,7 @@ class ToolLoopExecutor:
                     return _finished(answer, done, exhausted=assistant is not None)
                 await self._model_turn(work, done, replace(turn, messages=(assistant,)))
             lane.fence(work)  # the executor call, as a request, under this node's lease
-            failure = await self._tool_results(work, config, caller, done)
+            failure = await self._tool_results(work, config, caller, done, lane)
             if failure is not None:
                 return failure
 
@@ -192,20 +193,26 @@ class ToolLoopExecutor:
         done.pending = turn.messages[0]
 
     async def _tool_results(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
-                            done: Transcript) -> RowOutcome | None:
+                            done: Transcript, lane: Lane) -> RowOutcome | None:
         """Run the executor for the pending turn's calls and store the whole round; an
-        outcome if the record ends here."""
+        outcome if the record ends here. A call whose arguments are not a JSON object
+        does not go out: its answer is a tool error saying so."""
         assert done.pending is not None
         assistant, number = done.pending, done.rounds + 1
+        refused = refusals(assistant["tool_calls"])
         request = ToolRequest(job_seq=work.job_seq, batch_id=work.job_id,
                               custom_id=work.custom_id, round=number,
                               call_id=call_id(work.job_id, work.custom_id, number),
-                              tool_calls=tuple(assistant["tool_calls"]))
+                              tool_calls=tuple(c for c in assistant["tool_calls"]
+                                               if c["id"] not in refused))
         try:
-            results = matched(await self._retried(lambda: caller.call(config, request)),
-                              request.tool_calls)
+            answered = matched(await self._retried(lambda: caller.call(config, request), lane),
+                               request.tool_calls) if request.tool_calls else []
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, f"round {request.round}")
+        by_id = {r.tool_call_id: r for r in answered}
+        results = [by_id.get(c["id"]) or ToolResult(c["id"], refused[c["id"]], is_error=True)
+                   for c in assistant["tool_calls"]]
         added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
                                "content": r.content} for r in results))
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
@@ -216,20 +223,21 @@ class ToolLoopExecutor:
         done.rounds, done.pending = number, None
         return None
 
-    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane) -> T:
         """`attempt()`, again after a transient failure, with the router's backoff and
-        attempt count."""
+        attempt count; not again once the job is stopping (a cancel also cuts the
+        backoff short), so a cancelled record ends within one attempt's timeout."""
         for tries in range(1, self.retry.attempts + 1):
             try:
                 return await attempt()
             except ToolCallFailed as exc:
-                if not exc.transient or tries == self.retry.attempts:
-                    raise ToolCallFailed(f"{exc.message} (after {tries} attempt"
-                                         f"{'s' if tries > 1 else ''})",
-                                         transient=exc.transient) from exc
-                await self.sleep(retry_delay(tries, retry_after=exc.retry_after,
-                                             policy=self.retry, now=self.clock(),
-                                             rng=self.rng))
+                if not exc.transient or tries == self.retry.attempts or lane.stopping:
+                    raise _gave_up(exc, tries) from exc
+                await lane.until_halted(self.sleep(retry_delay(
+                    tries, retry_after=exc.retry_after, policy=self.retry, now=self.clock(),
+                    rng=self.rng)))
+                if lane.stopping:
+                    raise _gave_up(exc, tries) from exc
         raise AssertionError("unreachable: retry.attempts is at least 1")
 
     async def release(self, job_seq: int) -> None:
@@ -246,6 +254,11 @@ def matched(results: Sequence[ToolResult],
         raise ToolCallFailed(f"the executor's results answer the tool calls "
                              f"{sorted(by_id)}, not {wanted}", transient=False)
     return [by_id[i] for i in wanted]
+
+
+def _gave_up(exc: ToolCallFailed, tries: int) -> ToolCallFailed:
+    return ToolCallFailed(f"{exc.message} (after {tries} attempt{'s' if tries > 1 else ''})",
+                          transient=exc.transient)
 
 
 def _tool_turn(response: dict[str, Any]) -> dict[str, Any] | None:

@@ -80,6 +80,8 @@ class SimState:
         self.tool_seen: Counter[str] = Counter()  # tool_fail directives, per Relay-Call-Id
         self.mcp_calls: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)  # MCP tools/call
         self.mcp_seen: Counter[str] = Counter()  # tool_fail directives, per tool and arguments
+        self.mcp_in_flight = 0  # MCP tools/call being answered now
+        self.mcp_peak_in_flight = 0  # the most at once
         self.workflows = WorkflowMemory()  # POST /_sim/workflow: records and deliveries
         self.workflow_events: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
         self.in_flight = 0  # chat/embedding calls being answered now (their latency)
@@ -108,7 +110,8 @@ class SimState:
     def stats(self) -> dict[str, Any]:
         return {"requests": self.total, "by_model": dict(self.by_model),
                 "by_status": dict(self.by_status), "in_flight": self.in_flight,
-                "peak_in_flight": self.peak_in_flight}
+                "peak_in_flight": self.peak_in_flight, "mcp_in_flight": self.mcp_in_flight,
+                "mcp_peak_in_flight": self.mcp_peak_in_flight}
 
 
 STATE = web.AppKey("sim_state", SimState)

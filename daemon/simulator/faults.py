@@ -55,8 +55,8 @@ class SimOptions:
 MAX_HUGE_MB = 4096
 USAGE_BOUND = 10**30 - 1  # [sim:prompt_tokens=N]: up to 30 digits, either sign
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
-_FLAGS = {"garbage", "huge", "reset", "timeout", "tool_garbage", "tool_mismatch", "wf_fail",
-          "wf_garbage"}
+_FLAGS = {"garbage", "huge", "reset", "timeout", "tool_bad_args", "tool_garbage",
+          "tool_mismatch", "wf_fail", "wf_garbage"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,7 @@ class Directive:
     # tool calls before the final answer (None: 1), and how many calls per round (None: 1).
     tool_rounds: int | None = None
     tool_calls: int | None = None
+    tool_bad_args: bool = False  # the calls' arguments are cut short: not valid JSON
     # The HTTP tool executor (`POST /_sim/tools`), which reads these from the calls'
     # arguments; the MCP server honours tool_fail/tool_times/tool_sleep_ms too.
     tool_fail: int | None = None
@@ -133,7 +134,8 @@ def parse_directive(text: str) -> Directive | None:
     `fail=CODE` (400–599), `times=N`, `model=NAME`, `garbage`, `huge` or
     `huge=MB` (1–4096: a 200 whose valid JSON body is that big), `reset`,
     `timeout`, `sleep=MS`; for tool calling `tool_rounds=N` (0–100),
-    `tool_calls=K` (1–100); for the tool executors `tool_fail=CODE` (400–599),
+    `tool_calls=K` (1–100), `tool_bad_args` (the calls' arguments are not valid
+    JSON); for the tool executors `tool_fail=CODE` (400–599),
     `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, `tool_huge=MB`
     (1–4096: valid results that big; MCP: `lookup` only), and
     `tool_round=N` (those faults hit only round N); for the workflow callback

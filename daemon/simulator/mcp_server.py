@@ -11,7 +11,9 @@ keep it small).
 
 Every tools/call is recorded in `SimState.mcp_calls` (read at `GET /_sim/mcp_calls` on
 the simulator's main port): the tool, its arguments, the request's `_meta`, the HTTP
-headers of interest (Authorization, Relay-*), and whether the result was an error.
+headers of interest (Authorization, Relay-*), and whether the result was an error. How
+many are answered at once, and the most at once, are in `GET /_sim/stats`
+(`mcp_in_flight`, `mcp_peak_in_flight`).
 """
 
 from __future__ import annotations
@@ -102,11 +104,16 @@ class CallRecorder:
             "protocol_version": ctx.protocol_version, "is_error": None, "error": None,
             "at": time.time()}
         self.state.mcp_calls.append(entry)
+        state = self.state
+        state.mcp_in_flight += 1
+        state.mcp_peak_in_flight = max(state.mcp_peak_in_flight, state.mcp_in_flight)
         try:
             result = await call_next(ctx)
         except Exception as exc:  # a protocol error (bad params...): the client gets it
             entry["error"] = str(exc) or type(exc).__name__
             raise
+        finally:
+            state.mcp_in_flight -= 1
         entry["is_error"] = _is_error(result)
         return result
 

@@ -3,7 +3,8 @@ what the HTTP tool executor (`POST /_sim/tools`) answers. Pure: no I/O.
 
 The model: a chat request with a non-empty `tools` array is answered with
 `[sim:tool_rounds=N]` rounds of tool calls (default 1; N comes from the first user
-message), each round `[sim:tool_calls=K]` parallel calls of the first tool (default 1),
+message), each round `[sim:tool_calls=K]` parallel calls of the first tool (default 1; their
+arguments cut short, not valid JSON, with `[sim:tool_bad_args]`),
 then a final answer that quotes every tool message's content in order.
 
 The executor: `{"custom_id", "context", "tool_calls": [...]}` in, `{"results": [...]}`
@@ -63,6 +64,8 @@ def next_tool_calls(ctx: ToolContext) -> list[dict[str, Any]] | None:
     round_ = ctx.rounds_done + 1
     arguments = json.dumps(arguments_for(tool.get("parameters"), ctx.prompt, round_),
                            ensure_ascii=False)
+    if ctx.directive is not None and ctx.directive.tool_bad_args:
+        arguments = arguments[:-1]  # cut short, as a model that ran out of tokens
     return [{"id": tool_call_id(ctx.prompt, round_, i), "type": "function",
              "function": {"name": tool["name"], "arguments": arguments}}
             for i in range(ctx.calls_per_round)]

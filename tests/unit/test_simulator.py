@@ -373,7 +373,8 @@ async def test_stats_and_requests_record_arrivals_in_order(make_sim: Any) -> Non
     assert stats == {"requests": 4,
                      "by_model": {"sim-small": 1, "sim-large": 1, "sim-embed": 1},
                      "by_status": {"429": 1, "200": 2, "400": 1},
-                     "in_flight": 0, "peak_in_flight": 0}  # none waited: no latency
+                     "in_flight": 0, "peak_in_flight": 0,  # none waited: no latency
+                     "mcp_in_flight": 0, "mcp_peak_in_flight": 0}
     data = (await (await client.get("/_sim/requests")).json())["data"]
     assert [(r["model"], r["prompt"], r["status"]) for r in data] == [
         ("sim-small", "first [sim:fail=429]", 429), ("sim-large", "second", 200),
@@ -397,7 +398,7 @@ async def test_reset_forgets_everything_and_reseeds(make_sim: Any) -> None:
     assert resp.status == 200 and resp.headers["X-Relay-Simulated"] == "true"
     stats = await (await client.get("/_sim/stats")).json()
     assert stats == {"requests": 0, "by_model": {}, "by_status": {}, "in_flight": 0,
-                     "peak_in_flight": 0}
+                     "peak_in_flight": 0, "mcp_in_flight": 0, "mcp_peak_in_flight": 0}
     assert (await (await client.get("/_sim/requests")).json()) == {"data": []}
     assert await fault_sequence(client, 10) == first
     assert (await chat(client, "z [sim:fail=503 times=1]")).status == 503

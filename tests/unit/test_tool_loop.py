@@ -4,6 +4,7 @@ fallback and stopping between rounds."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -354,3 +355,87 @@ async def test_a_turn_with_untrusted_usage_fails_the_record_billed_for_the_turns
                              "(tool round 2)")
     assert outcome.usage == Usage(10, 5) and len(outcome.turns) == 1
     assert outcome.error_body == bad
+
+
+def turn_with_arguments(*arguments: str) -> Reply:
+    """A tool-calls turn whose calls `c0, c1, ...` carry these raw `arguments`."""
+    message = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function", "function": {"name": "lookup", "arguments": a}}
+        for i, a in enumerate(arguments)]}
+    body = {"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return Reply(200, {}, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("kind", ["http", "mcp"])
+async def test_calls_whose_arguments_are_not_json_are_a_tool_error_and_never_go_out(
+        kind: str) -> None:
+    model = Model({"main": [turn_with_arguments('{"q": 1}', '{"q": '), model_reply()]})
+    executor, rounds = Executor(), Rounds()
+
+    outcome = await loop(model, executor, rounds).run(work(type=kind), Lane(4))
+
+    assert outcome.ok
+    assert [[c["id"] for c in r.tool_calls] for r in executor.requests] == [["c0"]]
+    tool_messages = model.sent[1][1]["messages"][2:]
+    assert [m["tool_call_id"] for m in tool_messages] == ["c0", "c1"]
+    assert tool_messages[0]["content"] == "result-1-c0"
+    assert tool_messages[1]["content"].startswith(
+        "error: the arguments of this call to 'lookup' were not sent to the tool: they are "
+        "not valid JSON (Expecting value at character 6)")
+    assert outcome.response is not None
+    assert outcome.response["openrelay"]["tool_errors"] == ["c1"]
+
+
+async def test_a_turn_whose_every_call_has_bad_arguments_calls_no_executor() -> None:
+    model = Model({"main": [turn_with_arguments("[1, 2]", "not json"), model_reply()]})
+    executor = Executor()
+
+    outcome = await loop(model, executor, Rounds()).run(work(), Lane(4))
+
+    assert outcome.ok and executor.requests == []
+    assert outcome.response is not None
+    assert outcome.response["openrelay"] == {"tool_rounds": 1, "model_calls": 2,
+                                             "tool_errors": ["c0", "c1"]}
+
+
+async def test_a_cancel_cuts_the_executor_backoff_short_and_retries_nothing() -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    lane = Lane(4)
+
+    class FailsAsTheCancelArrives(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            self.requests.append(request)
+            await lane.halt()
+            raise ToolCallFailed("no answer within 1000 ms", transient=True)
+
+    async def long_backoff(_: float) -> None:
+        await asyncio.Event().wait()
+
+    executor = FailsAsTheCancelArrives()
+    router = Router([ModelConfig(alias="main", base_url="http://m", model="up-main")], RETRY,
+                    transport=FunctionTransport(model))
+    tools = ToolLoopExecutor(router, {"http": executor}, RoundLog(Rounds()),  # type: ignore[arg-type]
+                             RETRY, sleep=long_backoff)
+
+    outcome = await asyncio.wait_for(tools.run(work(), lane), 10)
+
+    assert outcome.error_code == "tool_executor_unreachable"
+    assert "(after 1 attempt)" in str(outcome.error) and len(executor.requests) == 1
+
+
+async def test_a_stopping_job_retries_no_executor_call() -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    lane = Lane(4)
+
+    class FailsWhileStopping(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            lane.stop()  # the cancel is answered while the call is out
+            return await super().call(config, request)
+
+    executor = FailsWhileStopping([ToolCallFailed("503", transient=True)] * 3)
+    outcome = await loop(model, executor, Rounds()).run(work(), lane)
+
+    assert outcome.error_code == "tool_executor_unreachable"
+    assert len(executor.requests) == 1
