@@ -14,6 +14,7 @@ import pykka
 from aiohttp import web
 
 from daemon.api import paging
+from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
@@ -51,7 +52,7 @@ def render(job: Job) -> dict[str, Any]:
 
 
 async def read_json(request: web.Request) -> Any:
-    raw = await request.read()
+    raw = await read_body(request)
     if not raw:
         raise InvalidRequest("The request body is empty; send a JSON object.")
     try:
