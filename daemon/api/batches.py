@@ -65,7 +65,7 @@ async def read_json(request: web.Request) -> Any:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
 
 
-def strict_json(raw: bytes) -> Any:
+def strict_json(raw: bytes | bytearray) -> Any:
     """JSON as RFC 8259 has it: NaN, Infinity and -Infinity are not numbers there."""
     return json.loads(raw, parse_constant=_not_json)
 
