@@ -143,8 +143,11 @@ def _dialect_filter(raw: str | None) -> tuple[str, ...]:
 
 
 def _status_filter(raw: str | None, dialects: tuple[str, ...]) -> tuple[str, ...] | None:
-    if not raw:
+    if raw is None:
         return None
+    if not raw:  # `status=`: no status is named "", and the document lists the names
+        raise InvalidRequest("'status' is empty: name a status, or leave the filter out.",
+                             param="status")
     matched = statuses_for(raw, first=dialects)
     if matched is None:
         raise InvalidRequest(f"Unknown status {raw!r}.", param="status")
@@ -243,7 +246,7 @@ async def workspace_dead_letter(request: web.Request) -> web.Response:
     services, workspace = context(request)
     query = request.query
     limit = paging.limit(query.get("limit"), default=100, most=1000)
-    state = query.get("state") or DL_OPEN
+    state = query.get("state", DL_OPEN)  # `state=` is refused below, like any other name
     if state not in DEAD_LETTER_STATES:
         raise InvalidRequest(f"'state' must be one of {', '.join(DEAD_LETTER_STATES)}; "
                              f"got {state!r}.", param="state")

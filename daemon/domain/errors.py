@@ -46,7 +46,7 @@ def conflict(message: str, *, code: str = "conflict") -> InvalidRequest:
     return InvalidRequest(message, status=409, code=code, type="invalid_request_error")
 
 
-def listed(items: Sequence[str], *, most: int = FEW) -> str:
+def first_few(items: Sequence[str], *, most: int = FEW) -> str:
     """`items` for a message: the first `most`, quoted, then a count of the rest, so an
     answer naming 20,000 wrong ids stays a line and not 189 KB."""
     if not items:

@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from daemon.config import RetryConfig
 from daemon.domain import ids
-from daemon.domain.errors import listed
+from daemon.domain.errors import first_few
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
@@ -254,8 +254,8 @@ def mismatch(results: Sequence[ToolResult], wanted: Sequence[str]) -> str:
     stray = sorted(distinct - set(wanted))
     unanswered = [i for i in wanted if i not in distinct]
     twice = len(answered) - len(distinct)
-    wrong = [f"answer calls never made ({listed(stray)})" if stray else "",
-             f"leave calls unanswered ({listed(unanswered)})" if unanswered else "",
+    wrong = [f"answer calls never made ({first_few(stray)})" if stray else "",
+             f"leave calls unanswered ({first_few(unanswered)})" if unanswered else "",
              f"answer {twice:,} call(s) more than once" if twice else ""]
     return "the executor's results " + "; ".join(filter(None, wrong))
 

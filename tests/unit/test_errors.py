@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.domain.errors import listed, shown
+from daemon.domain.errors import first_few, shown
 
 
 @pytest.mark.parametrize(("items", "most", "text"), [
@@ -15,11 +15,11 @@ from daemon.domain.errors import listed, shown
     ([f"id-{i}" for i in range(20_000)], 2, "'id-0', 'id-1' and 19,998 more (20,000 in all)"),
 ])
 def test_listed(items: list[str], most: int, text: str) -> None:
-    assert listed(items, most=most) == text
+    assert first_few(items, most=most) == text
 
 
 def test_listed_cuts_each_long_item_too() -> None:
-    text = listed(["x" * 10_000] * 3)
+    text = first_few(["x" * 10_000] * 3)
     assert len(text) < 400 and text.count("(10,000 characters)") == 3
 
 
