@@ -59,6 +59,7 @@ class GuardedHandler(RequestHandler):
         self.guard = guard
         self.request: BaseRequest | None = None
         self.held = False  # reading paused by flow control: the body waits on us
+        self.discarding = False  # a refused body's rest: dropped unread
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -70,9 +71,17 @@ class GuardedHandler(RequestHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self.discarding:
+            return
         if data:  # b"" is aiohttp re-parsing its own buffer
             self.guard.received(self)
         super().data_received(data)
+
+    def discard_rest(self) -> None:
+        """The request's body was refused part-read (413): drop the rest as it arrives,
+        neither parsed nor inflated. The refusal closes the connection; aiohttp's
+        lingering waits for the client to take it and close (at most 10 s)."""
+        self.discarding = True
 
     def pause_reading(self) -> None:
         self.held = True

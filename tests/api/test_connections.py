@@ -240,3 +240,23 @@ async def test_a_request_that_is_not_http_is_answered_in_the_error_envelope(
         assert answer.json()["error"]["code"] == "malformed_request"
     finally:
         raw.close()
+
+
+async def test_a_body_refused_part_read_is_dropped_unread_and_the_connection_closed(
+        serve: Serve) -> None:
+    served = await serve(max_body_mb=1)
+    raw = await Raw.open(served.port)
+    try:
+        await raw.send(post_head("/v1/batches", served.key, length=3 * MB) + b"[" + b" " * MB)
+        answer = await raw.answer()
+        assert answer.status == 413
+        assert answer.json()["error"]["code"] == "request_too_large"
+        assert answer.headers["Connection"] == "close"
+        handler = next(iter(served.listener.guard.conns))
+        assert handler.discarding  # the rest is not parsed
+        await raw.send(b" " * (2 * MB - 2) + b"]")  # the client finishes its body
+        raw.writer.write_eof()
+        assert await raw.closed_by_server()
+    finally:
+        raw.close()
+    assert await served.healthz() == 200
