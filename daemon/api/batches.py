@@ -14,6 +14,7 @@ import pykka
 from aiohttp import web
 
 from daemon.api import paging
+from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
@@ -51,7 +52,7 @@ def render(job: Job) -> dict[str, Any]:
 
 
 async def read_json(request: web.Request) -> Any:
-    raw = await request.read()
+    raw = await read_body(request)
     if not raw:
         raise InvalidRequest("The request body is empty; send a JSON object.")
     try:
@@ -64,7 +65,7 @@ async def read_json(request: web.Request) -> Any:
         raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from exc
 
 
-def strict_json(raw: bytes) -> Any:
+def strict_json(raw: bytes | bytearray) -> Any:
     """JSON as RFC 8259 has it: NaN, Infinity and -Infinity are not numbers there."""
     return json.loads(raw, parse_constant=_not_json)
 
@@ -142,8 +143,11 @@ def _dialect_filter(raw: str | None) -> tuple[str, ...]:
 
 
 def _status_filter(raw: str | None, dialects: tuple[str, ...]) -> tuple[str, ...] | None:
-    if not raw:
+    if raw is None:
         return None
+    if not raw:  # `status=`: no status is named "", and the document lists the names
+        raise InvalidRequest("'status' is empty: name a status, or leave the filter out.",
+                             param="status")
     matched = statuses_for(raw, first=dialects)
     if matched is None:
         raise InvalidRequest(f"Unknown status {raw!r}.", param="status")
@@ -242,7 +246,7 @@ async def workspace_dead_letter(request: web.Request) -> web.Response:
     services, workspace = context(request)
     query = request.query
     limit = paging.limit(query.get("limit"), default=100, most=1000)
-    state = query.get("state") or DL_OPEN
+    state = query.get("state", DL_OPEN)  # `state=` is refused below, like any other name
     if state not in DEAD_LETTER_STATES:
         raise InvalidRequest(f"'state' must be one of {', '.join(DEAD_LETTER_STATES)}; "
                              f"got {state!r}.", param="state")

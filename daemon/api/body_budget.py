@@ -7,6 +7,12 @@ its Content-Length (`max_body_mb` when the length is unknown, e.g. chunked) and
 gives it back when the handler ends, however it ends; a request that does not fit
 is answered 429 with Retry-After and reads nothing.
 
+A compressed body (any Content-Encoding) is held decoded, and its decoded length is
+unknown until it has been read, so it reserves `max_body_mb` like a chunked one: a
+1 MB gzip bomb once reserved 1 MB and then held 64 MB decoded (and a copy), eight of
+them a gigabyte. `read_body` reads the decoded stream as aiohttp inflates it, chunk by
+chunk, and stops with a 413 the moment it passes `max_body_mb`.
+
 File uploads (`POST /v1/files`) reserve nothing: they stream to disk in small chunks
 (api/files.py) and have their own bound, `max_concurrent_uploads`.
 """
@@ -46,12 +52,30 @@ BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
 
 def body_size(request: web.Request) -> int:
     """What reading `request`'s body may take: nothing past the body cap, which
-    `request.read()` enforces with a 413."""
+    `read_body` enforces with a 413; the cap when the decoded length is unknown."""
     if not request.body_exists or (request.method, request.path) in STREAMED:
         return 0
     cap = request.client_max_size
     length = request.content_length
-    return cap if length is None else min(length, cap)
+    return cap if length is None or compressed(request) else min(length, cap)
+
+
+def compressed(request: web.Request) -> bool:
+    return request.headers.get("Content-Encoding", "identity").strip().lower() not in (
+        "", "identity")
+
+
+async def read_body(request: web.Request) -> bytearray:
+    """The decoded body, read as it arrives and never held past the body cap: a 413
+    (`HTTPRequestEntityTooLarge`) as soon as the decoded bytes pass it. A bytearray, so
+    the whole body is never copied once more at the end (`request.read()` does)."""
+    cap = request.client_max_size
+    body = bytearray()
+    async for piece in request.content.iter_any():
+        body += piece
+        if len(body) > cap:
+            raise web.HTTPRequestEntityTooLarge(max_size=cap, actual_size=len(body))
+    return body
 
 
 def server_busy(limit: int) -> InvalidRequest:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -30,6 +31,7 @@ from daemon.api.connections import (
     fd_limit_wanted,
     sweep_interval,
 )
+from daemon.api.middleware import envelope
 from daemon.config import ServerConfig
 
 log = logging.getLogger("relay.api")
@@ -37,6 +39,9 @@ log = logging.getLogger("relay.api")
 SHUTDOWN_TIMEOUT_S = 1.0
 ACCEPT_LOG_INTERVAL_S = 5.0
 ACCEPT_ERROR = "socket.accept() out of system resource"  # asyncio's words (selector loop)
+MAX_LINE = 8190  # aiohttp's limits on a request line and a header line, in bytes
+MAX_HEADERS = 128
+SHOWN = 200  # characters of the parser's own words kept in a refusal
 
 if not hasattr(RequestHandler, "_handle_request"):  # pragma: no cover
     raise ImportError("aiohttp.web_protocol.RequestHandler._handle_request is gone: "
@@ -54,6 +59,7 @@ class GuardedHandler(RequestHandler):
         self.guard = guard
         self.request: BaseRequest | None = None
         self.held = False  # reading paused by flow control: the body waits on us
+        self.discarding = False  # a refused body's rest: dropped unread
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -65,9 +71,17 @@ class GuardedHandler(RequestHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self.discarding:
+            return
         if data:  # b"" is aiohttp re-parsing its own buffer
             self.guard.received(self)
         super().data_received(data)
+
+    def discard_rest(self) -> None:
+        """The request's body was refused part-read (413): drop the rest as it arrives,
+        neither parsed nor inflated. The refusal closes the connection; aiohttp's
+        lingering waits for the client to take it and close (at most 10 s)."""
+        self.discarding = True
 
     def pause_reading(self) -> None:
         self.held = True
@@ -100,9 +114,33 @@ class GuardedHandler(RequestHandler):
             return
         super().log_exception(*args, **kw)
 
+    def handle_error(self, request: BaseRequest, status: int = 500,
+                     exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        # aiohttp answers a request its parser refuses in plain text, before any
+        # middleware runs; say it in the error envelope like every other refusal.
+        if not isinstance(exc, HttpProcessingError) or request.writer.output_size > 0:
+            return super().handle_error(request, status, exc, message)
+        self.logger.debug("refused a malformed request from %s: %s", request.remote, exc)
+        words, code = malformed(exc)
+        answer = envelope(status, words, code=code)
+        answer.force_close()  # the parser cannot find where the next request starts
+        return answer
+
     def body_pending(self) -> bool:
         """The request's body is still arriving, and the server is ready to read it."""
         return self.request is not None and not self.held and not self.request.content.is_eof()
+
+
+def malformed(exc: HttpProcessingError) -> tuple[str, str]:
+    """The message and code for a request the HTTP parser refused. A long URL and a long
+    header are told apart by neither parser, so one message names both limits."""
+    if isinstance(exc, LineTooLong) or "Too many headers" in exc.message:
+        return (f"The request head is too large: the request line (method and URL) and "
+                f"each header must be at most {MAX_LINE} bytes, and there may be at most "
+                f"{MAX_HEADERS} headers.", "request_head_too_large")
+    words = exc.message if len(exc.message) <= SHOWN else exc.message[:SHOWN] + "..."
+    return f"The request is not valid HTTP/1.1: {words}", "malformed_request"
 
 
 class GuardedServer(web.Server):
@@ -195,7 +233,8 @@ class Listener:
             Deadlines(head_s=server.header_timeout_s, body_s=server.body_timeout_s), cap,
             clock=asyncio.get_running_loop().time)
         runner = GuardedRunner(app, guard, access_log=None, handle_signals=False,
-                               shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+                               shutdown_timeout=SHUTDOWN_TIMEOUT_S, max_line_size=MAX_LINE,
+                               max_field_size=MAX_LINE, max_headers=MAX_HEADERS)
         await runner.setup()
         await web.TCPSite(runner, server.host, server.port).start()
         listener = cls(runner, guard)

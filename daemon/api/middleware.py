@@ -36,11 +36,12 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except InvalidRequest as exc:
-        return web.json_response(error_envelope(exc), status=exc.status, headers=exc.headers)
+        answer = web.json_response(error_envelope(exc), status=exc.status, headers=exc.headers)
+        return _unread_rest(request, answer) if exc.status == 413 else answer
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[SERVICES].config.server.max_body_mb
-        return envelope(413, f"The request body exceeds the {limit} MB limit.",
-                        code="request_too_large")
+        return _unread_rest(request, envelope(413, f"The request body exceeds the {limit} MB "
+                                              "limit.", code="request_too_large"))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -58,6 +59,18 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return envelope(500, "Internal error; the daemon's log has the details.",
                         code="internal_error", type="server_error")
+
+
+def _unread_rest(request: web.Request, answer: web.Response) -> web.Response:
+    """A body refused part-read: the rest of it is dropped as it arrives, unparsed (the
+    rest of a gzip bomb would otherwise be inflated for aiohttp's whole lingering time,
+    10 s of CPU each), and the answer closes the connection. The listener's protocol
+    (api/listener.py) can drop it; another (the test server's) reads it as aiohttp does."""
+    discard = getattr(request.protocol, "discard_rest", None)
+    if discard is not None:
+        discard()
+    answer.force_close()
+    return answer
 
 
 def _store_fault(request: web.Request, fault: StoreFault) -> web.Response:

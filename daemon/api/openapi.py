@@ -376,7 +376,8 @@ def file_schemas() -> dict[str, Schema]:
         "FileUpload": _described({
             "type": "object", "required": ["file", "purpose"],
             "properties": {
-                "file": string("JSONL, one record a line (streamed; size-capped).",
+                "file": string("JSONL, one record a line (streamed; size-capped); an empty "
+                               "file is refused (400, param file).", minLength=1,
                                contentMediaType="application/octet-stream"),
                 "purpose": choice(files.BATCH),
                 "expires_after[anchor]": choice("created_at"),

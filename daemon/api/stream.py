@@ -26,6 +26,7 @@ from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULE
 log = logging.getLogger("relay.api")
 
 KEEPALIVE_S = 15.0
+SNAPSHOT_PAGE = 100
 KEY_CHECK_S = 1.0  # how often a stream asks whether its key still stands
 ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)
 
@@ -40,10 +41,16 @@ async def events(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         await response.write(b"retry: 2000\n\n")
         await response.write(sub.encode(Event("stream.hello", {"workspace": workspace.name})))
-        jobs, _ = await asyncio.to_thread(services.repo.list_jobs, workspace.id, limit=100,
-                                          statuses=ACTIVE)
-        for job in jobs:
-            await response.write(sub.encode(Event("job.snapshot", event_view(job))))
+        after = None
+        while True:  # every job that has not ended, a page at a time (not just the first)
+            jobs, more = await asyncio.to_thread(services.repo.list_jobs, workspace.id,
+                                                 limit=SNAPSHOT_PAGE, after=after,
+                                                 statuses=ACTIVE)
+            for job in jobs:
+                await response.write(sub.encode(Event("job.snapshot", event_view(job))))
+            if not more or not jobs:
+                break
+            after = jobs[-1].id
         clock = asyncio.get_running_loop().time
         checked = written = clock()
         reason = "key revoked"

@@ -1,6 +1,12 @@
-"""The one error type that crosses from domain rules to the HTTP envelope."""
+"""The one error type that crosses from domain rules to the HTTP envelope, and how a
+message names a list of things."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+FEW = 5  # items a message names before it counts the rest
+SHOWN = 100  # characters of a client's value a message repeats
 
 
 class InvalidRequest(ValueError):
@@ -38,3 +44,18 @@ def no_batch_access() -> InvalidRequest:
 
 def conflict(message: str, *, code: str = "conflict") -> InvalidRequest:
     return InvalidRequest(message, status=409, code=code, type="invalid_request_error")
+
+
+def first_few(items: Sequence[str], *, most: int = FEW) -> str:
+    """`items` for a message: the first `most`, quoted, then a count of the rest, so an
+    answer naming 20,000 wrong ids stays a line and not 189 KB."""
+    if not items:
+        return "none"
+    first = ", ".join(shown(item) for item in items[:most])
+    rest = len(items) - most
+    return first if rest <= 0 else f"{first} and {rest:,} more ({len(items):,} in all)"
+
+
+def shown(value: str, *, most: int = SHOWN) -> str:
+    """A client's value for a message, quoted, and cut after `most` characters."""
+    return repr(value) if len(value) <= most else f"{value[:most]!r}... ({len(value):,} characters)"

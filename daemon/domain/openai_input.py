@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.domain.errors import InvalidRequest
+from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.extensions import EXTENSIONS as RESERVED
 from daemon.domain.files import lifetime_from_json
 from daemon.domain.jobs import RowDraft
@@ -297,7 +297,7 @@ def record_failure(body: Any, *, endpoint: str, models: Collection[str],
         return Refusal("invalid_body", "The record's body has no 'model'.", "model")
     if model not in models:
         return Refusal("model_not_found",
-                       f"The model {model!r} is not configured on this server.", "model")
+                       f"The model {shown(model)} is not configured on this server.", "model")
     return None
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.domain.errors import InvalidRequest
+from daemon.domain.errors import InvalidRequest, first_few, shown
 from daemon.domain.jobs import RowDraft
 from daemon.domain.openai_input import CHAT, FileError, is_text, record_row
 
@@ -157,8 +157,8 @@ def _model(model: Any, models: Collection[str]) -> str:
     if not isinstance(model, str):
         raise InvalidRequest("'model' must be a string.", param="model")
     if model not in models:
-        known = ", ".join(sorted(models)) or "none configured"
-        raise InvalidRequest(f"Unknown model '{model}'. Known models: {known}.",
+        known = first_few(sorted(models), most=20) if models else "none configured"
+        raise InvalidRequest(f"Unknown model {shown(model)}. Known models: {known}.",
                              param="model", code="model_not_found")
     return model
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from daemon.config import RetryConfig
 from daemon.domain import ids
+from daemon.domain.errors import first_few
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
@@ -251,14 +252,26 @@ def matched(results: Sequence[ToolResult],
     by_id = {r.tool_call_id: r for r in results}
     wanted = [str(c.get("id")) for c in tool_calls]
     if len(by_id) != len(results) or set(by_id) != set(wanted):
-        raise ToolCallFailed(f"the executor's results answer the tool calls "
-                             f"{sorted(by_id)}, not {wanted}", transient=False)
+        raise ToolCallFailed(mismatch(results, wanted), transient=False)
     return [by_id[i] for i in wanted]
 
 
 def _gave_up(exc: ToolCallFailed, tries: int) -> ToolCallFailed:
     return ToolCallFailed(f"{exc.message} (after {tries} attempt{'s' if tries > 1 else ''})",
                           transient=exc.transient)
+
+
+def mismatch(results: Sequence[ToolResult], wanted: Sequence[str]) -> str:
+    """What is wrong with results that do not answer exactly the calls `wanted`."""
+    answered = [r.tool_call_id for r in results]
+    distinct = set(answered)
+    stray = sorted(distinct - set(wanted))
+    unanswered = [i for i in wanted if i not in distinct]
+    twice = len(answered) - len(distinct)
+    wrong = [f"answer calls never made ({first_few(stray)})" if stray else "",
+             f"leave calls unanswered ({first_few(unanswered)})" if unanswered else "",
+             f"answer {twice:,} call(s) more than once" if twice else ""]
+    return "the executor's results " + "; ".join(filter(None, wrong))
 
 
 def _tool_turn(response: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
-"""The outbound URL policy for every URL an API client supplies (webhooks now; tool
-executors and workflow callbacks later): HTTPS only, and never a loopback,
-private, link-local, multicast or reserved address, literally or by DNS.
+"""The outbound URL policy for every URL an API client supplies (completion webhooks,
+HTTP and MCP tool executors, workflow callbacks): HTTPS only, and never a loopback,
+private, link-local, multicast or reserved address, literally or by DNS, nor an IPv6
+spelling of one (see `is_public`).
 
 `security.allow_private_targets = true` lifts both rules, for tests and demos.
 The operator's own `base_url`s are trusted and never pass through here.
@@ -106,18 +107,30 @@ BLOCKED_V4 = tuple(ipaddress.IPv4Network(n) for n in (
     "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
     "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
     "255.255.255.255/32"))
+# IPv6 targets come from global unicast, the only space IANA hands out. Everything
+# outside it is refused outright, and with it every form that embeds an IPv4 address
+# in ::/8: IPv4-mapped ::ffff:0:0/96 and SIIT's ::ffff:0:0:0/96 (how a host or a
+# translator spells an IPv4 peer, never an address a DNS answer or a receiver has),
+# IPv4-compatible ::/96 (deprecated), local-use NAT64 64:ff9b:1::/48 (a network's own
+# translator), and whatever other spelling ::/8 allows (::1:ffff:7f00:1, ...).
+# Judging those by their IPv4 would give every internal address one more name.
+GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+# Inside global unicast, never a target. 2001::/23 holds Teredo (2001::/32), refused
+# outright too: it names a server and an obfuscated NAT mapping, is reached through
+# whichever relay the network offers, and the registry marks it not globally reachable.
 BLOCKED_V6 = tuple(ipaddress.IPv6Network(n) for n in (
-    "::/128", "::1/128", "::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
-    "2001:db8::/32", "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7",
-    "fe80::/10", "fec0::/10", "ff00::/8"))
+    "2001::/23", "2001:db8::/32", "2620:4f:8000::/48", "3fff::/20"))
+# The two forms judged by the IPv4 they carry, at a fixed place: the packets go to that
+# IPv4 host, and a public one is a real target (DNS64 answers public names with the
+# well-known NAT64 prefix; 6to4 sites are public IPv4 hosts).
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
-TEREDO = ipaddress.IPv6Network("2001::/32")
 
 
 def is_public(address: str) -> bool:
-    """True only for an address outside every blocked range; an IPv6 address that
-    embeds an IPv4 one (mapped, NAT64, 6to4, Teredo) is judged by the IPv4 it embeds."""
+    """True only for an address outside every blocked range. IPv6 must be global
+    unicast; NAT64 (64:ff9b::/96) and 6to4 (2002::/16) are judged by the IPv4 they
+    embed, and every other IPv6 form of an IPv4 address is refused."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
@@ -125,22 +138,19 @@ def is_public(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = embedded_ipv4(ip)
         if embedded is None:
-            return ip.is_global and not any(ip in net for net in BLOCKED_V6)
+            return (ip in GLOBAL_UNICAST and ip.is_global
+                    and not any(ip in net for net in BLOCKED_V6))
         ip = embedded
     return ip.is_global and not any(ip in net for net in BLOCKED_V4)
 
 
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 form carries: ::ffff:a.b.c.d, 64:ff9b::a.b.c.d,
-    2002:AABB:CCDD:: (6to4), or Teredo's client (the last 32 bits, inverted)."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+    """The IPv4 address a judged IPv6 form carries: 64:ff9b::a.b.c.d (NAT64) or
+    2002:AABB:CCDD:: (6to4); None for any other address."""
     if ip in NAT64:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip in SIX_TO_FOUR:
         return ip.sixtofour
-    if ip in TEREDO and ip.teredo is not None:
-        return ip.teredo[1]
     return None
 
 

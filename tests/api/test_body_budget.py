@@ -4,6 +4,7 @@ budget, and every reservation given back however its handler ends."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 from unittest import mock
@@ -26,8 +27,10 @@ HELD = 700_000  # two of these fit a 2 MB budget, three do not
 
 
 def request(method: str = "POST", path: str = "/v1/batches", *, length: int | None = 10,
-            body: bool = True) -> web.Request:
+            body: bool = True, encoding: str | None = None) -> web.Request:
     headers = {} if length is None else {"Content-Length": str(length)}
+    if encoding is not None:
+        headers["Content-Encoding"] = encoding
     payload: Any = mock.Mock() if body else None
     kwargs = {"payload": payload} if body else {}
     return make_mocked_request(method, path, headers=headers, client_max_size=CAP, **kwargs)
@@ -38,6 +41,9 @@ def request(method: str = "POST", path: str = "/v1/batches", *, length: int | No
     (request(length=CAP), CAP),
     (request(length=50 * CAP), CAP),  # read() stops at the cap with a 413
     (request(length=None), CAP),  # chunked: the length is unknown
+    (request(length=5_000, encoding="gzip"), CAP),  # decoded, its length is unknown too
+    (request(length=5_000, encoding="br"), CAP),
+    (request(length=5_000, encoding="identity"), 5_000),
     (request("PUT", "/v1/anything", length=3), 3),
     (request("GET", "/v1/batches", body=False), 0),
     (request("POST", "/v1/files", length=100 * MB), 0),  # streamed to disk
@@ -138,3 +144,28 @@ async def test_a_chunked_body_that_ends_gives_its_reservation_back(relay: Relay)
         assert budget.reserved == 0
     finally:
         raw.close()
+
+
+async def test_a_compressed_body_reserves_the_cap_and_is_read_decoded(relay: Relay) -> None:
+    budget = relay.client.app[BODY_BUDGET]
+    seen: list[int] = []
+    reserve = budget.reserve
+    with mock.patch.object(budget, "reserve", lambda size: seen.append(size) or reserve(size)):
+        status, job = await post_gzip(relay, json.dumps(batch("compressed")).encode())
+    assert status == 200, job
+    assert seen == [CAP] and budget.reserved == 0
+
+
+async def test_a_compressed_body_that_decodes_past_the_cap_is_413(relay: Relay) -> None:
+    status, answer = await post_gzip(relay, b"[" + b" " * (3 * CAP) + b"]")  # a few KB
+    assert status == 413
+    assert_envelope(answer, code="request_too_large")
+    assert relay.client.app[BODY_BUDGET].reserved == 0
+
+
+async def post_gzip(relay: Relay, body: bytes) -> tuple[int, Any]:
+    headers = {**relay.headers(), "Content-Type": "application/json",
+               "Content-Encoding": "gzip"}
+    async with relay.client.post("/v1/batches", headers=headers,
+                                 data=gzip.compress(body)) as resp:
+        return resp.status, await resp.json()

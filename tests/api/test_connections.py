@@ -195,3 +195,68 @@ async def test_a_body_the_server_is_slow_to_read_is_not_taken_for_a_stalled_one(
     finally:
         raw.close()
         await listener.close()
+
+
+LONG = "a" * 9000  # past the 8190 bytes aiohttp's parser takes in one line
+
+
+OVERSIZED = {
+    "a long URL": head("GET", f"/v1/batches?after={LONG}"),
+    "a long header": head("GET", "/v1/batches", headers={"X-Trace": LONG}),
+    "a long header name": head("GET", "/v1/batches", headers={f"X-{LONG}": "1"}),
+    "too many headers": head("GET", "/v1/batches", headers={f"X-H{i}": "v" for i in range(200)}),
+}
+
+
+@pytest.mark.parametrize(("what", "request_head"), OVERSIZED.items(), ids=list(OVERSIZED))
+async def test_an_oversized_request_head_is_answered_in_the_error_envelope(
+        serve: Serve, what: str, request_head: bytes) -> None:
+    served = await serve()
+    raw = await Raw.open(served.port)
+    try:
+        await raw.send(request_head)
+        answer = await raw.answer()
+        assert answer.status == 400, what
+        assert answer.headers["Content-Type"].startswith("application/json"), what
+        error = answer.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert (error["type"], error["code"]) == ("invalid_request_error",
+                                                  "request_head_too_large"), what
+        assert "at most 8190 bytes" in error["message"]
+        assert await raw.closed_by_server()
+    finally:
+        raw.close()
+    assert await served.healthz() == 200  # and the listener serves the next client
+
+
+async def test_a_request_that_is_not_http_is_answered_in_the_error_envelope(
+        serve: Serve) -> None:
+    served = await serve()
+    raw = await Raw.open(served.port)
+    try:
+        await raw.send(b"GET / HTTP/1.1\r\nHost: relay.test\r\nBad Header\r\n\r\n")
+        answer = await raw.answer()
+        assert answer.status == 400
+        assert answer.json()["error"]["code"] == "malformed_request"
+    finally:
+        raw.close()
+
+
+async def test_a_body_refused_part_read_is_dropped_unread_and_the_connection_closed(
+        serve: Serve) -> None:
+    served = await serve(max_body_mb=1)
+    raw = await Raw.open(served.port)
+    try:
+        await raw.send(post_head("/v1/batches", served.key, length=3 * MB) + b"[" + b" " * MB)
+        answer = await raw.answer()
+        assert answer.status == 413
+        assert answer.json()["error"]["code"] == "request_too_large"
+        assert answer.headers["Connection"] == "close"
+        handler = next(iter(served.listener.guard.conns))
+        assert handler.discarding  # the rest is not parsed
+        await raw.send(b" " * (2 * MB - 2) + b"]")  # the client finishes its body
+        raw.writer.write_eof()
+        assert await raw.closed_by_server()
+    finally:
+        raw.close()
+    assert await served.healthz() == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 
 import pytest
@@ -133,7 +134,7 @@ def test_param_is_named_in_the_refusal() -> None:
 
 @pytest.mark.parametrize(("address", "public"), [
     ("8.8.8.8", True), ("2001:4860:4860::8888", True), ("127.0.0.1", False),
-    ("fe80::1%eth0", False), ("::ffff:8.8.8.8", True), ("::ffff:192.168.0.1", False),
+    ("fe80::1%eth0", False), ("::ffff:8.8.8.8", False), ("::ffff:192.168.0.1", False),
 ])
 def test_is_public(address: str, public: bool) -> None:
     assert is_public(address) is public
@@ -232,8 +233,8 @@ BLOCKED_FORMS = [
     "fec0::1", "ff02::1", "3fff::1", "not an address",
 ]
 PUBLIC_FORMS = [
-    "93.184.216.34", "1.1.1.1", "8.8.8.8", "2606:4700:4700::1111", "::ffff:93.184.216.34",
-    "64:ff9b::5db8:d822", "2002:5db8:d822::1", "2001:0:4136:e378:8000:63bf:a247:27dd",
+    "93.184.216.34", "1.1.1.1", "8.8.8.8", "2606:4700:4700::1111",
+    "64:ff9b::5db8:d822", "2002:5db8:d822::1",
 ]
 
 
@@ -253,3 +254,54 @@ def test_urls_with_credentials_are_refused(url: str) -> None:
     with pytest.raises(InvalidRequest, match="credentials") as refused:
         check_url(url, param="webhookUrl", allow_private=True)
     assert refused.value.param == "webhookUrl"
+
+
+# Every IPv6 form that embeds or translates to an IPv4 address, with the embedded
+# address public (93.184.216.34) and internal (127.0.0.1): refused outright whatever
+# it embeds, or judged by the IPv4 it carries.
+IPV4_IN_IPV6 = [
+    # (form, with a public IPv4, with loopback)        refused outright
+    ("IPv4-mapped ::ffff:0:0/96", "::ffff:93.184.216.34", "::ffff:127.0.0.1"),
+    ("SIIT ::ffff:0:0:0/96", "::ffff:0:93.184.216.34", "::ffff:0:127.0.0.1"),
+    ("IPv4-compatible ::/96", "::93.184.216.34", "::127.0.0.1"),
+    ("local-use NAT64 64:ff9b:1::/48", "64:ff9b:1::5db8:d822", "64:ff9b:1::7f00:1"),
+    ("Teredo 2001::/32", "2001:0:4136:e378:8000:63bf:a247:27dd",
+     "2001:0:4136:e378:8000:63bf:80ff:fffe"),
+    ("another ::/8 spelling", "::1:ffff:5db8:d822", "::1:ffff:7f00:1"),
+    ("another ::/8 spelling", "0:0:1::ffff:5db8:d822", "0:0:1::ffff:7f00:1"),
+]
+JUDGED = [  # (form, with a public IPv4, with loopback): judged by the IPv4 they carry
+    ("NAT64 64:ff9b::/96", "64:ff9b::93.184.216.34", "64:ff9b::127.0.0.1"),
+    ("6to4 2002::/16", "2002:5db8:d822::1", "2002:7f00:1::1"),
+]
+
+
+@pytest.mark.parametrize(("form", "public", "internal"), IPV4_IN_IPV6)
+def test_ipv6_forms_of_an_ipv4_address_are_refused_outright(form: str, public: str,
+                                                             internal: str) -> None:
+    assert not is_public(public), form
+    assert not is_public(internal), form
+
+
+@pytest.mark.parametrize(("form", "public", "internal"), JUDGED)
+def test_nat64_and_6to4_are_judged_by_the_ipv4_they_carry(form: str, public: str,
+                                                          internal: str) -> None:
+    assert is_public(public), form
+    assert not is_public(internal), form
+
+
+@pytest.mark.parametrize("address", [
+    address for _, public, internal in IPV4_IN_IPV6 + JUDGED for address in (public, internal)
+    if not is_public(address)])
+def test_every_refused_form_is_refused_as_a_literal_and_as_a_dns_answer(address: str) -> None:
+    literal = refused(f"https://[{address}]/hook")
+    assert literal.code == "forbidden_target"
+    assert f"({ipaddress.ip_address(address)})" in literal.message  # as the URL parser has it
+    answer = refused("https://hooks.example.com/hook", resolve=make_resolver(PUBLIC, address))
+    assert answer.code == "forbidden_target"
+
+
+def test_outside_global_unicast_nothing_is_public() -> None:
+    # Unassigned and special space beside the embedding forms: discard, SRv6, ULA, ...
+    for address in ("100::1", "5f00::1", "4000::1", "fc00::1", "fec0::1", "ff0e::1"):
+        assert not is_public(address), address

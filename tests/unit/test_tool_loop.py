@@ -23,6 +23,7 @@ from daemon.executors.tool_loop import (
     ToolRequest,
     ToolResult,
     call_id,
+    mismatch,
 )
 from daemon.upstream.router import Router
 from daemon.upstream.transport import FunctionTransport, Reply
@@ -240,7 +241,29 @@ async def test_results_that_do_not_match_the_calls_are_an_executor_error() -> No
 
     model = Model({"main": [model_reply(calls=1)]})
     outcome = await loop(model, Wrong(), Rounds()).run(work(), Lane(4))
-    assert outcome.error_code == "tool_executor_error" and "not ['c0']" in str(outcome.error)
+    assert outcome.error_code == "tool_executor_error"
+    assert ("answer calls never made ('other'); leave calls unanswered ('c0')"
+            in str(outcome.error))
+
+
+async def test_20000_wrong_ids_are_named_a_few_and_counted() -> None:
+    class Flood(Executor):  # answers every call but with ids the model never made
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            return [ToolResult(f"wrong-{i:05d}", "x") for i in range(20_000)]
+
+    model = Model({"main": [model_reply(calls=1)]})
+    outcome = await loop(model, Flood(), Rounds()).run(work(), Lane(4))
+    error = str(outcome.error)
+    assert outcome.error_code == "tool_executor_error"
+    assert len(error) < 1_000  # 189 KB before: every id, twice over
+    assert ("'wrong-00000', 'wrong-00001', 'wrong-00002', 'wrong-00003', 'wrong-00004' "
+            "and 19,995 more (20,000 in all)") in error
+    assert "'wrong-00005'" not in error and "unanswered ('c0')" in error
+
+
+def test_results_naming_one_call_twice_say_so() -> None:
+    message = mismatch([ToolResult("c0", "x"), ToolResult("c0", "y")], ["c0"])
+    assert message == "the executor's results answer 1 call(s) more than once"
 
 
 async def test_a_model_call_that_fails_for_good_fails_the_record_billed_so_far() -> None:
