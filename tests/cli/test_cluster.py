@@ -19,7 +19,7 @@ import httpx
 import psycopg
 import pytest
 
-from daemon.testing import free_port
+from daemon.testing import closed_port, free_port
 from relaytui import cluster
 from tests.store import postgres
 
@@ -61,11 +61,11 @@ def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
 
 
 def test_an_unreachable_database_is_said_in_one_line(tmp_path):
-    closed = free_port()  # nothing listens there
-    done = subprocess.run(
-        [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
-         "--url", f"postgresql://postgres@127.0.0.1:{closed}/test"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    with closed_port() as closed:  # nothing listens there
+        done = subprocess.run(
+            [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
+             "--url", f"postgresql://postgres@127.0.0.1:{closed}/test"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1

@@ -13,7 +13,7 @@ from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
-from tests.e2e.harness import free_port, rows, wait_for_status
+from tests.e2e.harness import closed_port, rows, wait_for_status
 from tests.tui.conftest import SIZE, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -235,7 +235,12 @@ async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_fac
 
 
 async def test_nothing_listening_keeps_the_app_up(make_app):
-    app = make_app(f"http://127.0.0.1:{free_port()}", "rk_nothing_here")
+    with closed_port() as port:
+        await nothing_listening_keeps_the_app_up(make_app(f"http://127.0.0.1:{port}",
+                                                          "rk_nothing_here"))
+
+
+async def nothing_listening_keeps_the_app_up(app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         bar = app.jobs_screen.query_one(ConnectionBar)
         await wait_for(pilot, lambda: bar.connection.state == "down")
