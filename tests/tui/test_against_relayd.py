@@ -219,8 +219,9 @@ async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, 
 
 async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_factory,
                                                                    relayd_factory, make_app):
-    relayd = relayd_factory(simulator_factory())
-    key = relayd.key("acme")  # keys are made offline; the daemon is not started yet
+    relayd = relayd_factory(simulator_factory()).start()  # the OS gives it its port
+    key = relayd.key("acme")
+    relayd.stop()  # down; it comes back on the same port
     app = make_app(relayd.url, key)
     async with app.run_test(size=SIZE) as pilot:
         bar = app.jobs_screen.query_one(ConnectionBar)
