@@ -152,6 +152,9 @@ class Daemon:
             clock=self.clock, models=self.models, node=self.membership,
             tell_cancel=self._tell_cancel).proxy()
         self.bus.start(self._hear)
+        # A node that joined before the bus listened was not heard: shrink for it now
+        # rather than at the next heartbeat (it waits for that beat to dispatch).
+        self.membership.beat(self.clock())
         self.validator = Validator.start(repo=self.repo, files=self.files,
                                          scheduler=self.scheduler, resolve=self.resolve,
                                          allow_private=self.config.security.allow_private_targets,
