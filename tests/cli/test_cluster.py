@@ -9,6 +9,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -72,6 +73,17 @@ def test_an_unreachable_database_is_said_in_one_line(tmp_path):
     assert done.stderr.startswith(f"cluster: PostgreSQL at postgresql://postgres@127.0.0.1:"
                                   f"{closed}/test: cannot migrate the database: ")
     assert "refused" in done.stderr
+
+
+def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", free_port()))
+        busy.listen()
+        base = busy.getsockname()[1]
+        sim, nodes, mcp = cluster.pick_ports(base, 3)
+    ports = [sim, *nodes, mcp]
+    assert len(set(ports)) == 5 and base not in ports
+    assert nodes[0] > base  # the next free one above, not one the OS picks
 
 
 def test_a_node_config_shares_the_database_and_data_dir():
