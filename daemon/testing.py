@@ -1,10 +1,11 @@
 """Real relayd processes for the end-to-end tests and the benchmarks.
 
 This module owns what both of them need to run Relay for real: the one polling helper
-(`wait_until`, and `wait_until_async` for code on an event loop), a port nothing
-listens on, a relayd config whose models point at a simulator, `relayd simulate`
-(`Simulator`) and `relayd serve` (`Relayd`) as subprocesses, each on a port the OS
-picks and names in its banner (start, health check, API keys, stop).
+(`wait_until`, and `wait_until_async` for code on an event loop), ports for a program
+that must be told its own and one held closed, a relayd config whose models point at
+a simulator, `relayd simulate` (`Simulator`) and `relayd serve` (`Relayd`) as
+subprocesses, each on a port the OS picks and names in its banner (start, health
+check, API keys, stop).
 
 It ships in the package so `bench/` can use it; it imports no test framework. The
 pytest fixtures live in tests/e2e/harness.py.
@@ -367,7 +368,7 @@ class Relayd:
     def start(self, *, timeout: float = 30) -> Self:
         """Spawn, then wait until `/healthz` answers."""
         self.spawn()
-        wait_until(self.healthy, timeout=timeout, message="relayd's /healthz")
+        wait_until(self.healthy, timeout=timeout, message=f"relayd in {self.home} to listen")
         return self
 
     def healthy(self) -> bool:
