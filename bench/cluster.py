@@ -234,7 +234,8 @@ class Nodes:
     def start(cls, b: Bench, sim: Simulator, schema: Schema, *, count: int,
               lease_s: int) -> Nodes:
         """`count` started nodes, each past the wait a joining node makes before it
-        dispatches (1.5 heartbeats), so all of them run a job submitted now."""
+        dispatches (for every other node's next beat: 1.5 heartbeats cover it), so all
+        of them run a job submitted now."""
         shared = str(b.home / f"{schema.name}-data")
         members = [b.daemon({ALIAS: sim}).write_config(**node_tables(
             sim, schema=schema, shared=shared, lease_s=lease_s)) for _ in range(count)]
@@ -245,7 +246,7 @@ class Nodes:
             node.spawn()
         try:
             for node in members:
-                wait_until(node.healthy, timeout=30, message=f"relayd {node.url}/healthz")
+                wait_until(node.healthy, timeout=30, message=f"relayd in {node.home}")
             nodes.wait_ready()
         except BaseException:
             nodes.kill()

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError
 from typing import Any
 
 import pykka
@@ -59,6 +60,7 @@ log = logging.getLogger("relay.daemon")
 VERSION = importlib.metadata.version("relay")
 TICK_S = 0.25
 STOP_BUDGET_S = 8.0
+SHARE_WAIT_S = 5.0  # the most a heartbeat waits for the router to take new shares
 BIND_FAILED_STOP_S = 1.0  # nothing ran yet: `relayd serve` exits within 2 s of a busy port
 
 
@@ -181,6 +183,9 @@ class Daemon:
             clock=self.clock, models=self.models, node=self.membership,
             tell_cancel=self._tell_cancel).proxy()
         self.bus.start(self._hear)
+        # A node that joined before the bus listened was not heard: shrink for it now
+        # rather than at the next heartbeat (it waits for that beat to dispatch).
+        self.membership.beat(self.clock())
         self.validator = Validator.start(repo=self.repo, files=self.files,
                                          scheduler=self.scheduler, resolve=self.resolve,
                                          allow_private=self.config.security.allow_private_targets,
@@ -296,9 +301,10 @@ class Daemon:
 
     def _share(self, part: Part) -> None:
         """The live nodes changed (on the heartbeat thread): the router, on the I/O loop,
-        takes this node's part of every model's limits."""
-        with contextlib.suppress(RuntimeError):  # the I/O loop is stopping
-            self.io_loop.submit(self.router.share(part))
+        takes this node's part of every model's limits before the beat that follows
+        tells the other nodes so."""
+        with contextlib.suppress(RuntimeError, TimeoutError, CancelledError):  # stopping
+            self.io_loop.submit(self.router.share(part)).result(timeout=SHARE_WAIT_S)
 
     def _broadcast(self, job: Job, event: str) -> None:
         self.bus.publish({"kind": "event", "seq": job.seq, "workspace": job.workspace_id,

@@ -1,9 +1,11 @@
 """Real relayd processes for the end-to-end tests and the benchmarks.
 
 This module owns what both of them need to run Relay for real: the one polling helper
-(`wait_until`, and `wait_until_async` for code on an event loop), free ports, a relayd
-config whose models point at a simulator, `relayd simulate` (`Simulator`) and
-`relayd serve` (`Relayd`) as subprocesses (start, health check, API keys, stop).
+(`wait_until`, and `wait_until_async` for code on an event loop), ports for a program
+that must be told its own and one held closed, a relayd config whose models point at
+a simulator, `relayd simulate` (`Simulator`) and `relayd serve` (`Relayd`) as
+subprocesses, each on a port the OS picks and names in its banner (start, health
+check, API keys, stop).
 
 It ships in the package so `bench/` can use it; it imports no test framework. The
 pytest fixtures live in tests/e2e/harness.py.
@@ -12,8 +14,10 @@ pytest fixtures live in tests/e2e/harness.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
+import random
 import re
 import secrets
 import signal
@@ -35,6 +39,9 @@ RELAYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "daemon"
 _BANNER_PORT = re.compile(r"SIMULATED .*:(\d+)/v1\s*$")
 _BANNER_MCP = re.compile(r"SIMULATED MCP .* (http://\S+/mcp)\s*$")
 _BANNER_LINES = 50  # what `Simulator.start` reads, at most, looking for its lines
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")  # where port-0 binds land
+FIXED_PORTS_FROM = 20000  # `free_port` draws from here to the ephemeral range
+_BANNER_SERVING = re.compile(rb"^relayd: serving http://\S+:(\d+) ", re.MULTILINE)
 
 
 class ProcessError(RuntimeError):
@@ -81,10 +88,31 @@ def _tries(timeout: float, message: str) -> Iterator[None]:
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nothing listens on now, for a program that must be told its port
+    before it binds (the demo, `just cluster`). It lies below the OS's ephemeral range,
+    where no port-0 bind can land (every relayd and simulator the tests start binds port
+    0), and is drawn at random, so two test workers asking at once rarely meet."""
+    low, _ = (int(n) for n in _EPHEMERAL.read_text().split()) if _EPHEMERAL.exists() \
+        else (32768, 60999)
+    for _ in range(100):
+        port = random.randrange(FIXED_PORTS_FROM, low)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ProcessError(f"no free port in {FIXED_PORTS_FROM}-{low}")
+
+
+@contextlib.contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections while the block runs: bound here and
+    never listened on, so no other process can take it meanwhile (a port found free,
+    then let go, can be taken by the next test worker that asks the OS for one)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 def simulated_model(alias: str, sim: Simulator, *, model: str = "sim-small",
@@ -280,15 +308,20 @@ class Simulator:
 
 @dataclass(kw_only=True)
 class Relayd:
-    """One `relayd serve` in its own `home` (relay.toml, data/, relayd.log) on a fixed
-    port: `start()` again after `stop()` or `kill()` restarts it on the same data, at
-    the same URL."""
+    """One `relayd serve` in its own `home` (relay.toml, data/, relayd.log). Unless
+    `port` is given, its config says port 0 and it listens where the OS puts it: the
+    port is read from its banner ("relayd: serving http://127.0.0.1:PORT ..."), as
+    `Simulator` reads its own, so two test workers never pick the same one. The
+    config is then rewritten with that port, so `start()` again after `stop()` or
+    `kill()` restarts it on the same data, at the same URL."""
 
     home: Path
-    port: int = field(default_factory=free_port)
+    port: int = 0  # 0: the OS picks it at the first start
     serve_args: Sequence[str] = ()  # added to `relayd serve --config ...`
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0  # time.time() just before the last spawn
+    _tables: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _log_from: int = field(default=0, init=False, repr=False)  # the last spawn's output
 
     @property
     def config(self) -> Path:
@@ -304,6 +337,9 @@ class Relayd:
 
     @property
     def url(self) -> str:
+        if not self.port and not self._read_port():
+            raise ProcessError("relayd's port is not known yet: it is read from its banner "
+                               "once it listens (start() returns after that)")
         return f"http://127.0.0.1:{self.port}"
 
     @property
@@ -313,14 +349,17 @@ class Relayd:
 
     def write_config(self, **tables: Any) -> Self:
         """Write relay.toml: `config_toml`'s keywords (`models=[...]`, `gateway={...}`, ...)
-        on this daemon's port and data dir."""
+        on this daemon's port (0 until the first start has read it) and data dir."""
         self.home.mkdir(parents=True, exist_ok=True)
+        self._tables = tables
         self.config.write_text(config_toml(port=self.port, data_dir=self.data, **tables))
         return self
 
     def spawn(self) -> None:
-        """Start the process and return at once; its output goes to relayd.log."""
+        """Start the process and return at once; its output goes to relayd.log.
+        `healthy()` (which `start()` waits for) reads the port from it."""
         with open(self.log, "ab") as log:
+            self._log_from = log.tell()
             self.started_at = time.time()
             self.proc = subprocess.Popen(
                 [*RELAYD, "serve", "--config", str(self.config), *self.serve_args],
@@ -329,7 +368,7 @@ class Relayd:
     def start(self, *, timeout: float = 30) -> Self:
         """Spawn, then wait until `/healthz` answers."""
         self.spawn()
-        wait_until(self.healthy, timeout=timeout, message=f"relayd {self.url}/healthz")
+        wait_until(self.healthy, timeout=timeout, message=f"relayd in {self.home} to listen")
         return self
 
     def healthy(self) -> bool:
@@ -337,10 +376,27 @@ class Relayd:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise ProcessError(f"relayd exited with {self.proc.returncode}: {self.log_tail()}")
+        if not self.port and not self._read_port():
+            return False  # not listening yet
         try:
             return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def _read_port(self) -> int:
+        """The port the last spawn's banner names (0 before it is printed), kept for
+        the restarts: the config written by `write_config` is rewritten with it."""
+        if self.proc is None or not self.log.exists():
+            return 0
+        with open(self.log, "rb") as log:
+            log.seek(self._log_from)
+            found = _BANNER_SERVING.search(log.read())
+        if found is None:
+            return 0
+        self.port = int(found.group(1))
+        if self._tables is not None:
+            self.write_config(**self._tables)
+        return self.port
 
     def create_key(self, workspace: str) -> str:
         return create_key(self.config, workspace)

@@ -100,7 +100,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"the database the nodes share (default {URL})")
     parser.add_argument("--base-port", type=port, default=BASE_PORT,
                         help=f"node 1's port, node 2's the next (default {BASE_PORT}; a "
-                             "port that is taken is swapped for a free one)")
+                             "port that is taken is swapped for the next free one)")
     return parser.parse_args(argv)
 
 
@@ -120,8 +120,8 @@ def postgres_url(text: str) -> str:
 def run(nodes: int, *, url: str, base_port: int) -> None:
     """Start everything, wait for Ctrl-C, SIGTERM or every node gone; stop everything."""
     DATA.mkdir(parents=True, exist_ok=True)
-    sim_port = free_port(9900)
-    cluster = [Node(n, free_port(base_port + n - 1)) for n in range(1, nodes + 1)]
+    sim_port, node_ports, mcp_port = pick_ports(base_port, nodes)
+    cluster = [Node(n, port) for n, port in enumerate(node_ports, 1)]
     template = (SAMPLES / "demo.toml").read_text()
     for node in cluster:
         node.config.write_text(node_config(template, node, sim_port=sim_port, url=url))
@@ -129,13 +129,23 @@ def run(nodes: int, *, url: str, base_port: int) -> None:
     key = create_key(cluster[0].config)
     rows = write_rows(DATA / "rows.jsonl")
     with contextlib.ExitStack() as stack:
-        sim = stack.enter_context(started_simulator(sim_port))
+        sim = stack.enter_context(started_simulator(sim_port, mcp_port))
         procs = stack.enter_context(started_nodes(cluster))
         wait_up(cluster, procs, key)
         print(banner(cluster, procs, url=url, key=key, rows=rows,
                      sim=f"http://127.0.0.1:{sim_port}/v1 (pid {sim.pid})"), flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             watch(cluster, procs, sim)
+
+
+def pick_ports(base_port: int, nodes: int) -> tuple[int, list[int], int]:
+    """The simulator's port, each node's (from `base_port` up) and the MCP server's:
+    each the one preferred or, if it is taken, the next free one above, all different."""
+    taken = [free_port(9900)]
+    for n in range(nodes):
+        taken.append(free_port(base_port + n, besides=taken))
+    taken.append(free_port(9901, besides=taken))
+    return taken[0], taken[1:-1], taken[-1]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -191,8 +201,8 @@ def spawn(argv: list[str], log_path: Path) -> Proc:
 
 
 @contextlib.contextmanager
-def started_simulator(sim_port: int) -> Iterator[Proc]:
-    argv = simulator_argv(sim_port, mcp_port=free_port(9901))
+def started_simulator(sim_port: int, mcp_port: int) -> Iterator[Proc]:
+    argv = simulator_argv(sim_port, mcp_port=mcp_port)
     proc = spawn(argv, DATA / "simulator.log")
     try:
         yield proc

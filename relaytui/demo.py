@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     tui = choose_tui(no_tui=args.no_tui, interactive=sys.stdout.isatty())
     api_port = args.port or free_port(8080)
-    sim_port = args.sim_port or free_port(9900)
-    mcp_port = free_port(9901)
+    sim_port = args.sim_port or free_port(9900, besides={api_port})
+    mcp_port = free_port(9901, besides={api_port, sim_port})
     DATA.mkdir(parents=True, exist_ok=True)
     config = DATA / "demo-run.toml"
     config.write_text(config_text((SAMPLES / "demo.toml").read_text(),
@@ -99,9 +99,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-tui", action="store_true",
                         help="print progress and results instead of opening the TUI")
     parser.add_argument("--port", type=port, default=None,
-                        help="relayd's port (default: 8080, or a free one if it is taken)")
+                        help="relayd's port (default: 8080, or the next free one above)")
     parser.add_argument("--sim-port", type=port, default=None,
-                        help="the simulator's port (default: 9900, or a free one)")
+                        help="the simulator's port (default: 9900, or the next free one above)")
     return parser.parse_args(argv)
 
 
@@ -128,15 +128,21 @@ def load_tui() -> Tui | None:
 # -- processes -----------------------------------------------------------------------
 
 
-def free_port(preferred: int) -> int:
-    """`preferred` if nothing listens there, else any free port."""
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
+def free_port(preferred: int, *, besides: Collection[int] = ()) -> int:
+    """`preferred` if nothing listens there, else the next free port above it, none of
+    `besides` (those this run has taken already, not yet bound). Not a port the OS
+    picks: those come from its ephemeral range, where any process binding port 0 may
+    take it in the moment before relayd or the simulator binds it."""
+    for candidate in range(preferred, 65536):
+        if candidate in besides:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise OSError(f"no free port from {preferred} up")
 
 
 def config_text(template: str, *, sim_port: int, api_port: int) -> str:

@@ -8,8 +8,8 @@ cluster-wide limits whenever the live nodes change, and leaves on a graceful sto
 writes them, for `GET /v1/nodes` and for the other nodes to know a job is in hand.
 
 A node that joins others tells them (they beat at once, on the bus) and dispatches
-once each has beaten since, or after one and a half heartbeats: by then they have
-taken their smaller share of each limit. On SQLite there is
+once each has beaten since: a beat is written after its node has taken its smaller
+share of each limit. On SQLite there is
 one node: at start it takes back every lease an earlier process left (that process is
 gone: the daemon holds the database's OS lock before it gets here, store/owner.py). On
 PostgreSQL, a node registered at this node's address is an earlier process of it
@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Collection
 from typing import Any
 
-from daemon.domain.cluster import NodeRecord, Part, alive_ids, part_of
+from daemon.domain.cluster import NodeRecord, Part, alive_ids, beaten_since, part_of
 from daemon.domain.jobs import RowWork
 from daemon.store.faults import log_failure
 from daemon.store.interface import Store
@@ -136,21 +136,27 @@ class Membership(Node):
         self._replace_earlier()
         others = self._others(now)
         if others:  # they learn of this node at their next beat: wait for that
-            self.joining_at = now
+            # Read after the registration is stored: a beat dated from here on is
+            # written by a node that has read the node list with this one in it.
+            self.joining_at = self.clock()
             self.announce({"kind": "joined"})  # so they beat at once
         self._apply([n.id for n in others])
         self.thread.start()
 
     def beat(self, now: float) -> None:
-        """One heartbeat: renew, re-register if forgotten, follow the live nodes. Never
+        """One heartbeat: follow the live nodes, renew, re-register if forgotten. Never
         fails (a failure is logged: the leases lapse `lease_s` after the last beat) and
-        does nothing once the node has left."""
+        does nothing once the node has left. The live nodes are read and this node's
+        shares applied before the beat is written: a joining node that sees this beat
+        (dated after its own registration) knows this node has shrunk for it."""
         with self.beating:
             if self.stopped.is_set():
                 return
             if not self.holds_leases(now) and self.lapsed_at != self.beat_at:
                 self._lapsed(f"silent for {now - self.beat_at:.1f} s, past its lease")
             try:
+                nodes = self.repo.nodes()
+                self._apply(alive_ids(nodes, now, self.lease_s))
                 if not self.repo.beat(self.id, now=now, jobs=self.jobs,
                                       stopping=self.stopping):
                     log.warning("node %s was forgotten by the cluster; registering again",
@@ -158,10 +164,8 @@ class Membership(Node):
                     self._lapsed("forgotten by the cluster")
                     self._register(now)
                 self.beat_at = now
-                nodes = self.repo.nodes()
                 if any(n.heartbeat_at < now - FORGET_AFTER_S for n in nodes):
                     self.repo.forget_nodes(before=now - FORGET_AFTER_S, keep=self.id)
-                self._apply(alive_ids(nodes, now, self.lease_s))
             except Exception as exc:
                 log_failure(log, f"heartbeat of node {self.id} failed; its leases lapse "
                             f"{self.lease_s:g} s after the last one", exc)
@@ -187,13 +191,12 @@ class Membership(Node):
 
     def ready(self, now: float) -> bool:
         """A node that joined live nodes dispatches once each of them has beaten since
-        (and so taken its smaller share of every limit), or after one and a half
-        heartbeats whatever they did."""
+        (and so taken its smaller share of every limit). A node that does not beat
+        holds it back until it is lost (`lease_s`): until then it may use its old share,
+        and both at once would exceed the cluster's limits."""
         if self.joining_at is None:
             return True
-        joined = self.joining_at
-        if now < joined + 1.5 * self.heartbeat_s and any(
-                n.heartbeat_at < joined for n in self._others(now)):
+        if not beaten_since(self._others(now), self.joining_at):
             return False
         self.joining_at = None
         return True

@@ -72,6 +72,14 @@ def alive_ids(nodes: Iterable[NodeRecord], now: float, lease_s: float, *,
     return [n.id for n in nodes if n.id != but and n.alive(now, lease_s)]
 
 
+def beaten_since(others: Iterable[NodeRecord], joined_at: float) -> bool:
+    """Whether each of the `others` (the live nodes a node joined) has beaten since
+    `joined_at`, the moment the joining node's registration was stored. Each beat is
+    written after its node has read the live nodes and taken its share, so then every
+    share counts the new node, and theirs and its own add up to each limit."""
+    return all(n.heartbeat_at >= joined_at for n in others)
+
+
 def part_of(node_id: str, live: Sequence[str]) -> Part:
     """`node_id`'s part among the `live` node ids (itself counted even if missing)."""
     ids = sorted(set(live) | {node_id})

@@ -34,6 +34,11 @@ class Lane:
         self.draining = False
         self.halted = asyncio.Event()
 
+    @property
+    def waiting(self) -> int:
+        """Rows waiting for one of the slots (asyncio keeps its waiters unnamed)."""
+        return len(self.slots._waiters or ())
+
     def stop(self) -> None:
         self.stopping = True
 

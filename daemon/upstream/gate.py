@@ -47,6 +47,11 @@ class Slots:
                 self._waiters.remove(waiter)
             raise
 
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot."""
+        return len(self._waiters)
+
     def release(self) -> None:
         self.taken -= 1
         self._wake()
@@ -76,6 +81,11 @@ class ModelGate:
     @property
     def in_flight(self) -> int:
         return self.slots.taken
+
+    @property
+    def waiting(self) -> int:
+        """Calls held at the gate by the model's limit."""
+        return self.slots.waiting
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[Ticket]:

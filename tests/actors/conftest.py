@@ -62,6 +62,16 @@ class Running:
         self.services.scheduler.wake()
         return job
 
+    def waiting_for_the_model(self, alias: str = PRIMARY) -> int:
+        """Calls the model's limit holds at its gate now (the router's own gate)."""
+        return self.daemon.router._gates[alias].waiting
+
+    def waiting_in_the_lane(self, job: Job) -> int:
+        """Rows of `job` handed to its worker that wait for one of its
+        `batch_concurrency` slots now."""
+        supervisor = self.services.scheduler.running.get(timeout=5).get(job.seq)
+        return 0 if supervisor is None else supervisor.lane.get(timeout=5).waiting
+
     def job(self, job: Job) -> Job:
         found = self.repo.job_by_seq(job.seq)
         assert found is not None

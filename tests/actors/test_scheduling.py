@@ -3,8 +3,6 @@ shared across jobs, and the per-job bound on rows in flight."""
 
 from __future__ import annotations
 
-import time
-
 from tests.actors.harness import PRIMARY, Upstream, wait_until
 
 MODELS_LIMIT_2 = [{"alias": PRIMARY, "base_url": "http://upstream.test/v1", "max_concurrency": 2}]
@@ -39,7 +37,9 @@ def test_model_limit_is_shared_by_running_jobs(start_daemon, upstream):
     b = relay.submit([f"b row {i}" for i in range(8)], tag="b")
     wait_until(lambda: relay.job(b).status == "running", what="job b to start")
 
-    time.sleep(0.2)  # b's workers are ready; the model's two slots are a's
+    # a's two other rows and b's four (its batch_concurrency) are held at the model's
+    # gate: b's rows have had their chance, and the model's two slots are a's
+    wait_until(lambda: relay.waiting_for_the_model() == 2 + 4, what="rows held at the gate")
     assert not upstream.seen("b row"), "job b got past a limit it shares with job a"
     assert upstream.in_flight() == 2
 
@@ -54,7 +54,8 @@ def test_batch_concurrency_bounds_rows_in_flight(start_daemon, upstream):
     job = relay.submit([f"row {i} PAUSE" for i in range(12)])
     wait_until(lambda: upstream.in_flight() == 3, what="three rows in flight")
 
-    time.sleep(0.1)  # a fourth row would have been dispatched by now
+    # the fourth row has reached the job's slots and waits there
+    wait_until(lambda: relay.waiting_in_the_lane(job) > 0, what="a row waiting for a slot")
     assert upstream.in_flight() == 3
 
     upstream.pause.set()

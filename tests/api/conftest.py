@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,29 @@ class Relay:
 
     async def results_page(self, job_id: str, query: str) -> dict[str, Any]:
         return await self.ok("GET", f"/v1/batches/{job_id}/results{query}")
+
+    async def supervisor_gone(self, job_id: str) -> None:
+        """Wait until the scheduler has heard that the job's supervisor stopped. A
+        supervisor ends only once every row it handed out has reported, so from here no
+        row of the job can still go upstream: what did not happen by now never will."""
+        job = await asyncio.to_thread(self.services.repo.get_job, job_id)
+        assert job is not None
+
+        def gone() -> bool:
+            return job.seq not in self.services.scheduler.running.get(timeout=5)
+        await wait_for(lambda: asyncio.to_thread(gone), what=f"{job_id}'s supervisor to stop")
+
+    async def webhooks_settled(self) -> None:
+        """Return once every webhook the notifier was told to send before this call has
+        been sent and its outcome handled: a message to the notifier (read after those)
+        gives it a new thread pool, and the old one's shutdown waits for all it took."""
+        notifier = self.services.notifier
+
+        def settle() -> None:
+            old = notifier.pool.get(timeout=5)
+            notifier.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="relay-webhook")
+            old.shutdown(wait=True)
+        await asyncio.to_thread(settle)
 
     async def tick(self, now: float) -> None:
         """Run the scheduler's timer message at `now` and wait until it is handled."""

@@ -124,6 +124,6 @@ async def test_a_cancel_that_read_the_job_queued_does_not_end_it_behind_its_supe
     relay.upstream.pause.set()
 
     await relay.wait_status(job["id"], "canceled")
-    await asyncio.sleep(0.1)  # time enough for rows that should not be sent
+    await relay.supervisor_gone(job["id"])  # every row it handed out has reported
     sent = [p for p in relay.upstream.prompts() if p.startswith("j")]
     assert sent == ["j1 PAUSE"], "rows of a canceled job kept going upstream"

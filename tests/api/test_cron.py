@@ -3,8 +3,6 @@ ticks collapse), driven by the injected clock and the scheduler's tick."""
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.actors.harness import answer, wait_for
 from tests.api.conftest import batch
 
@@ -24,7 +22,8 @@ async def test_template_is_scheduled_with_its_next_tick(relay):
     assert template["next_run_at"] == FIRST_TICK
     shown = await relay.job(template["id"])
     assert (shown["cron"], shown["last_run_id"], shown["template_id"]) == (EVERY_FIVE, None, None)
-    await asyncio.sleep(0.1)  # several ticker rounds: nothing is due yet
+    await relay.tick(relay.clock())  # a tick before the first run is due spawns nothing
+    await relay.tick(relay.clock.advance(120))  # 09:14, still before it
     assert await runs_of(relay, template["id"]) == []
     assert relay.upstream.calls == []
 
@@ -58,7 +57,8 @@ async def test_the_ticker_spawns_runs_without_help(relay):
     relay.clock.advance(200)
 
     await wait_for(lambda: runs_of(relay, template["id"]), what="the ticker's run")
-    await asyncio.sleep(0.1)  # more ticker rounds spawn nothing more
+    for _ in range(2):  # more ticks before the next one is due spawn nothing more
+        await relay.tick(relay.clock())
     assert len(await runs_of(relay, template["id"])) == 1
 
 

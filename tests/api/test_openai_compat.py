@@ -190,6 +190,9 @@ async def test_concurrent_retries_of_a_batch_make_one_batch_and_one_file(relay):
 
     made = [body for status, body in answers if status == 200]
     assert len(made) == 1 and sorted(status for status, _ in answers) == [200, 400, 400]
+    # The retry runs at once: until it ends, its results are being written (.partial).
+    retry = await relay.wait_status(made[0]["id"], "completed")
     on_disk = {p.name for p in relay.services.files.root.iterdir()}
     assert on_disk == {source["input_file_id"], source["output_file_id"],
-                       source["error_file_id"], made[0]["input_file_id"]}
+                       source["error_file_id"], retry["input_file_id"],
+                       *(retry[f] for f in ("output_file_id", "error_file_id") if retry[f])}

@@ -25,6 +25,13 @@ class Idle:
 
 async def unvalidated(relay: Relay, monkeypatch: pytest.MonkeyPatch, *,
                       claimed_by: NodeRecord) -> dict[str, Any]:
+    """A new batch claimed by `claimed_by`, which never validates it. The daemon's own
+    ticker is stopped first, and a tick it had sent is read (the validator answers
+    after it): its tick takes the batches no live node holds, so it would take this one
+    before the test gave it to `claimed_by`. The tests tick the validator themselves."""
+    await asyncio.to_thread(relay.daemon.ticker.stop)
+    assert not relay.daemon.ticker.thread.is_alive()
+    await asyncio.to_thread(lambda: relay.daemon.validator.watch.get(timeout=5))
     monkeypatch.setattr(relay.services, "validator", Idle(relay.services.validator))
     job = await relay.submit(openai_batch("a", "b"))
     assert job["status"] == "validating"

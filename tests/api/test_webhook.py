@@ -85,7 +85,8 @@ async def test_a_failing_receiver_is_recorded_and_not_retried(make_relay, aiohtt
 
     assert shown["webhook"]["status_code"] == 500
     assert "500" in shown["webhook"]["error"]
-    await asyncio.sleep(0.1)
+    await relay.tick(relay.clock.advance(10))  # the watchdog: it sends what is unsent
+    await relay.webhooks_settled()
     assert len(receiver.received) == 1
 
 
@@ -131,7 +132,7 @@ async def test_a_claim_the_store_refuses_is_sent_later_once(make_relay, aiohttp_
     await relay.tick(relay.clock.advance(10))  # the watchdog finds it queued
     await wait_for(lambda: _webhook_recorded(relay, job["id"]), what="the outcome")
     await relay.tick(relay.clock.advance(10))  # done: not sent again
-    await asyncio.sleep(0.1)
+    await relay.webhooks_settled()
     assert len(receiver.received) == 1
 
 

@@ -62,6 +62,7 @@ def check_written(done: subprocess.CompletedProcess[str], out: Path, scenarios: 
     return doc
 
 
+@pytest.mark.timeout(300)  # `run_bench` itself gives the run 240 s
 def test_quick_tiny_run_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     chosen = set(SCENARIOS) - APART
@@ -73,6 +74,7 @@ def test_quick_tiny_run_writes_every_figure(tmp_path: Path) -> None:
     assert doc["machine"]["python"].startswith("3.")
 
 
+@pytest.mark.timeout(300)
 def test_quick_tiny_cluster_run_writes_its_figures(tmp_path: Path) -> None:
     server = postgres.require_server()
     out = tmp_path / "cluster.json"
@@ -83,6 +85,7 @@ def test_quick_tiny_cluster_run_writes_its_figures(tmp_path: Path) -> None:
     assert takeover["target"] == "<= 7"  # the run's lease_s + 2
 
 
+@pytest.mark.timeout(300)
 def test_only_runs_one_scenario(tmp_path: Path) -> None:
     out = tmp_path / "submit.json"
     done = run_bench(out, "--only", "submit")

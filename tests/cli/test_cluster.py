@@ -9,6 +9,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import httpx
 import psycopg
 import pytest
 
-from daemon.testing import free_port
+from daemon.testing import closed_port, free_port
 from relaytui import cluster
 from tests.store import postgres
 
@@ -61,17 +62,28 @@ def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
 
 
 def test_an_unreachable_database_is_said_in_one_line(tmp_path):
-    closed = free_port()  # nothing listens there
-    done = subprocess.run(
-        [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
-         "--url", f"postgresql://postgres@127.0.0.1:{closed}/test"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    with closed_port() as closed:  # nothing listens there
+        done = subprocess.run(
+            [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
+             "--url", f"postgresql://postgres@127.0.0.1:{closed}/test"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith(f"cluster: PostgreSQL at postgresql://postgres@127.0.0.1:"
                                   f"{closed}/test: cannot migrate the database: ")
     assert "refused" in done.stderr
+
+
+def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", free_port()))
+        busy.listen()
+        base = busy.getsockname()[1]
+        sim, nodes, mcp = cluster.pick_ports(base, 3)
+    ports = [sim, *nodes, mcp]
+    assert len(set(ports)) == 5 and base not in ports
+    assert nodes[0] > base  # the next free one above, not one the OS picks
 
 
 def test_a_node_config_shares_the_database_and_data_dir():

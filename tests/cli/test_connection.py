@@ -15,7 +15,7 @@ import pytest
 
 from relaytui import cli as relay_cli
 from relaytui import progress
-from tests.e2e.harness import free_port
+from tests.e2e.harness import closed_port
 
 pytestmark = pytest.mark.e2e
 
@@ -25,13 +25,14 @@ COMMANDS = [("ls",), ("status", "abc"), ("cancel", "abc"), ("results", "abc"),
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_unreachable_daemon_exits_3_with_its_address(cli, command):
-    url = f"http://127.0.0.1:{free_port()}"
-    run = cli(*command, "--url", url, "--key", "k")
+    with closed_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        run = cli(*command, "--url", url, "--key", "k")
+        as_json = cli(*command, "--url", url, "--key", "k", "--json")  # the error on stdout
     assert run.code == 3
     assert run.err.startswith(f"relay: cannot reach relayd at {url}")
     assert run.out == ""
     assert "Traceback" not in run.err
-    as_json = cli(*command, "--url", url, "--key", "k", "--json")  # the error on stdout
     assert (as_json.code, as_json.err) == (3, "")
     error = as_json.json()["error"]
     assert (error["type"], error["exit_code"]) == ("unreachable", 3)
@@ -39,8 +40,10 @@ def test_an_unreachable_daemon_exits_3_with_its_address(cli, command):
 
 
 def test_submit_to_an_unreachable_daemon_exits_3(cli, write):
-    url = f"http://127.0.0.1:{free_port()}"
-    run = cli("submit", write("p.csv", "hi\n"), "--model", "m", "--url", url, "--key", "k")
+    with closed_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        run = cli("submit", write("p.csv", "hi\n"), "--model", "m", "--url", url,
+                  "--key", "k")
     assert run.code == 3
     assert run.err.startswith(f"relay: cannot reach relayd at {url}")
 

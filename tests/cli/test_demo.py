@@ -32,13 +32,14 @@ def test_the_config_points_at_the_ports_found_free():
     assert config["server"]["data_dir"] == "relay-data/demo"
 
 
-def test_a_busy_port_is_swapped_for_a_free_one():
+def test_a_busy_port_is_swapped_for_the_next_free_one():
     with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
+        busy.bind(("127.0.0.1", free_port()))
         busy.listen()
         taken = busy.getsockname()[1]
         other = demo.free_port(taken)
-    assert other != taken
+        assert other > taken  # above it, not in the OS's ephemeral range
+        assert demo.free_port(taken, besides={other}) not in (taken, other)
     assert demo.free_port(other) == other
 
 

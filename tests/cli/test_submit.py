@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.harness import free_port, rows
+from tests.e2e.harness import closed_port, rows
 
 pytestmark = pytest.mark.e2e
 
@@ -73,8 +73,9 @@ def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(relay, write):
 ])
 def test_a_bad_file_exits_2_before_anything_is_sent(cli, write, name, content, reason):
     path = write(name, content)
-    nobody = f"http://127.0.0.1:{free_port()}"  # exit 3 would mean it tried to connect
-    run = cli("submit", path, "--model", "gpt-4o-mini", "--url", nobody, "--key", "k")
+    with closed_port() as port:  # exit 3 would mean it tried to connect
+        run = cli("submit", path, "--model", "gpt-4o-mini",
+                  "--url", f"http://127.0.0.1:{port}", "--key", "k")
     assert run.code == 2
     assert run.err.startswith(f"{path}{reason}")
     assert run.out == ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.harness import free_port
+from tests.e2e.harness import closed_port
 
 pytestmark = pytest.mark.e2e
 
@@ -57,10 +57,10 @@ def test_a_line_that_only_looks_like_a_header_is_a_prompt(relay, write):
 def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli, write, content,
                                                                   column, reason):
     path = write("bad.csv", content)
-    nobody = f"http://127.0.0.1:{free_port()}"  # exit 3 would mean it tried to connect
     chosen = ["--column", column] if column else []
-    run = cli("submit", path, "--model", "gpt-4o-mini", *chosen, "--url", nobody,
-              "--key", "k")
+    with closed_port() as port:  # exit 3 would mean it tried to connect
+        run = cli("submit", path, "--model", "gpt-4o-mini", *chosen,
+                  "--url", f"http://127.0.0.1:{port}", "--key", "k")
     assert (run.code, run.out) == (2, "")
     assert run.err.startswith(f"{path}{reason}")
 

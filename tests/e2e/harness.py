@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from daemon import testing
-from daemon.testing import RELAYD, Simulator, free_port, simulated_model
+from daemon.testing import RELAYD, Simulator, closed_port, simulated_model
 
-__all__ = ["RELAYD", "Relayd", "Simulator", "config_tables", "free_port", "relayd_factory",
+__all__ = ["RELAYD", "Relayd", "Simulator", "closed_port", "config_tables", "relayd_factory",
            "rows", "running_pair", "simulator_factory", "wait_for_status", "wait_until"]
 
 TIMEOUT_S = 20.0  # how long a test waits for a condition unless it says otherwise

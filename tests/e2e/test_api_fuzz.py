@@ -83,6 +83,7 @@ def served_document(relayd: Relayd) -> schemathesis.BaseSchema:
 document = schemathesis.pytest.from_fixture("served_document")
 
 
+@pytest.mark.timeout(300)  # every operation's examples, against one relayd
 @document.exclude(path="/v1/events").parametrize()
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))

@@ -13,7 +13,7 @@ from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
-from tests.e2e.harness import free_port, rows, wait_for_status
+from tests.e2e.harness import closed_port, rows, wait_for_status
 from tests.tui.conftest import SIZE, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -219,8 +219,9 @@ async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, 
 
 async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_factory,
                                                                    relayd_factory, make_app):
-    relayd = relayd_factory(simulator_factory())
-    key = relayd.key("acme")  # keys are made offline; the daemon is not started yet
+    relayd = relayd_factory(simulator_factory()).start()  # the OS gives it its port
+    key = relayd.key("acme")
+    relayd.stop()  # down; it comes back on the same port
     app = make_app(relayd.url, key)
     async with app.run_test(size=SIZE) as pilot:
         bar = app.jobs_screen.query_one(ConnectionBar)
@@ -235,7 +236,12 @@ async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_fac
 
 
 async def test_nothing_listening_keeps_the_app_up(make_app):
-    app = make_app(f"http://127.0.0.1:{free_port()}", "rk_nothing_here")
+    with closed_port() as port:
+        await nothing_listening_keeps_the_app_up(make_app(f"http://127.0.0.1:{port}",
+                                                          "rk_nothing_here"))
+
+
+async def nothing_listening_keeps_the_app_up(app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         bar = app.jobs_screen.query_one(ConnectionBar)
         await wait_for(pilot, lambda: bar.connection.state == "down")

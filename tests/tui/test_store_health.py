@@ -4,6 +4,9 @@ in-memory `FakeRelay`) that shows while the store cannot write and leaves once i
 
 from __future__ import annotations
 
+import threading
+
+from daemon.testing import wait_until
 from relaytui.app import build_app
 from relaytui.client import RelayError
 from relaytui.health import HealthWatch, StoreHealth
@@ -59,9 +62,26 @@ def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reac
 
 
 def test_stop_ends_the_wait_at_once():
-    watch = HealthWatch(Answers({"status": "ok"}), lambda _: None, every=3600)
+    posted = []
+    watch = HealthWatch(Answers({"status": "ok"}, FULL), posted.append, every=3600)
+    running = threading.Thread(target=watch.run, daemon=True)
+    running.start()
+    wait_until(lambda: posted, timeout=5)  # it asked once, and waits an hour for the next
     watch.stop()
-    watch.run()  # returns at once: stopped before it started
+    running.join(timeout=5)
+    assert not running.is_alive(), "stop() did not end the wait"
+    assert posted == [StoreHealth()]  # the second answer was never asked for
+
+
+def test_a_watch_stopped_before_it_runs_asks_nothing():
+    posted = []
+    watch = HealthWatch(Answers({"status": "ok"}), posted.append, every=3600)
+    watch.stop()
+    running = threading.Thread(target=watch.run, daemon=True)
+    running.start()
+    running.join(timeout=5)
+    assert not running.is_alive()
+    assert posted == []  # an ask would have posted the first answer
 
 
 async def test_a_red_banner_shows_while_the_store_cannot_write():

@@ -13,6 +13,7 @@ from daemon.domain.cluster import (
     STOPPING,
     NodeRecord,
     Part,
+    beaten_since,
     lease_size,
     part_of,
 )
@@ -46,6 +47,13 @@ def test_a_nodes_part_is_its_rank_among_the_live() -> None:
     assert part_of("b", ["c", "a"]) == Part(nodes=3, rank=1)
     assert part_of("a", []) == Part(nodes=1, rank=0)
     assert Part(2, 0).of_rate(None) is None
+
+
+def test_a_joining_node_waits_for_a_beat_of_each_other_node_since_it_joined() -> None:
+    joined = NOW + 0.5
+    assert beaten_since([], joined)  # nobody to wait for
+    assert beaten_since([node(joined), node(NOW + 3)], joined)
+    assert not beaten_since([node(NOW + 3), node(NOW)], joined)  # one beat before it
 
 
 def test_leases_follow_the_concurrency_within_bounds() -> None:

@@ -27,6 +27,7 @@ from daemon.outbound.http import (
     PolicyResolver,
     TargetRefused,
 )
+from daemon.testing import closed_port
 
 PUBLIC = "93.184.216.34"
 PUBLIC6 = "2606:2800:220:1:248:1893:25c8:1946"
@@ -147,14 +148,6 @@ async def refusal(client: OutboundClient, url: str, **kwargs: Any) -> OutboundEr
     with pytest.raises(OutboundError) as info:
         await client.post_json(url, {"x": 1}, **kwargs)
     return info.value
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then closed)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 # --- allowed ---------------------------------------------------------------------------
@@ -399,7 +392,8 @@ async def test_timeout(receiver, clients) -> None:
 
 async def test_connection_refused(clients) -> None:
     client = clients(allow_private=True)
-    error = await refusal(client, f"http://127.0.0.1:{free_port()}/hook")
+    with closed_port() as port:
+        error = await refusal(client, f"http://127.0.0.1:{port}/hook")
     assert error.kind == "connection"
 
 
