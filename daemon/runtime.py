@@ -151,7 +151,12 @@ class Daemon:
         self.started_at = time.time()  # wall time, for the lock file's reader
         self.ownership = self._own(address)
         server.data_dir.mkdir(parents=True, exist_ok=True)
-        self.repo = open_store(self.config.store_url)
+        try:  # a database it cannot open (a newer schema, say) keeps no lock
+            self.repo = open_store(self.config.store_url)
+        except BaseException:
+            if self.ownership is not None:
+                self.ownership.release()
+            raise
         self.io_loop.start()
         self.membership = Membership(
             self.repo, address=address,
@@ -250,7 +255,8 @@ class Daemon:
         """This process's hold on its SQLite database (None on PostgreSQL, which nodes
         share): store/owner.py."""
         database = sqlite_path(self.config.store_url)
-        return None if database is None else own(database, self._holder(address))
+        # Resolved: one database reached through a symlink or another path is one lock.
+        return None if database is None else own(database.resolve(), self._holder(address))
 
     def _holder(self, address: str) -> Holder:
         return Holder(pid=os.getpid(), address=address, since=self.started_at)

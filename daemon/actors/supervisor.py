@@ -228,20 +228,20 @@ class JobSupervisor(pykka.ThreadingActor):
         """Start the next group's write on the writer thread; `stored` hears of its end."""
         if not self.run.should_flush(now):
             return
-        outcomes = self.run.take_flush()
-        self.write = self.writer.submit(self._save, outcomes, now)
+        outcomes = self.run.take_flush()  # read here: `run` is this thread's alone
+        self.write = self.writer.submit(self._save, outcomes, self.run.leases(outcomes), now)
         self.write.add_done_callback(self._tell_stored)
 
     def _tell_stored(self, write: Future[bool]) -> None:
         with contextlib.suppress(pykka.ActorDeadError):
             self._me.stored(write)
 
-    def _save(self, outcomes: list[tuple[int, RowOutcome]], now: float) -> bool:
+    def _save(self, outcomes: list[tuple[int, RowOutcome]], leases: Mapping[int, int],
+              now: float) -> bool:
         """Runs on the writer thread. An outcome the store refuses for a reason other
         than a storage fault fails its own row (`save_apart`); a storage fault keeps the
         whole group for the next try."""
-        leases = self.run.leases(outcomes)  # each outcome under the lease it ran with
-        fenced = 0
+        fenced = 0  # each outcome is stored under the lease its row ran with
 
         def write(group: Sequence[tuple[int, RowOutcome]]) -> None:
             nonlocal fenced
@@ -277,7 +277,8 @@ class JobSupervisor(pykka.ThreadingActor):
             write, self.write = self.write, None
             self.run.stored(ok=_succeeded(write), now=now)
         while self.run.buffer:
-            ok = self._save(self.run.take_flush(), now)
+            outcomes = self.run.take_flush()
+            ok = self._save(outcomes, self.run.leases(outcomes), now)
             self.run.stored(ok=ok, now=now)
             if not ok:
                 return

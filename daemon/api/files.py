@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from aiohttp import BodyPartReader, web
+from aiohttp import BodyPartReader, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage
 
 from daemon.api import paging
@@ -33,6 +33,7 @@ from daemon.store.files import PartialFile
 from daemon.store.interface import WorkspaceRecord
 
 CHUNK = 256 * 1024
+FIELD_BYTES = 4096  # the most a form field other than the file may hold
 MB = 1024 * 1024
 UPLOADS = web.AppKey("uploads_in_progress", Counter)
 LIFETIME = "expires_after"  # sent as the fields expires_after[anchor], expires_after[seconds]
@@ -84,9 +85,9 @@ async def _receive(request: web.Request, services: Services,
                 if not isinstance(part, BodyPartReader):
                     continue
                 if part.name == "purpose":
-                    purpose = (await _idle(part.text())).strip()
+                    purpose = (await _field(part)).strip()
                 elif (key := _lifetime_key(part.name)) is not None:
-                    lifetime[key] = await _idle(part.text())
+                    lifetime[key] = await _field(part)
                 elif part.name == "file" and stored is None:
                     stored = (_clean_name(part.filename),
                               await _stream(part, out, services.config.server.max_upload_mb))
@@ -140,6 +141,26 @@ async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int) -> int:
                                  status=413, param="file", code="file_too_large")
         out.append(chunk)  # 256 KB into the page cache: not worth a thread hop
     return size
+
+
+async def _field(part: BodyPartReader) -> str:
+    """A small form field's text, read at most `FIELD_BYTES` at a time and never
+    decompressed: its size is what is read (a compressed field could inflate to any
+    size, and no client needs to compress a word)."""
+    name = part.name or "field"
+    if part.headers.get(hdrs.CONTENT_ENCODING, "identity").lower() != "identity":
+        raise InvalidRequest(f"The form field '{name}' must not be compressed.", param=name)
+    data = bytearray()
+    while chunk := await _idle(part.read_chunk(FIELD_BYTES)):
+        data += chunk
+        if len(data) > FIELD_BYTES:
+            raise InvalidRequest(f"The form field '{name}' is longer than {FIELD_BYTES} "
+                                 "bytes.", param=name)
+    try:
+        return data.decode(part.get_charset(default="utf-8"))
+    except (LookupError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"The form field '{name}' is not text: {exc}.",
+                             param=name) from exc
 
 
 async def _idle(step: Awaitable[T]) -> T:

@@ -31,6 +31,7 @@ RETRY_BASE_S = 0.5  # a failed write is tried again after this, doubling each ti
 RETRY_CAP_S = 5.0  # so a job moves on within seconds of the store healing
 FLUSH_ROWS = 64  # a group this size is written at once
 LINGER_S = 0.1  # a smaller group waits at most this long (plus the scheduler's tick)
+NO_LEASE = -1  # a lease token no row ever has
 GIVE_UP_S = 5.0  # a job ended early waits this long for outcomes the store refuses
 
 
@@ -118,8 +119,9 @@ class JobRun:
 
     def leases(self, outcomes: Sequence[tuple[int, RowOutcome]]) -> dict[int, int]:
         """`{row id: lease token}` of the rows of a write: each outcome is stored only
-        under the lease it ran with (fencing)."""
-        return {rid: self.tokens[rid] for rid, _ in outcomes if rid in self.tokens}
+        under the lease it ran with (fencing). A row with no token known is written
+        under none (`NO_LEASE`): the store refuses it rather than trust it."""
+        return {rid: self.tokens.get(rid, NO_LEASE) for rid, _ in outcomes}
 
     def should_flush(self, now: float) -> bool:
         """Something to store, no write under way, no failed write to wait out, and a

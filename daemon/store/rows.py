@@ -145,7 +145,7 @@ class RowQueries(SqlBase):
         for rid, outcome in outcomes:
             if rid not in tokens:
                 continue
-            if leases is not None and rid in leases and leases[rid] != tokens[rid]:
+            if leases is not None and leases.get(rid) != tokens[rid]:
                 fenced.add(rid)
             else:
                 first.setdefault(rid, outcome)
@@ -174,13 +174,14 @@ class RowQueries(SqlBase):
         `{row id: token}` has moved on store nothing: their ids are returned."""
         if not rounds:
             return set()
+        values = [(row_id, number, turn.model, turn.usage.prompt_tokens,  # encoded before
+                   turn.usage.completion_tokens, json.dumps(turn.messages))  # the lock
+                  for row_id, number, turn in rounds]
         with self.write():
             lost = self.fenced(leases) if leases else set()
-            values = [(row_id, number, turn.model, turn.usage.prompt_tokens,
-                       turn.usage.completion_tokens, json.dumps(turn.messages))
-                      for row_id, number, turn in rounds if row_id not in lost]
-            if values:
-                self.db.cursor().executemany(self.sql(SAVE_ROUNDS), values)
+            kept = [v for v in values if v[0] not in lost]
+            if kept:
+                self.db.cursor().executemany(self.sql(SAVE_ROUNDS), kept)
         return lost
 
     def rounds(self, row_id: int) -> list[Turn]:

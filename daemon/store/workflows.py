@@ -19,18 +19,16 @@ class WorkflowQueries(SqlBase):
         lease `{row id: token}` has moved on store nothing: their ids are returned."""
         if not writes:
             return set()
+        states = {row_id: json.dumps(state) for row_id, state, _ in writes}  # encoded
+        results = [(row_id, *finished[:2], json.dumps(finished[2]))  # before the lock
+                   for row_id, _, finished in writes if finished is not None]
         with self.write():
             lost = self.fenced(leases) if leases else set()
-            states = {row_id: json.dumps(state) for row_id, state, _ in writes
-                      if row_id not in lost}
-            results = [(row_id, *finished[:2], json.dumps(finished[2]))
-                       for row_id, _, finished in writes
-                       if finished is not None and row_id not in lost]
             cursor = self.db.cursor()
-            if results:
-                cursor.executemany(self.sql(SAVE_WORKFLOW_RESULT), results)
-            if states:
-                cursor.executemany(self.sql(SAVE_WORKFLOW), list(states.items()))
+            if kept := [r for r in results if r[0] not in lost]:
+                cursor.executemany(self.sql(SAVE_WORKFLOW_RESULT), kept)
+            if kept_states := [(rid, st) for rid, st in states.items() if rid not in lost]:
+                cursor.executemany(self.sql(SAVE_WORKFLOW), kept_states)
         return lost
 
     def workflow_states(self, job_seq: int) -> list[tuple[str, dict[str, Any]]]:

@@ -4,6 +4,7 @@ names the problem, never a 500, and nothing is stored."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import logging
 
 import aiohttp
@@ -68,6 +69,31 @@ async def upload(relay: Relay, name: str) -> str:
     async with relay.client.post("/v1/files", data=form, headers=relay.headers()) as reply:
         assert reply.status == 200
         return (await reply.json())["id"]
+
+
+def bomb_field(boundary: str, name: str, payload: bytes, encoding: str | None) -> bytes:
+    headers = f'Content-Disposition: form-data; name="{name}"\r\n'
+    if encoding:
+        headers += f"Content-Encoding: {encoding}\r\n"
+    return f"--{boundary}\r\n{headers}\r\n".encode() + payload + b"\r\n"
+
+
+@pytest.mark.parametrize(("payload", "encoding", "says"), [
+    (gzip.compress(b"batch" + b" " * 50_000_000), "gzip", "must not be compressed"),
+    (b"b" * 5_000, None, "longer than 4096 bytes"),
+])
+async def test_a_form_field_is_read_small_and_never_inflated(relay, payload, encoding, says):
+    """A compressed `purpose` part used to be inflated whole into memory (an upload is
+    exempt from the body budget)."""
+    boundary = "relayboundary"
+    body = (bomb_field(boundary, "purpose", payload, encoding)
+            + bomb_field(boundary, "file", b'{"x": 1}\n', None) + f"--{boundary}--\r\n".encode())
+    status, answer = await post_raw(relay, "/v1/files", body,
+                                    f"multipart/form-data; boundary={boundary}")
+    assert status == 400
+    error = assert_envelope(answer)
+    assert error["param"] == "purpose" and says in error["message"]
+    assert (await relay.ok("GET", "/v1/files"))["data"] == []
 
 
 async def test_files_list_in_either_order_and_nothing_else(relay):
