@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
+from daemon.domain.jobs import RowWork
 from daemon.domain.run import RETRY_CAP_S, write_retry_delay
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.store_calls import StoreCalls
@@ -35,11 +36,17 @@ class Flaky:
         self.tries: list[list[int]] = []
         self.stored: list[int] = []
 
-    def __call__(self, items: Sequence[int]) -> None:
+    def __call__(self, items: Sequence[int], *, leases: Mapping[int, int] = {}) -> list[int]:
         self.tries.append(list(items))
         if self.errors:
             raise self.errors.pop(0)
         self.stored.extend(items)
+        return []  # no row's lease was lost
+
+
+def row(row_id: int) -> RowWork:
+    return RowWork(id=row_id, job_seq=1, custom_id=f"r{row_id}", model="m",
+                   endpoint="/v1/chat/completions", body={"messages": []}, token=1)
 
 
 def patient(health: Recorded | None = None) -> tuple[StoreCalls, list[float]]:
@@ -84,7 +91,7 @@ async def test_a_group_commit_stores_its_group_once_the_fault_passes() -> None:
     write = Flaky(FULL, FULL)
     log: GroupCommit[int] = GroupCommit(write, what="tool rounds", calls=calls)
 
-    await asyncio.gather(log.save(1), log.save(2), log.save(3))
+    await asyncio.gather(*(log.save(row(i), i) for i in (1, 2, 3)))
 
     assert sorted(write.stored) == [1, 2, 3]
     assert write.tries[0] == write.tries[1] == write.tries[2]  # the same group, again
@@ -96,8 +103,9 @@ async def test_a_group_commit_raises_a_bug_to_every_row_of_its_group() -> None:
     write = Flaky(ValueError("bug"))
     log: GroupCommit[int] = GroupCommit(write, calls=calls)
 
-    answers = await asyncio.gather(log.save(1), log.save(2), return_exceptions=True)
+    answers = await asyncio.gather(log.save(row(1), 1), log.save(row(2), 2),
+                                   return_exceptions=True)
 
     assert [type(a) for a in answers] == [ValueError, ValueError]
-    await log.save(3)  # the next group is written as usual
+    await log.save(row(3), 3)  # the next group is written as usual
     assert write.stored == [3]
