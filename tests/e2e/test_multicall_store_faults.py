@@ -109,6 +109,40 @@ def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
             relayd.stop()
 
 
+def test_a_stop_while_records_wait_for_the_store_resumes_them_from_what_is_stored(
+        simulator_factory, relayd_factory):
+    sim = simulator_factory("--latency-ms", "40")
+    relayd: Relayd = relayd_factory(sim, concurrency=4)
+    tools, workflows = 40, 20
+    with small_filesystem(relayd.data):
+        try:
+            relayd.start()
+            enable(relayd)
+            client, batch_id = start(relayd, records(sim, tools=tools, workflows=workflows))
+            wait_until(lambda: len(sim.tool_calls()) >= 10)
+            filler = fill(relayd.data)
+            wait_until(lambda: all(f"{what}: {WAITING}" in relayd.log.read_text()
+                                   for what in ("tool rounds", "workflow states")))
+
+            assert relayd.terminate() < 15  # SIGTERM while rows wait: they stay pending
+            os.unlink(filler)
+            relayd.start()
+            done = finished(client, batch_id)
+
+            errors = lines(client, done.error_file_id)
+            assert not errors, sorted({e["error"]["message"] for e in errors.values()})[:5]
+            assert done.request_counts.completed == tools + workflows
+            output = lines(client, done.output_file_id)
+            assert all(output[f"tool-{i}"]["response"]["body"]["openrelay"]["tool_rounds"]
+                       == ROUNDS for i in range(tools))
+            # A round stored before the stop is not asked again; one that was waiting to
+            # be stored asks its executor again, with the same call id (at most once more).
+            calls = Counter(c["headers"]["Relay-Call-Id"] for c in sim.tool_calls())
+            assert len(calls) == tools * ROUNDS and max(calls.values()) <= 2
+        finally:
+            relayd.stop()
+
+
 def terminate_backends(application: str) -> int:
     """`pg_terminate_backend` on every connection relayd holds (and on no other test's:
     they are told apart by their `application_name`); how many there were."""
