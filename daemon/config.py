@@ -62,6 +62,19 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class LimitsConfig:
+    """Bounds on what one record may hold."""
+
+    # A multi-call record's transcript or workflow state, as stored and sent: past it the
+    # record fails `record_too_large` (so a row's memory and rows in the store are bounded).
+    max_record_mb: int = 32
+
+    @property
+    def max_record_bytes(self) -> int:
+        return self.max_record_mb * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class MetricsConfig:
     """`GET /metrics`: an operator's view, with no workspace key."""
 
@@ -119,6 +132,7 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     models: tuple[ModelConfig, ...] = ()
 
     @property
@@ -128,7 +142,7 @@ class Config:
 
 
 _SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "metrics",
-             "cluster", "models"}
+             "cluster", "limits", "models"}
 
 
 def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
@@ -165,6 +179,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
         tools=_tools(_table(raw, "tools")),
         metrics=_metrics(_table(raw, "metrics")),
         cluster=_cluster(_table(raw, "cluster")),
+        limits=_limits(_table(raw, "limits")),
         models=models,
     )
 
@@ -240,6 +255,17 @@ def _cluster(t: dict[str, Any]) -> ClusterConfig:
         raise ConfigError(f"cluster.address: must be an http:// or https:// URL, "
                           f"got {address!r}")
     return ClusterConfig(lease_s=float(lease_s), address=address.rstrip("/"))
+
+
+MAX_RECORD_MB = 4096
+
+
+def _limits(t: dict[str, Any]) -> LimitsConfig:
+    _reject_unknown(t, {"max_record_mb"}, "limits.")
+    record_mb = _typed(t, "max_record_mb", int, LimitsConfig.max_record_mb, "limits.")
+    if not 1 <= record_mb <= MAX_RECORD_MB:
+        raise ConfigError(f"limits.max_record_mb: must be 1–{MAX_RECORD_MB}, got {record_mb}")
+    return LimitsConfig(max_record_mb=record_mb)
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

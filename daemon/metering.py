@@ -5,9 +5,9 @@ source of truth): jobs by status, queue depth, rows by outcome, webhooks from th
 job table (`ScrapedCounts`), and upstream attempts from the attempt log past the
 last scrape's mark (`Meters.feed`: latency histogram, outcomes, retries). What the
 store does not hold is counted here as it happens, by wrappers the wiring puts
-around the executors (`MeteredExecutor`: rows in flight; `MeteredToolCaller`: tool
-executor calls). Labels are model and outcome, and workspace only when
-`[metrics] per_workspace` is on. Each daemon has its own registry.
+around the executors (`MeteredExecutor`: rows in flight, rows ended by a bug;
+`MeteredToolCaller`: tool executor calls). Labels are model and outcome, and workspace
+only when `[metrics] per_workspace` is on. Each daemon has its own registry.
 """
 
 from __future__ import annotations
@@ -143,6 +143,9 @@ class Meters:
             "relay_executor_calls", "Tool executor calls by type (http, mcp) and outcome "
             "(ok, failed); a failed MCP discovery (tools/list) counts as failed.",
             ["type", "outcome"], registry=self.registry)
+        self.internal_errors = Counter(
+            "relay_internal_errors", "Rows ended internal_error: an executor raised, which is "
+            "a bug in Relay (the traceback is in relayd's log).", registry=self.registry)
         self.store_writable = Gauge(
             "relay_store_writable", "1 while the store takes writes; 0 while a probe or a "
             "request meets a storage fault (then /healthz is 503 degraded).",
@@ -176,7 +179,9 @@ class Meters:
 
 
 class MeteredExecutor:
-    """A row executor counted in `relay_rows_in_flight` while it runs a row."""
+    """A row executor counted in `relay_rows_in_flight` while it runs a row, and in
+    `relay_internal_errors_total` when it raises (the worker ends that row
+    `internal_error`)."""
 
     def __init__(self, inner: RowExecutor, meters: Meters) -> None:
         self.inner = inner
@@ -184,7 +189,11 @@ class MeteredExecutor:
 
     async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
         with self.meters.in_flight.labels(work.model).track_inprogress():
-            return await self.inner.run(work, lane)
+            try:
+                return await self.inner.run(work, lane)
+            except Exception:
+                self.meters.internal_errors.inc()
+                raise
 
     async def release(self, job_seq: int) -> None:
         release = getattr(self.inner, "release", None)

@@ -38,6 +38,7 @@ from daemon.domain.jobs import Job
 from daemon.executors import ChatExecutor, Executors
 from daemon.executors.http_tools import HttpToolCaller
 from daemon.executors.mcp_tools import McpToolCaller
+from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
 from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
@@ -171,6 +172,7 @@ class Daemon:
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve,
             max_bytes=self.config.gateway.max_response_bytes)
         self.io_loop.add_cleanup(self.outbound.aclose)
+        self.health = Health()  # before the executors, which report storage faults to it
         self.executors = self._executors()
         self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
                                        deliver=self._deliver, clock=self.clock,
@@ -179,7 +181,6 @@ class Daemon:
         self.files = FileStore(self.config.server.data_dir)
         sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
         self.sweeper = FileSweeper.start(repo=self.repo, files=self.files).proxy()
-        self.health = Health()
         self.prober = HealthProbe.start(repo=self.repo, files=self.files,
                                         health=self.health).proxy()
         self.scheduler = Scheduler.start(
@@ -289,10 +290,14 @@ class Daemon:
         callers: dict[str, ToolCaller] = {
             "http": MeteredToolCaller(HttpToolCaller(self.outbound, limits), self.meters),
             "mcp": MeteredToolCaller(mcp, self.meters)}
+        calls = StoreCalls(health=self.health, clock=self.clock)  # storage faults: waited out
+        record_bytes = self.config.limits.max_record_bytes
         workflows = WorkflowExecutor(
-            self.router, self.outbound, limits, WorkflowLog(self.repo), self.config.retry,
-            secret=self.repo.webhook_secret, models=frozenset(self.models))
-        tool_loop = ToolLoopExecutor(self.router, callers, RoundLog(self.repo), self.config.retry)
+            self.router, self.outbound, limits, WorkflowLog(self.repo, calls), self.config.retry,
+            secret=self.repo.webhook_secret, models=frozenset(self.models),
+            max_record_bytes=record_bytes)
+        tool_loop = ToolLoopExecutor(self.router, callers, RoundLog(self.repo, calls),
+                                     self.config.retry, max_record_bytes=record_bytes)
         return Executors(chat=MeteredExecutor(ChatExecutor(self.router), self.meters),
                          tools=MeteredExecutor(tool_loop, self.meters),
                          workflows=MeteredExecutor(workflows, self.meters))

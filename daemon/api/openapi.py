@@ -39,7 +39,7 @@ ERROR_TYPES = ("invalid_request_error", "authentication_error", "not_found_error
                "rate_limit_error", "service_unavailable", "server_error")
 ROW_ERROR_CODES = ("upstream_error", "invalid_response", "response_too_large", "model_not_found",
                    "internal_error", "batch_cancelled", "batch_expired", "invalid_tool_config",
-                   "workflow_step_limit")  # examples for the description, not a closed set
+                   "workflow_step_limit", "record_too_large")  # examples, not a closed set
 
 # -- schema helpers ---------------------------------------------------------------------
 

@@ -35,6 +35,12 @@ NO_LEASE = -1  # a lease token no row ever has
 GIVE_UP_S = 5.0  # a job ended early waits this long for outcomes the store refuses
 
 
+def write_retry_delay(failures: int) -> float:
+    """How long a write the store refused `failures` times in a row waits before the
+    next try (outcomes here; tool rounds and workflow states in `executors/store_calls.py`)."""
+    return min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (failures - 1))
+
+
 @dataclass
 class JobRun:
     concurrency: int
@@ -148,7 +154,7 @@ class JobRun:
             return
         self.buffer[:0] = batch
         self.write_failures += 1
-        self.retry_at = now + min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (self.write_failures - 1))
+        self.retry_at = now + write_retry_delay(self.write_failures)
 
     def forget_queue(self) -> None:
         """The leases on the queued rows may be lost (the node could not renew them):

@@ -3,16 +3,20 @@ for one transaction that carries everything queued meanwhile, instead of one eac
 
 Each write is fenced: it carries the lease token every row was run under, and the store
 writes nothing for a row another node has leased since. Such a row's `save` raises
-`LeaseLost`, and the row goes no further here."""
+`LeaseLost`, and the row goes no further here. A write that meets a storage fault is
+tried again until the store takes it (`StoreCalls`): the rows waiting on it wait the
+fault out."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 from typing import Generic, Protocol, TypeVar
 
 from daemon.domain.jobs import RowWork
 from daemon.executors.lane import LeaseLost
+from daemon.executors.store_calls import StoreCalls
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -31,8 +35,11 @@ class GroupCommit(Generic[T]):
     worker thread) has stored `item` of row `work`, together with every item queued
     while it waited."""
 
-    def __init__(self, write: Write[T]) -> None:
+    def __init__(self, write: Write[T], *, what: str = "items",
+                 calls: StoreCalls | None = None) -> None:
         self.write = write
+        self.what = what  # what the items are, for the log
+        self.calls = calls or StoreCalls()
         self.queued: list[tuple[RowWork, T, asyncio.Future[None]]] = []
         self.writing = False
 
@@ -49,8 +56,10 @@ class GroupCommit(Generic[T]):
             while self.queued:
                 group, self.queued = self.queued, []
                 try:
-                    lost = await asyncio.to_thread(
-                        self.write, [item for _, item, _ in group], leases=_leases(group))
+                    lost = await self.calls.run(
+                        f"storing {len(group)} {self.what}",
+                        partial(self.write, [item for _, item, _ in group],
+                                leases=_leases(group)))
                 except Exception as exc:
                     _settle(group, failed=exc)
                 else:

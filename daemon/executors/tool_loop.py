@@ -12,6 +12,10 @@ that reached that point meanwhile). A restart resumes after the last stored turn
 and repeats no stored call: a round cut off after its model turn repeats only its
 executor call, with the same id (`call_id`, stable across retries and restarts),
 so an executor can drop the repeat.
+
+The transcript is bounded by `[limits] max_record_mb` (`RecordSize`): a model turn or
+a round's tool messages that would take it past the cap end the record
+`record_too_large` before they are stored or sent.
 """
 
 from __future__ import annotations
@@ -29,6 +33,13 @@ from daemon.domain.errors import first_few
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
+from daemon.domain.record_size import (
+    MB,
+    RECORD_TOO_LARGE,
+    RecordSize,
+    RecordTooLarge,
+    json_size,
+)
 from daemon.domain.retry import retry_delay
 from daemon.domain.tool_config import (
     ToolConfig,
@@ -38,6 +49,7 @@ from daemon.domain.tool_config import (
 )
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_arguments import refusals
 from daemon.store.interface import Store
 from daemon.upstream.router import Router
@@ -99,8 +111,8 @@ def call_id(batch_id: str, custom_id: str, round_number: int) -> str:
 class RoundLog(GroupCommit[tuple[int, int, Turn]]):
     """Stores rounds `(row id, number, turn)` with a group commit."""
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store.save_rounds)
+    def __init__(self, store: Store, calls: StoreCalls | None = None) -> None:
+        super().__init__(store.save_rounds, what="tool rounds", calls=calls)
 
 
 @dataclass
@@ -108,6 +120,7 @@ class Transcript:
     """What a tool-calling row has done so far."""
 
     messages: list[dict[str, Any]]
+    size: RecordSize  # the transcript's bytes, against the cap
     turns: list[Turn] = field(default_factory=list)  # every model call that answered
     rounds: int = 0  # rounds with their tool results
     attempts: list[Attempt] = field(default_factory=list)
@@ -116,10 +129,13 @@ class Transcript:
     pending: dict[str, Any] | None = None  # a stored turn whose tool calls have no results
 
     @classmethod
-    def resumed(cls, work: RowWork) -> Transcript:
+    def resumed(cls, work: RowWork, *, limit: int) -> Transcript:
         """Where an earlier run of the row left it: every stored round, and a last
         round stored before its executor call answered (run that call again)."""
-        done = cls(list(work.body.get("messages") or []), turns=list(work.rounds),
+        messages = list(work.body.get("messages") or [])
+        stored = [m for turn in work.rounds for m in turn.messages]
+        done = cls(messages, RecordSize(limit, sum(map(json_size, messages + stored))),
+                   turns=list(work.rounds),
                    model=work.rounds[-1].model if work.rounds else None)
         for turn in work.rounds:
             if len(turn.messages) == 1:
@@ -136,7 +152,7 @@ class Transcript:
 
 class ToolLoopExecutor:
     def __init__(self, router: Router, callers: Mapping[str, ToolCaller], rounds: RoundLog,
-                 retry: RetryConfig, *,
+                 retry: RetryConfig, *, max_record_bytes: int = 32 * MB,
                  sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
                  clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None) -> None:
@@ -144,6 +160,7 @@ class ToolLoopExecutor:
         self.callers = callers
         self.rounds = rounds
         self.retry = retry
+        self.max_record_bytes = max_record_bytes
         self.sleep = sleep
         self.clock = clock
         self.rng = rng or random.Random()
@@ -153,8 +170,16 @@ class ToolLoopExecutor:
             config = parse_tool_config(raw_tool_config(work.body))
         except ToolConfigError as exc:
             return _failed("invalid_tool_config", f"{exc.path}: {exc.message}")
+        done = Transcript.resumed(work, limit=self.max_record_bytes)
+        try:
+            done.size.grow("the input and stored rounds")  # past a cap lowered since?
+            return await self._loop(work, lane, config, done)
+        except RecordTooLarge as exc:
+            return _too_large(exc, done)
+
+    async def _loop(self, work: RowWork, lane: Lane, config: ToolConfig,
+                    done: Transcript) -> RowOutcome:
         caller = self.callers[config.type]
-        done = Transcript.resumed(work)
         try:
             tools = work.body.get("tools") or await self._retried(
                 lambda: caller.tools(config, job_seq=work.job_seq), lane)
@@ -189,8 +214,9 @@ class ToolLoopExecutor:
     async def _model_turn(self, work: RowWork, done: Transcript, turn: Turn) -> None:
         """Store the model's turn before its tool calls go out: a restart then repeats
         only the executor call (with the same call id), never the model call."""
+        done.turns.append(turn)  # it answered: billed, whatever happens next
+        done.size.grow(f"round {done.rounds + 1}'s model turn", *turn.messages)
         await self.rounds.save(work, (work.id, done.rounds + 1, turn))
-        done.turns.append(turn)
         done.pending = turn.messages[0]
 
     async def _tool_results(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
@@ -216,6 +242,7 @@ class ToolLoopExecutor:
                    for c in assistant["tool_calls"]]
         added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
                                "content": r.content} for r in results))
+        done.size.grow(f"round {number}'s tool results", *added[1:])
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
         whole = replace(done.turns[-1], messages=added)
         await self.rounds.save(work, (work.id, number, whole))
@@ -320,6 +347,13 @@ def _executor_failed(exc: ToolCallFailed, done: Transcript, where: str) -> RowOu
     return RowOutcome(ok=False, model=done.model, error=f"{code}: {where}: {exc.message}",
                       error_code=code, dead_letter=exc.transient,
                       attempts=tuple(done.attempts), usage=done.usage, turns=tuple(done.turns))
+
+
+def _too_large(exc: RecordTooLarge, done: Transcript) -> RowOutcome:
+    """Nothing past the cap was stored or sent; billed for what answered."""
+    return RowOutcome(ok=False, model=done.model, error=f"{RECORD_TOO_LARGE}: {exc}",
+                      error_code=RECORD_TOO_LARGE, attempts=tuple(done.attempts),
+                      usage=done.usage, turns=tuple(done.turns))
 
 
 def _stopped(done: Transcript) -> RowOutcome:

@@ -12,7 +12,10 @@ every request's result as it finishes (one transaction for everything that chang
 meanwhile, `GroupCommit`). A restart resumes where the record stood: a pending event
 goes out again with the same `Relay-Event-Id`, and only requests that were in flight
 run again. The budgets (`max_steps`, `max_requests`, `max_tokens`) and the batch's
-window are the only bounds; cancel and expiry stop a record at once.
+window are the only bounds; cancel and expiry stop a record at once. Its size is bounded
+too (`[limits] max_record_mb`, `RecordSize`): its input, every step's requests and every
+result, counted as each arrives; one that would pass the cap ends the record
+`record_too_large` before it is stored or sent.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from daemon.config import RetryConfig
@@ -31,6 +35,13 @@ from daemon.domain import ids
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome, Turn, Usage
+from daemon.domain.record_size import (
+    MB,
+    RECORD_TOO_LARGE,
+    RecordSize,
+    RecordTooLarge,
+    json_size,
+)
 from daemon.domain.retry import is_retryable_answer, retry_delay
 from daemon.domain.workflow_config import (
     Answer,
@@ -43,6 +54,7 @@ from daemon.domain.workflow_config import (
 )
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.lane import STOPPED, Lane, not_started
+from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_hosts import HostLimits
 from daemon.outbound.http import OutboundClient, OutboundError
 from daemon.outbound.webhook import sign
@@ -88,12 +100,14 @@ class WorkflowState:
     output_tokens: int = 0
     billed: list[list[Any]] = field(default_factory=list)  # [alias, prompt, completion]
     history: list[dict[str, Any]] = field(default_factory=list)  # each answer, for display
+    record_bytes: int = 0  # the input, every step's requests and results so far, as JSON
 
     @classmethod
     def resumed(cls, work: RowWork) -> WorkflowState:
         if work.workflow is None:
             body = {k: v for k, v in work.body.items() if k != EXTENSIONS}
-            return cls("deliver", 0, {"type": "workflow.started", "step": 0, "input": body})
+            return cls("deliver", 0, {"type": "workflow.started", "step": 0, "input": body},
+                       record_bytes=json_size(body))
         stored = dict(work.workflow["state"])
         results = {int(i): r for i, r in work.workflow["results"].items()}
         return cls(**(stored | {"results": results if stored["phase"] == "running"
@@ -119,14 +133,15 @@ class WorkflowState:
 
 
 class WorkflowLog(GroupCommit[WorkflowWrite]):
-    def __init__(self, store: Store) -> None:
-        super().__init__(store.save_workflows)
+    def __init__(self, store: Store, calls: StoreCalls | None = None) -> None:
+        super().__init__(store.save_workflows, what="workflow states", calls=calls)
 
 
 class WorkflowExecutor:
     def __init__(self, router: Router, client: OutboundClient, limits: HostLimits,
                  log: WorkflowLog, retry: RetryConfig, *,
                  secret: Callable[[int], str], models: frozenset[str],
+                 max_record_bytes: int = 32 * MB,
                  sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
                  clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None) -> None:
@@ -137,6 +152,7 @@ class WorkflowExecutor:
         self.retry = retry
         self.secret = secret  # the workspace's signing secret (blocking: a store read)
         self.models = models
+        self.max_record_bytes = max_record_bytes
         self.sleep = sleep
         self.clock = clock
         self.rng = rng or random.Random()
@@ -149,6 +165,9 @@ class WorkflowExecutor:
             return RowOutcome(ok=False, error=f"{exc.path}: {exc.message}",
                               error_code="invalid_workflow")
         state = WorkflowState.resumed(work)
+        if state.record_bytes > self.max_record_bytes:  # the input alone
+            too_large = RecordTooLarge(state.record_bytes, self.max_record_bytes, "the input")
+            return _failed(RECORD_TOO_LARGE, str(too_large), state)
         try:
             outcome = await lane.until_halted(self._drive(work, lane, config, state))
         except WorkflowEnd as end:
@@ -195,6 +214,7 @@ class WorkflowExecutor:
             state.history.append({"step": state.step, "action": "wait",
                                   "delay_ms": answer.delay_ms})
         else:
+            self._grow(state, f"step {state.step}'s requests", *answer.requests)
             self._start_step(config, state, answer.requests)
         await self._save(work, state)
         return None
@@ -243,13 +263,23 @@ class WorkflowExecutor:
                         outcome: RowOutcome) -> None:
         assert state.results is not None
         result = _result(index, outcome)
-        state.results[index] = result
         if outcome.ok:  # billed when it finishes, whatever the record does later
             state.input_tokens += outcome.usage.prompt_tokens
             state.output_tokens += outcome.usage.completion_tokens
             state.billed.append([outcome.model, outcome.usage.prompt_tokens,
                                  outcome.usage.completion_tokens])
+        self._grow(state, f"step {state.step}'s result {index}", result)
+        state.results[index] = result
         await self.log.save(work, (work.id, state.document(), (state.step, index, result)))
+
+    def _grow(self, state: WorkflowState, what: str, *values: Any) -> None:
+        """Count `values` into the record's size; the record ends if that passes the cap."""
+        size = RecordSize(self.max_record_bytes, state.record_bytes)
+        try:
+            size.grow(what, *values)
+        except RecordTooLarge as exc:
+            raise WorkflowEnd(RECORD_TOO_LARGE, str(exc)) from None
+        state.record_bytes = size.used
 
     async def _save(self, work: RowWork, state: WorkflowState) -> None:
         await self.log.save(work, (work.id, state.document(), None))
@@ -309,7 +339,9 @@ class WorkflowExecutor:
         takes effect that soon)."""
         kept = self._secrets.get(workspace_id)
         if kept is None or self.clock() - kept[1] > SECRET_TTL_S:
-            kept = (await asyncio.to_thread(self.secret, workspace_id), self.clock())
+            read = await self.log.calls.run("reading the workspace's signing secret",
+                                            partial(self.secret, workspace_id))
+            kept = (read, self.clock())
             self._secrets[workspace_id] = kept
         return kept[0]
 

@@ -100,12 +100,15 @@ class SimState:
             self.seen[call.prompt] += 1
         return plan(directive, model=call.model, seen=seen, draw=draw, options=self.options)
 
-    def record(self, model: str | None, prompt: str, status: int) -> None:
+    def record(self, model: str | None, prompt: str, status: int, *,
+               size: int | None = None) -> None:
+        """Count a request; `size` is its body's bytes (what a client sent)."""
         self.total += 1
         if model is not None:
             self.by_model[model] += 1
         self.by_status[str(status)] += 1
-        self.log.append({"model": model, "prompt": prompt, "status": status, "at": time.time()})
+        self.log.append({"model": model, "prompt": prompt, "status": status, "bytes": size,
+                         "at": time.time()})
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.total, "by_model": dict(self.by_model),
@@ -207,7 +210,7 @@ async def _serve(request: web.Request, state: SimState, call: Call,
                  directive: Directive | None, draw: Draw, *,
                  charged: int | None = None) -> web.StreamResponse:
     outcome = state.decide(call, directive, draw)
-    state.record(call.model, call.prompt, outcome.status)
+    state.record(call.model, call.prompt, outcome.status, size=request.content_length)
     if outcome.delay_s:  # the calls waiting here at once: what clients hold open
         state.in_flight += 1
         state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
@@ -388,7 +391,8 @@ async def _execute_tools(request: web.Request, state: SimState,
             return _tool_fault(directive.tool_fail)
     if directive.tool_garbage:
         return web.Response(text=_GARBAGE, content_type="application/json")
-    results = {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch)}
+    results = {"results": executor_results(calls, round_, mismatch=directive.tool_mismatch,
+                                           content_kb=directive.tool_content_kb)}
     if directive.tool_huge_mb is not None:
         return await _padded_response(request, results, directive.tool_huge_mb * MB)
     return web.json_response(results)

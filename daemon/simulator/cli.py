@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "benchmarks. Prompts may carry [sim:...] directives, e.g. "
                     "[sim:fail=503 times=1], [sim:huge=100] (a 100 MB answer) or "
                     "[sim:prompt_tokens=-5 completion_tokens=9223372036854775813] (an answer "
-                    "reporting that usage, as an untrusted upstream might).")
+                    "reporting that usage, as an untrusted upstream might); in tool calls' "
+                    "arguments [sim:tool_content=KB] (tool results that big), in a workflow "
+                    "input [sim:wf_pad=KB] (map requests that much longer).")
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     add("--port", type=_port, required=True, help="port to bind; 0 picks a free one")

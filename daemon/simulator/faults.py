@@ -86,6 +86,7 @@ class Directive:
     tool_garbage: bool = False
     tool_mismatch: bool = False
     tool_huge_mb: int | None = None  # valid results padded to this many MB
+    tool_content_kb: int | None = None  # each result's content this many KB (a transcript grows)
     tool_round: int | None = None  # the executor faults hit only this Relay-Round
     # The workflow callback (`POST /_sim/workflow`), which reads these from the last user
     # message of a workflow record's input (see workflow.py).
@@ -98,6 +99,7 @@ class Directive:
     wf_steps: int = 0  # one-request `continue` steps before the map step
     wf_sleep_ms: float = 0.0  # before every answer
     wf_stall: int = 0  # map requests (the first K) that carry [sim:sleep=3000]
+    wf_pad_kb: int = 0  # each map request's prompt padded by this many KB (a state grows)
     # The answer's usage as given, whatever it is (an untrusted upstream's numbers):
     # `usage.prompt_tokens` / `completion_tokens` (total_tokens their sum).
     usage_prompt: int | None = None
@@ -137,14 +139,16 @@ def parse_directive(text: str) -> Directive | None:
     `tool_calls=K` (1–100), `tool_bad_args` (the calls' arguments are not valid
     JSON); for the tool executors `tool_fail=CODE` (400–599),
     `tool_times=N`, `tool_sleep=MS`, `tool_garbage`, `tool_mismatch`, `tool_huge=MB`
-    (1–4096: valid results that big; MCP: `lookup` only), and
+    (1–4096: valid results that big; MCP: `lookup` only), `tool_content=KB` (1–8192:
+    each result's content that many KB, which the transcript then carries; HTTP), and
     `tool_round=N` (those faults hit only round N); for the workflow callback
     (`POST /_sim/workflow`, read from a workflow input's last user message)
     `wf_fanout=K` (1–256 map requests), `wf_wait=MS` (0–10⁹: the first answer waits; Relay
     accepts 1000–3600000), `wf_fail`, `wf_garbage`, `wf_http=CODE` (400–599),
-    `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256);
-    for the answer's usage `prompt_tokens=N` and `completion_tokens=N` (any integer of up
-    to 30 digits, negative too: reported as is, with `model=NAME` only on that model).
+    `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256),
+    `wf_pad=KB` (0–1024: each map request's prompt that many KB longer); for the answer's
+    usage `prompt_tokens=N` and `completion_tokens=N` (any integer of up to 30 digits,
+    negative too: reported as is, with `model=NAME` only on that model).
     In a token that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
     `[sim:tool_fail=503 times=2]` reads as it looks; likewise in a token that names
     `wf_http` but neither `fail` nor `tool_fail`, `times=N` means `wf_times=N`. Several
@@ -209,12 +213,14 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "tool_times": ("tool_times", lambda k, v: _int_value(k, v, 0, 10**9)),
     "tool_sleep": ("tool_sleep_ms", _sleep_value),
     "tool_round": ("tool_round", lambda k, v: _int_value(k, v, 1, 100)),
+    "tool_content": ("tool_content_kb", lambda k, v: _int_value(k, v, 1, 8192)),
     "wf_fanout": ("wf_fanout", lambda k, v: _int_value(k, v, 1, 256)),
     "wf_wait": ("wf_wait_ms", lambda k, v: _int_value(k, v, 0, 10**9)),
     "wf_http": ("wf_http", lambda k, v: _int_value(k, v, 400, 599)),
     "wf_times": ("wf_times", lambda k, v: _int_value(k, v, 0, 10**9)),
     "wf_steps": ("wf_steps", lambda k, v: _int_value(k, v, 0, 10_000)),
     "wf_sleep": ("wf_sleep_ms", _sleep_value),
+    "wf_pad": ("wf_pad_kb", lambda k, v: _int_value(k, v, 0, 1024)),
     "wf_stall": ("wf_stall", lambda k, v: _int_value(k, v, 0, 256)),
     "prompt_tokens": ("usage_prompt", lambda k, v: _int_value(k, v, -USAGE_BOUND, USAGE_BOUND)),
     "completion_tokens": ("usage_completion",

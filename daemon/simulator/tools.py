@@ -9,7 +9,8 @@ then a final answer that quotes every tool message's content in order.
 
 The executor: `{"custom_id", "context", "tool_calls": [...]}` in, `{"results": [...]}`
 out, one result per call in call order; `[sim:tool_*]` directives found in the calls'
-arguments pin faults.
+arguments pin faults, and `[sim:tool_content=KB]` pads each result's content to that
+many KB (a transcript that grows by that much a call).
 """
 
 from __future__ import annotations
@@ -139,13 +140,17 @@ def executor_directive(calls: list[ExecutorCall]) -> Directive | None:
     return parse_directive(" ".join(call.arguments for call in calls))
 
 
-def executor_content(call: ExecutorCall, round_: str) -> str:
-    """`name(arguments) = ok#ROUND (id)`: the id tells parallel calls apart."""
-    return f"{call.name}({call.arguments}) = ok#{round_} ({call.id})"
+def executor_content(call: ExecutorCall, round_: str, *, size: int | None = None) -> str:
+    """`name(arguments) = ok#ROUND (id)`: the id tells parallel calls apart; with `size`,
+    padded with dots to that many characters."""
+    content = f"{call.name}({call.arguments}) = ok#{round_} ({call.id})"
+    return content if size is None else content + "." * (size - len(content))
 
 
-def executor_results(calls: list[ExecutorCall], round_: str, *,
-                     mismatch: bool = False) -> list[dict[str, str]]:
-    """One result per call, in call order; `mismatch` answers ids that were not asked."""
+def executor_results(calls: list[ExecutorCall], round_: str, *, mismatch: bool = False,
+                     content_kb: int | None = None) -> list[dict[str, str]]:
+    """One result per call, in call order; `mismatch` answers ids that were not asked;
+    `content_kb` makes each content that many KB."""
+    size = None if content_kb is None else content_kb * 1024
     return [{"tool_call_id": f"mismatch_{call.id}" if mismatch else call.id,
-             "content": executor_content(call, round_)} for call in calls]
+             "content": executor_content(call, round_, size=size)} for call in calls]

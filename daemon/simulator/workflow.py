@@ -43,6 +43,8 @@ request's prompt, so `[sim:fail=503 times=1]` there exercises Relay's retries an
 - `[sim:wf_sleep=MS]`: sleep before every answer (faults included).
 - `[sim:wf_stall=K]` (0–256): the first K map requests end with `[sim:sleep=3000]`, so
   a test can catch them in flight.
+- `[sim:wf_pad=KB]` (0–1024): each map request's prompt ends with that many KB of dots
+  (after the other tokens), so a record's state grows by that much a request.
 
 **Memory and idempotency.** Records are remembered by (batch_id, custom_id). A
 `workflow.started` with a new event id starts its record over; any other event moves
@@ -214,11 +216,13 @@ def chat_request(model: str, content: str) -> dict[str, Any]:
 
 def map_requests(plan: Plan) -> list[dict[str, Any]]:
     """One "Summarise: <chunk>" request per chunk; the forwarded tokens, then (for the
-    first `wf_stall` requests) STALL_TOKEN, at the end of each prompt."""
+    first `wf_stall` requests) STALL_TOKEN, then `wf_pad` KB of dots, at the end of each
+    prompt."""
     stall = plan.directive.wf_stall if plan.directive else 0
+    pad = "." * (1024 * plan.directive.wf_pad_kb if plan.directive else 0)
     requests = []
     for i, chunk in enumerate(plan.chunks):
-        tail = [t for t in (plan.forwarded, STALL_TOKEN if i < stall else "") if t]
+        tail = [t for t in (plan.forwarded, STALL_TOKEN if i < stall else "", pad) if t]
         requests.append(chat_request(plan.model, " ".join([f"Summarise: {chunk}", *tail])))
     return requests
 

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 
 import peewee
+import psycopg
 
 SPACE = "insufficient_storage"
 UNAVAILABLE = "store_unavailable"
@@ -69,8 +70,10 @@ def _classify(exc: BaseException) -> StoreFault | None:
     if isinstance(state, str) and state.startswith(_SPACE_STATES + _STORAGE_STATES):
         return StoreFault(SPACE if state.startswith(_SPACE_STATES) else UNAVAILABLE, text)
     # Only operational errors that are the storage's: "no such column" or "too many SQL
-    # variables" is a bug, not storage, and keeps its traceback.
-    if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError):
+    # variables" is a bug, not storage, and keeps its traceback. psycopg's own (a cursor
+    # used directly, which peewee does not wrap) say a lost connection without a SQLSTATE.
+    if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError
+                  | psycopg.OperationalError | psycopg.InterfaceError):
         lowered = text.lower()
         if any(word in lowered for word in _SPACE_WORDS):
             return StoreFault(SPACE, text)

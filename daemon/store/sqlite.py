@@ -1,16 +1,27 @@
 """The SQLite backend: opening the file with its pragmas, its migrations from version 1,
 and write transactions taken `IMMEDIATE` (under WAL a transaction that reads and then
 writes would otherwise fail with "database is locked" when another writer won). An
-`IMMEDIATE` transaction holds the whole database, so reads need no row locks."""
+`IMMEDIATE` transaction holds the whole database, so reads need no row locks.
+
+The write-ahead log is kept bounded under large writes (workflow states and tool
+rounds of up to `[limits] max_record_mb` each): SQLite's own checkpoints (every 1,000
+pages) cannot restart the log while a reader holds an older snapshot, and it never
+shrinks the file by itself. So once a write leaves the log past `WAL_LIMIT`, a
+`TRUNCATE` checkpoint empties it (waiting at most `CHECKPOINT_WAIT_MS` for readers,
+else the next write tries again), and `journal_size_limit` truncates it to that size
+whenever SQLite restarts it."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import peewee
 from peewee import Database, SqliteDatabase
 
 from daemon.domain.jobs import NEVER_RAN
@@ -25,9 +36,16 @@ from daemon.store.models import (
 from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
+log = logging.getLogger("relay.store")
+
+WAL_LIMIT = 64 * 1024 * 1024  # bytes of write-ahead log kept past a write, at most
+CHECKPOINT_WAIT_MS = 100  # how long a TRUNCATE checkpoint waits for readers
+BUSY_TIMEOUT_MS = 10_000
+
 PRAGMAS = {
     "journal_mode": "wal",
-    "busy_timeout": 10_000,
+    "journal_size_limit": WAL_LIMIT,
+    "busy_timeout": BUSY_TIMEOUT_MS,
     "foreign_keys": 1,
     "synchronous": "normal",
     "cache_size": -32_000,
@@ -116,8 +134,33 @@ class SqliteStore(SqlStore):
 
     RETURNING = sqlite3.sqlite_version_info >= (3, 35)  # else leases take three statements
 
-    def write(self) -> AbstractContextManager[Any]:
-        return self.db.atomic("IMMEDIATE")
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        with self.db.atomic("IMMEDIATE") as transaction:
+            yield transaction
+        if not self.db.in_transaction():  # committed, not a savepoint inside another
+            self.keep_wal_bounded()
+
+    def keep_wal_bounded(self) -> None:
+        """A `TRUNCATE` checkpoint once the log is past `WAL_LIMIT` (a stat otherwise).
+        The write before it has committed: nothing here may fail it."""
+        try:
+            if os.path.getsize(f"{self.db.database}-wal") <= WAL_LIMIT:
+                return
+        except OSError:  # no log (yet)
+            return
+        try:
+            self.db.execute_sql(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            try:
+                busy, *_ = self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                self.db.execute_sql(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except (sqlite3.Error, peewee.DatabaseError) as exc:
+            log.warning("checkpointing the write-ahead log failed; the next write tries "
+                        "again (%s)", exc)
+            return
+        if busy:
+            log.debug("the write-ahead log waits for a reader; the next write tries again")
 
     def insert_many(self, table: str, columns: Sequence[str],
                     values: Iterable[Sequence[Any]]) -> None:

@@ -43,11 +43,12 @@ def fill(folder: Path) -> Path:
     """Write until the filesystem is full; the file that takes the space."""
     filler = folder / "filler"
     chunk = b"\0" * 65536
-    with filler.open("wb") as out:
+    # Unbuffered: a buffered file would keep the chunk that did not fit and raise
+    # ENOSPC again when it is closed.
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(chunk)
-                out.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC, exc
     return filler

@@ -5,16 +5,21 @@ rounds; the workflows switch; workflow state)."""
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from daemon.store import UnsupportedDatabase, open_store
+from daemon.domain.jobs import JobDraft, RowDraft
+from daemon.store import UnsupportedDatabase, open_store, sqlite
 from daemon.store.schema import SCHEMA_VERSION
 from daemon.store.sqlite import SqliteStore, open_sqlite
 from tests.store.older import undo_version_11
 
 NOW = 1_700_000_000.0
+MB = 1024 * 1024
 
 
 def versions(store: SqliteStore) -> list[int]:
@@ -144,3 +149,51 @@ def test_a_migrated_database_finds_rows_by_custom_id_with_an_index(tmp_path: Pat
     store.close()
     assert any("rowmodel_job_id_custom_id" in str(step) for step in plan), plan
     assert probes == [(1, NOW + 1)]
+
+
+def wal_size(store: SqliteStore) -> int:
+    return os.path.getsize(f"{store.db.database}-wal")
+
+
+def test_the_wal_is_truncated_once_past_its_limit_and_no_reader_holds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As found: large workflow writes while a reader holds an older snapshot grow the
+    log (SQLite cannot restart it meanwhile) and, before this, it never shrank again."""
+    monkeypatch.setattr(sqlite, "WAL_LIMIT", 4 * MB)  # the rule, at a test's scale
+    store = open_sqlite(tmp_path / "relay.db")
+    ws = store.ensure_workspace("acme", now=NOW)
+    job = store.create_job(JobDraft(
+        id="j" * 32, workspace_id=ws.id, dialect="openai", name="big states",
+        model="gpt-4o-mini", endpoint="/v1/chat/completions", status="queued", priority=0,
+        created_at=NOW), [RowDraft(custom_id="flow", body={"messages": []})])
+    (row,) = store.pending_rows(job, after_id=0, limit=1)
+    states = [{"phase": "running", "requests": [secrets.token_hex(MB // 2)]}  # 1 MB each
+              for _ in range(13)]
+    reader = sqlite3.connect(tmp_path / "relay.db")
+    try:
+        store.save_workflows([(row.id, {"phase": "deliver"}, None)])  # in the log, then
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM job").fetchone()  # a snapshot that reads it
+        for state in states[:12]:
+            store.save_workflows([(row.id, state, None)])
+        held = wal_size(store)
+        assert held > 12 * MB  # the reader keeps the log from restarting: it grows
+        reader.execute("COMMIT")
+
+        store.save_workflows([(row.id, states[12], None)])  # the next write truncates it
+
+        assert wal_size(store) <= 4 * MB < held
+        assert store.workflow(row.id) is not None  # nothing lost
+        reader.execute("BEGIN")  # and a reader sees every write
+        (stored,) = reader.execute("SELECT state FROM workflow").fetchone()
+        assert json.loads(stored) == states[12]
+    finally:
+        reader.close()
+        store.close()
+
+
+def test_the_wal_limit_is_also_sqlites_journal_size_limit(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    (limit,) = store.db.execute_sql("PRAGMA journal_size_limit").fetchone()
+    store.close()
+    assert limit == sqlite.WAL_LIMIT == 64 * MB

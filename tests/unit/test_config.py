@@ -360,3 +360,20 @@ def test_max_response_mb_defaults_to_8_and_is_read() -> None:
 def test_max_response_mb_must_be_a_whole_number_of_at_least_1(value: Any) -> None:
     message = refusal({"gateway": {"max_response_mb": value}}, environ={})
     assert message.startswith("gateway.max_response_mb: must be ")
+
+
+def test_max_record_mb_defaults_to_32_and_is_read() -> None:
+    assert parse({}, environ={}).limits.max_record_mb == 32
+    limits = parse({"limits": {"max_record_mb": 2}}, environ={}).limits
+    assert (limits.max_record_mb, limits.max_record_bytes) == (2, 2 * 1024 * 1024)
+
+
+@pytest.mark.parametrize("value", [0, -1, 4097, "32", 1.5, True])
+def test_max_record_mb_out_of_range_is_refused_by_name(value: Any) -> None:
+    message = refusal({"limits": {"max_record_mb": value}}, environ={})
+    assert message.startswith("limits.max_record_mb: must be ")
+
+
+def test_an_unknown_limits_key_is_refused_by_name() -> None:
+    message = refusal({"limits": {"max_rows": 5}}, environ={})
+    assert message.startswith("limits.max_rows: unknown key")

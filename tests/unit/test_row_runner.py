@@ -8,6 +8,7 @@ from daemon.actors.worker import REPORT_S, Done, RowRunner
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.executors import Executors, Lane
+from daemon.metering import MeteredExecutor, Meters
 
 
 class Gated:
@@ -140,3 +141,25 @@ async def test_a_row_whose_lease_may_be_lost_goes_back_unstored() -> None:
     outcomes = dict(row for done in reports for row in done)
     assert outcomes[1].error_code == LEASE_LOST and outcomes[2].ok
     assert sent == [1]  # only row 2 went out
+
+
+class Buggy:
+    async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
+        raise KeyError("a bug")
+
+
+async def test_a_bug_ends_its_row_internal_error_logged_and_counted(caplog) -> None:
+    meters = Meters()
+    done: Done = []
+    rows = RowRunner(Executors(chat=MeteredExecutor(Buggy(), meters)), Lane(8),
+                     report=done.extend)
+
+    await rows.start([work(1)])
+    await turns()
+
+    ((row_id, outcome),) = done
+    assert (row_id, outcome.error_code) == (1, "internal_error")
+    assert outcome.error == "internal_error: KeyError: 'a bug'"
+    (logged,) = [r for r in caplog.records if r.name == "relay.worker"]
+    assert logged.exc_info is not None and logged.exc_info[0] is KeyError  # the traceback
+    assert meters.registry.get_sample_value("relay_internal_errors_total") == 1

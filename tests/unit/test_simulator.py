@@ -380,6 +380,8 @@ async def test_stats_and_requests_record_arrivals_in_order(make_sim: Any) -> Non
         ("sim-small", "first [sim:fail=429]", 429), ("sim-large", "second", 200),
         ("sim-embed", "third", 200), (None, "", 400)]
     assert all(isinstance(r["at"], float) for r in data)
+    sent = len(json.dumps({"model": "sim-large", "prompt": "second"}))
+    assert data[1]["bytes"] == sent and data[3]["bytes"] is None  # a refusal: not recorded
 
 
 async def test_stats_count_the_calls_held_open_at_once(make_sim: Any) -> None:
@@ -1281,3 +1283,37 @@ async def test_an_answer_reports_the_usage_a_directive_gives(make_sim: Any) -> N
     assert body["choices"][0]["message"]["content"].startswith("Simulated reply")
     other = await (await chat(client, prompt, "sim-large")).json()
     assert other["usage"]["completion_tokens"] >= 0  # its own count
+
+
+# --- big transcripts and workflow states ----------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sim:tool_content=300]", Directive(tool_content_kb=300)),
+    ("[sim:wf_pad=30 wf_fanout=256]", Directive(wf_pad_kb=30, wf_fanout=256)),
+])
+def test_parse_size_directives(text: str, expected: Directive) -> None:
+    assert parse_directive(text) == expected
+
+
+@pytest.mark.parametrize("text", ["[sim:tool_content=0]", "[sim:tool_content=8193]",
+                                  "[sim:wf_pad=1025]", "[sim:wf_pad=-1]", "[sim:wf_pad]"])
+def test_parse_size_directives_refuses_nonsense(text: str) -> None:
+    with pytest.raises(ValueError, match="sim"):
+        parse_directive(text)
+
+
+async def test_tool_content_makes_each_result_that_big(make_sim: Any) -> None:
+    client = await make_sim()
+    resp = await execute(client, executor_body("a [sim:tool_content=3]", "b"))
+    results = (await resp.json())["results"]
+    assert [r["tool_call_id"] for r in results] == ["call_0", "call_1"]
+    assert [len(r["content"]) for r in results] == [3 * 1024] * 2
+    assert results[0]["content"].startswith('lookup({"query": "a [sim:tool_content=3]"}) = ok#')
+
+
+async def test_wf_pad_makes_each_map_request_that_much_longer(make_sim: Any) -> None:
+    client = await make_sim()
+    answer = await wf_answer(client, wf_event("started", 0, "ev-0", input_=wf_input(
+        "A. B. [sim:wf_pad=2 wf_fanout=2]")))
+    assert prompts(answer) == [f"Summarise: A. {'.' * 2048}", f"Summarise: B. {'.' * 2048}"]

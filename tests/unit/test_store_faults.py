@@ -6,6 +6,7 @@ import errno
 import sqlite3
 
 import peewee
+import psycopg
 import pytest
 
 from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
@@ -22,6 +23,10 @@ from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
     (peewee.OperationalError("database is locked"), UNAVAILABLE),
     (OSError(errno.EROFS, "Read-only file system"), UNAVAILABLE),
     (OSError(errno.EIO, "Input/output error"), UNAVAILABLE),
+    # psycopg's own, from a cursor peewee does not wrap, after pg_terminate_backend
+    (psycopg.OperationalError("consuming input failed: server closed the connection "
+                              "unexpectedly"), UNAVAILABLE),
+    (psycopg.InterfaceError("the connection is closed"), UNAVAILABLE),
 ])
 def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
     fault = store_fault(exc)
@@ -41,6 +46,7 @@ def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
     OSError("no errno"),
     sqlite3.OperationalError("no such column: x"),  # a bug in a query, not the storage
     peewee.OperationalError("too many SQL variables"),
+    psycopg.InterfaceError("the query has 2 placeholders but 1 parameters were passed"),
 ])
 def test_other_errors_are_not_storage_faults(exc: BaseException) -> None:
     assert store_fault(exc) is None

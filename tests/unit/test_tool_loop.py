@@ -109,14 +109,15 @@ def work(*, max_rounds: int = 8, rounds: tuple[Turn, ...] = (), **config: Any) -
 
 
 def loop(model: Model, executor: Executor, rounds: Rounds,
-         models: Sequence[ModelConfig] | None = None) -> ToolLoopExecutor:
+         models: Sequence[ModelConfig] | None = None, **options: Any) -> ToolLoopExecutor:
     async def no_sleep(_: float) -> None:
         return None
 
     models = models or [ModelConfig(alias="main", base_url="http://m", model="up-main")]
     router = Router(models, RETRY, transport=FunctionTransport(model), sleep=no_sleep)
     return ToolLoopExecutor(router, {"http": executor, "mcp": executor},
-                            RoundLog(rounds), RETRY, sleep=no_sleep)  # type: ignore[arg-type]
+                            RoundLog(rounds), RETRY, sleep=no_sleep,  # type: ignore[arg-type]
+                            **options)
 
 
 async def test_two_rounds_then_an_answer() -> None:
@@ -462,3 +463,62 @@ async def test_a_stopping_job_retries_no_executor_call() -> None:
 
     assert outcome.error_code == "tool_executor_unreachable"
     assert len(executor.requests) == 1
+
+
+class Verbose(Executor):
+    """An executor whose every result is `size` characters long."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+        self.requests.append(request)
+        return [ToolResult(c["id"], "x" * self.size) for c in request.tool_calls]
+
+
+async def test_a_transcript_past_the_cap_ends_the_record_before_it_is_stored_or_sent() -> None:
+    limit = 3500  # the input and two rounds of 1,000-character results fit; three do not
+    model = Model({"main": [model_reply(calls=1) for _ in range(5)]})
+    executor, rounds = Verbose(1000), Rounds()
+
+    outcome = await loop(model, executor, rounds, max_record_bytes=limit).run(work(), Lane(4))
+
+    assert (outcome.ok, outcome.error_code, outcome.dead_letter) == (
+        False, "record_too_large", False)
+    assert outcome.error is not None and outcome.error.startswith(
+        "record_too_large: round 3's tool results would take the record to ")
+    assert "past [limits] max_record_mb" in outcome.error
+    assert len(model.sent) == 3 and len(executor.requests) == 3  # no 4th model call
+    assert max(len(json.dumps(sent["messages"])) for _, sent in model.sent) <= limit
+    stored = [json.dumps(rounds.stored[(7, n)].messages) for n in (1, 2, 3)]
+    assert sum(map(len, stored)) + len(json.dumps(work().body["messages"])) <= limit
+    assert len(rounds.stored[(7, 3)].messages) == 1  # round 3: its model turn alone
+    assert outcome.usage == Usage(30, 15)  # every model call that answered is billed
+
+
+async def test_a_model_turn_past_the_cap_is_billed_and_not_stored() -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    rounds = Rounds()
+
+    outcome = await loop(model, Executor(), rounds, max_record_bytes=200).run(work(), Lane(4))
+
+    assert outcome.error_code == "record_too_large"
+    assert outcome.error is not None and "round 1's model turn" in outcome.error
+    assert rounds.saved == [] and outcome.usage == Usage(10, 5)
+
+
+async def test_a_record_stored_past_a_lowered_cap_fails_at_once_on_resume() -> None:
+    stored = Turn(model="main", usage=Usage(10, 5), messages=(
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c0", "type": "function", "function": {"name": "lookup",
+                                                         "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "x" * 5000}))
+    model = Model({"main": []})
+
+    outcome = await loop(model, Executor(), Rounds(), max_record_bytes=4000).run(
+        work(rounds=(stored,)), Lane(4))
+
+    assert outcome.error_code == "record_too_large" and model.sent == []
+    assert outcome.error is not None and "the input and stored rounds" in outcome.error
+    assert outcome.usage == Usage(10, 5)  # the stored round's model call is billed
