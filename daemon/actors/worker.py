@@ -27,6 +27,7 @@ import pykka
 
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
+from daemon.domain.unstorable import INTERNAL
 from daemon.executors import Executors, Lane
 from daemon.executors.lane import LeaseLost, lease_lost
 from daemon.upstream.ioloop import IOLoop
@@ -153,5 +154,5 @@ class RowRunner:
 
 
 def internal_error(exc: BaseException) -> RowOutcome:
-    return RowOutcome(ok=False, error=f"internal_error: {type(exc).__name__}: {exc}",
-                      error_code="internal_error")
+    return RowOutcome(ok=False, error=f"{INTERNAL}: {type(exc).__name__}: {exc}",
+                      error_code=INTERNAL)

@@ -33,6 +33,7 @@ from daemon.api.connections import (
 )
 from daemon.api.middleware import envelope
 from daemon.config import ServerConfig
+from daemon.domain.errors import clipped
 
 log = logging.getLogger("relay.api")
 
@@ -139,8 +140,8 @@ def malformed(exc: HttpProcessingError) -> tuple[str, str]:
         return (f"The request head is too large: the request line (method and URL) and "
                 f"each header must be at most {MAX_LINE} bytes, and there may be at most "
                 f"{MAX_HEADERS} headers.", "request_head_too_large")
-    words = exc.message if len(exc.message) <= SHOWN else exc.message[:SHOWN] + "..."
-    return f"The request is not valid HTTP/1.1: {words}", "malformed_request"
+    return (f"The request is not valid HTTP/1.1: {clipped(exc.message, most=SHOWN)}",
+            "malformed_request")
 
 
 class GuardedServer(web.Server):

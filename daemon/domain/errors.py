@@ -56,6 +56,11 @@ def first_few(items: Sequence[str], *, most: int = FEW) -> str:
     return first if rest <= 0 else f"{first} and {rest:,} more ({len(items):,} in all)"
 
 
+def clipped(text: str, *, most: int = SHOWN) -> str:
+    """`text` for a message, cut to `most` characters (the last an ellipsis)."""
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
 def shown(value: str, *, most: int = SHOWN) -> str:
     """A client's value for a message, quoted, and cut after `most` characters."""
     return repr(value) if len(value) <= most else f"{value[:most]!r}... ({len(value):,} characters)"

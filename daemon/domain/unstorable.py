@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from daemon.domain.errors import clipped
 from daemon.domain.outcome import RowOutcome
 
 T = TypeVar("T")
@@ -82,4 +83,4 @@ def _reason(exc: Exception) -> str:
     """The store's complaint, printable and short (it may quote the value it refused)."""
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
+    return clipped(text, most=REASON_CHARS)

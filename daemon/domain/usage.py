@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from daemon.domain.errors import clipped
 from daemon.domain.outcome import RowOutcome, Usage
 
 MAX_CALL_TOKENS = 10**9  # any one count of one call; no model takes or writes this many
@@ -91,5 +92,4 @@ def _count(parent: Mapping[str, Any], key: str, where: str) -> int:
 
 def _shown(value: object) -> str:
     """The value as JSON, cut short: it is quoted in an error message."""
-    text = json.dumps(value)
-    return text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
+    return clipped(json.dumps(value), most=_SHOWN)

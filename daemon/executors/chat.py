@@ -18,4 +18,4 @@ class ChatExecutor:
                 return not_started()
             lane.going(work)
             return await self.router.call(work.model, work.endpoint, work.body,
-                                          fence=lambda: lane.fence(work))
+                                          fence=lane.fencer(work))

@@ -35,6 +35,7 @@ class HttpToolCaller:
         payload = {"custom_id": request.custom_id, "context": config.context,
                    "tool_calls": list(request.tool_calls)}
         async with self.limits.slot(config.url):
+            request.guard()  # last before it goes out: a cancel, or a lease lost meanwhile
             try:
                 reply = await self.client.post_json(config.url, payload, headers=headers,
                                                      timeout_s=config.timeout_ms / 1000,

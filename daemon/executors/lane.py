@@ -14,6 +14,11 @@ STOPPED = "stopped"  # the job was cancelled or expired before the row could go 
 LEASE_LOST = "lease_lost"  # another node may run the row now: this node drops it
 
 
+class Halted(Exception):
+    """The row's job is being stopped (cancel, expiry): the row goes no further and
+    reads as the rows that never ran do (`STOPPED`), with what it did so far."""
+
+
 class LeaseLost(Exception):
     """This node's lease on a row may have been taken over (it was frozen, or cut off
     from the database, for longer than its lease): the row must not go on here. The
@@ -56,6 +61,22 @@ class Lane:
         if self.draining:
             raise asyncio.CancelledError("relayd is stopping")
         self.fence(work)
+
+    def fencer(self, work: RowWork) -> Callable[[], None]:
+        """`fence(work)`, for a call made further down (the router's tries, a
+        callback's deliveries): each runs it last before it goes out."""
+        return lambda: self.fence(work)
+
+    def guard(self, work: RowWork) -> Callable[[], None]:
+        """What a tool executor runs once its host slot is taken, before each call goes
+        out: `Halted` once the job is being stopped (no call starts after a cancel is
+        answered, however many wait for a slot), else `fence`."""
+        def check() -> None:
+            if self.stopping:
+                raise Halted(f"row {work.id}: its job is being stopped")
+            self.fence(work)
+
+        return check
 
     def fence(self, work: RowWork) -> None:
         """Called before each call of `work` (a request, a tool executor or workflow

@@ -201,6 +201,7 @@ class McpToolCaller:
         meta = RequestParamsMeta(relay_call_id=request.call_id,  # type: ignore[typeddict-unknown-key]
                                  tool_call_id=call["id"])  # open map: extra keys round-trip
         async with self.limits.slot(config.url):  # per call: a round may have thousands
+            request.guard()  # last before it goes out: a cancel, or a lease lost meanwhile
             result = await _asked(f"tools/call {name}", client.call_tool(
                 name, arguments_of(call), meta=meta), config)  # the loop checked them
         text = "\n".join(part.text for part in result.content if part.type == "text")

@@ -48,7 +48,7 @@ from daemon.domain.tool_config import (
     raw_tool_config,
 )
 from daemon.executors.group_commit import GroupCommit
-from daemon.executors.lane import STOPPED, Lane
+from daemon.executors.lane import STOPPED, Halted, Lane
 from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_arguments import refusals
 from daemon.store.interface import Store
@@ -67,6 +67,9 @@ class ToolRequest:
     round: int  # 1-based
     call_id: str  # the same across retries and restarts
     tool_calls: tuple[dict[str, Any], ...]
+    # Run by the executor once a host slot is taken, before each call goes out: raises
+    # to stop the row (`Lane.guard`: a cancel, or a lease this node may have lost).
+    guard: Callable[[], None] = field(default=lambda: None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,8 @@ class ToolLoopExecutor:
             return await self._loop(work, lane, config, done)
         except RecordTooLarge as exc:
             return _too_large(exc, done)
+        except Halted:  # a cancel or expiry: it reads as the rows that never ran
+            return _stopped(done)
 
     async def _loop(self, work: RowWork, lane: Lane, config: ToolConfig,
                     done: Transcript) -> RowOutcome:
@@ -194,7 +199,7 @@ class ToolLoopExecutor:
                     answer = await self.router.call(
                         work.model, work.endpoint, {**work.body, "messages": done.messages,
                                                     **({"tools": tools} if tools else {})},
-                        resume_at=done.model, fence=lambda: lane.fence(work))
+                        resume_at=done.model, fence=lane.fencer(work))
                 done.attempts.extend(answer.attempts)
                 if not answer.ok:
                     return _with_transcript(answer, done)
@@ -206,7 +211,6 @@ class ToolLoopExecutor:
                     done.turns.append(turn)
                     return _finished(answer, done, exhausted=assistant is not None)
                 await self._model_turn(work, done, replace(turn, messages=(assistant,)))
-            lane.fence(work)  # the executor call, as a request, under this node's lease
             failure = await self._tool_results(work, config, caller, done, lane)
             if failure is not None:
                 return failure
@@ -231,14 +235,16 @@ class ToolLoopExecutor:
                               custom_id=work.custom_id, round=number,
                               call_id=call_id(work.job_id, work.custom_id, number),
                               tool_calls=tuple(c for c in assistant["tool_calls"]
-                                               if c["id"] not in refused))
+                                               if str(c["id"]) not in refused),
+                              guard=lane.guard(work))
         try:
             answered = matched(await self._retried(lambda: caller.call(config, request), lane),
                                request.tool_calls) if request.tool_calls else []
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, f"round {request.round}")
         by_id = {r.tool_call_id: r for r in answered}
-        results = [by_id.get(c["id"]) or ToolResult(c["id"], refused[c["id"]], is_error=True)
+        results = [by_id.get(str(c["id"]))
+                   or ToolResult(str(c["id"]), refused[str(c["id"])], is_error=True)
                    for c in assistant["tool_calls"]]
         added = (assistant, *({"role": "tool", "tool_call_id": r.tool_call_id,
                                "content": r.content} for r in results))
@@ -254,18 +260,21 @@ class ToolLoopExecutor:
     async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane) -> T:
         """`attempt()`, again after a transient failure, with the router's backoff and
         attempt count; not again once the job is stopping (a cancel also cuts the
-        backoff short), so a cancelled record ends within one attempt's timeout."""
+        backoff short: `Halted`), so a cancelled record ends within one attempt's
+        timeout."""
         for tries in range(1, self.retry.attempts + 1):
             try:
                 return await attempt()
             except ToolCallFailed as exc:
-                if not exc.transient or tries == self.retry.attempts or lane.stopping:
+                if lane.stopping:
+                    raise Halted("its job is being stopped") from exc
+                if not exc.transient or tries == self.retry.attempts:
                     raise _gave_up(exc, tries) from exc
                 await lane.until_halted(self.sleep(retry_delay(
                     tries, retry_after=exc.retry_after, policy=self.retry, now=self.clock(),
                     rng=self.rng)))
                 if lane.stopping:
-                    raise _gave_up(exc, tries) from exc
+                    raise Halted("its job is being stopped") from exc
         raise AssertionError("unreachable: retry.attempts is at least 1")
 
     async def release(self, job_seq: int) -> None:

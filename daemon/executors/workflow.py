@@ -190,8 +190,7 @@ class WorkflowExecutor:
                 await self._save(work, state)
             if lane.stopping:  # the halt follows at once: `until_halted` ends the record
                 await lane.halted.wait()
-            lane.fence(work)  # the callback, as a request, under this node's lease
-            answer = await self._deliver(work, config, state)
+            answer = await self._deliver(work, config, state, lane.fencer(work))
             ended = await self._take(work, config, state, answer)
             if ended is not None:
                 return ended
@@ -257,7 +256,7 @@ class WorkflowExecutor:
             if lane.stopping:  # the cancel was answered: nothing more goes out
                 return not_started()
             return await self.router.call(str(body.get("model")), work.endpoint, body,
-                                          fence=lambda: lane.fence(work))
+                                          fence=lane.fencer(work))
 
     async def _finished(self, work: RowWork, state: WorkflowState, index: int,
                         outcome: RowOutcome) -> None:
@@ -286,8 +285,8 @@ class WorkflowExecutor:
 
     # -- the callback ------------------------------------------------------------
 
-    async def _deliver(self, work: RowWork, config: WorkflowConfig,
-                       state: WorkflowState) -> Answer:
+    async def _deliver(self, work: RowWork, config: WorkflowConfig, state: WorkflowState,
+                       fence: Callable[[], None]) -> Answer:
         """POST the due event, up to 4 times; the callback's answer, checked."""
         assert state.event is not None
         ident = event_id(work.job_id, work.custom_id, state.seq)
@@ -299,7 +298,7 @@ class WorkflowExecutor:
         last = ""
         for attempt in range(1, DELIVERIES + 1):
             headers["Relay-Signature"] = sign(secret, body, timestamp=int(self.clock()))
-            answer, last, retry_after = await self._attempt(config, body, headers, work)
+            answer, last, retry_after = await self._attempt(config, body, headers, work, fence)
             if answer is not None:
                 return answer
             if attempt < DELIVERIES:
@@ -310,9 +309,12 @@ class WorkflowExecutor:
                           f"in {DELIVERIES} attempts; the last: {last}", transient=True)
 
     async def _attempt(self, config: WorkflowConfig, body: bytes, headers: dict[str, str],
-                       work: RowWork) -> tuple[Answer | None, str, str | None]:
-        """One delivery: (the answer, "", None), or (None, why, Retry-After) to retry."""
+                       work: RowWork, fence: Callable[[], None]
+                       ) -> tuple[Answer | None, str, str | None]:
+        """One delivery: (the answer, "", None), or (None, why, Retry-After) to retry.
+        `fence` runs once the host's slot is taken, last before it goes out."""
         async with self.limits.slot(config.url):
+            fence()
             try:
                 reply = await self.client.post_json(
                     config.url, body, headers=headers, param=PARAM,

@@ -27,9 +27,12 @@ _SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _STORAGE_ERRNOS = {errno.EROFS, errno.EIO}
 # PostgreSQL's SQLSTATEs (psycopg errors carry `sqlstate`): disk_full; then the classes of
 # connection exceptions, insufficient resources, operator intervention and system errors,
-# and a read-only transaction (a standby).
+# a read-only transaction (a standby), and the conflicts a transaction meets with others
+# (serialization failure, deadlock, lock not available, a statement timeout): each is
+# over once tried again, and never the fault of the data it wrote (an outcome split
+# apart on one would fail a good row).
 _SPACE_STATES = ("53100",)
-_STORAGE_STATES = ("08", "53", "57P", "58", "25006")
+_STORAGE_STATES = ("08", "53", "57P", "58", "25006", "40001", "40P01", "55P03", "57014")
 _SPACE_WORDS = ("database or disk is full", "disk is full", "no space left")
 _STORAGE_WORDS = ("disk i/o error", "readonly", "read-only", "locked", "busy",
                   "unable to open", "cannot rollback", "cannot commit", "malformed",

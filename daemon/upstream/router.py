@@ -219,8 +219,9 @@ class Router:
                    fence: Callable[[], None] = lambda: None) -> RowOutcome:
         """Run one row's request to the end: an ok outcome or a failure summing up every try.
         `resume_at` starts the chain at that alias (a row of several calls that already
-        fell back keeps going on the same model). `fence` runs before every try and
-        raises to stop the row (its lease may be another node's: `Lane.fence`)."""
+        fell back keeps going on the same model). `fence` runs before every try goes out
+        (after its waits) and raises to stop the row (its lease may be another node's:
+        `Lane.fence`)."""
         if alias not in self._models:
             return RowOutcome(
                 ok=False, model=alias, error=f"model_not_found: {alias!r} is not configured",
@@ -272,9 +273,8 @@ class Router:
         max_tokens = max_tokens_of(body)
         tries = paced = 0
         while True:
-            fence()
             verdict = await self._attempt(model, endpoint, payload, attempts,
-                                          max_tokens=max_tokens)
+                                          max_tokens=max_tokens, fence=fence)
             if verdict.status == 429 and paced < RATE_LIMITED_TRIES:
                 paced += 1
                 if not verdict.paused_model:  # a server at capacity: only this row waits
@@ -296,14 +296,16 @@ class Router:
 
     async def _attempt(
         self, model: ModelConfig, endpoint: str, payload: bytes, attempts: list[Attempt], *,
-        max_tokens: int | None,
+        max_tokens: int | None, fence: Callable[[], None],
     ) -> Verdict:
         """One upstream call, holding the model's slot while it waits for its pace and
-        while it is on the wire."""
+        while it is on the wire. `fence` runs last before it goes out: a freeze may have
+        come during the wait."""
         gate = self._gates[model.alias]
         async with gate.slot() as ticket:
             tokens = gate.pace.estimator.estimate(len(payload), max_tokens)
             await gate.admit(tokens, clock=self._clock, sleep=self._sleep)
+            fence()
             started = self._clock()
             verdict = await self._send(model, endpoint, payload, gate)
             gate.finish(ticket, load_signal(verdict))

@@ -147,6 +147,12 @@ def test_an_unreachable_server_is_a_storage_fault() -> None:
     (psycopg.errors.AdminShutdown("terminating connection"), UNAVAILABLE),
     (psycopg.errors.TooManyConnections("sorry, too many clients already"), UNAVAILABLE),
     (psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT"), UNAVAILABLE),
+    (psycopg.errors.SerializationFailure("could not serialize access"), UNAVAILABLE),
+    (psycopg.errors.DeadlockDetected("deadlock detected"), UNAVAILABLE),
+    (psycopg.errors.LockNotAvailable("could not obtain lock"), UNAVAILABLE),
+    (psycopg.errors.QueryCanceled("canceling statement due to statement timeout"),
+     UNAVAILABLE),
+    (psycopg.errors.NumericValueOutOfRange("bigint out of range"), None),  # the data's
     (psycopg.errors.UniqueViolation("duplicate key value"), None),
 ])
 def test_server_errors_are_read_by_their_sqlstate(error: Exception, code: str | None) -> None:

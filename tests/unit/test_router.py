@@ -230,6 +230,26 @@ async def test_transient_statuses_are_retried_with_backoff() -> None:
     assert delays == [0.5, 1.0]
 
 
+class Lost(Exception):
+    pass
+
+
+async def test_the_fence_runs_before_every_try_after_its_waits() -> None:
+    """Fencing: a row whose lease lapsed while it waited (a backoff, the model's pace or
+    pause) sends nothing more: the fence is the last thing before each try goes out."""
+    router, upstream, delays = make_router({"main": [status(503), ok()]})
+    checked: list[int] = []
+
+    def fence() -> None:
+        checked.append(len(upstream.sent))
+        if delays:  # frozen past the lease during the backoff
+            raise Lost
+
+    with pytest.raises(Lost):
+        await router.call("main", ENDPOINT, BODY, fence=fence)
+    assert checked == [0, 1] and len(upstream.sent) == 1
+
+
 async def test_retry_after_is_honoured() -> None:
     router, _, delays = make_router({"main": [status(429, **{"Retry-After": "2"}), ok()]})
     assert (await router.call("main", ENDPOINT, BODY)).ok

@@ -445,8 +445,9 @@ async def test_a_cancel_cuts_the_executor_backoff_short_and_retries_nothing() ->
 
     outcome = await asyncio.wait_for(tools.run(work(), lane), 10)
 
-    assert outcome.error_code == "tool_executor_unreachable"
-    assert "(after 1 attempt)" in str(outcome.error) and len(executor.requests) == 1
+    # It reads as the rows that never ran, not as a dead-lettered failure to re-drive.
+    assert (outcome.error_code, outcome.dead_letter) == (STOPPED, False)
+    assert len(executor.requests) == 1
 
 
 async def test_a_stopping_job_retries_no_executor_call() -> None:
@@ -461,7 +462,7 @@ async def test_a_stopping_job_retries_no_executor_call() -> None:
     executor = FailsWhileStopping([ToolCallFailed("503", transient=True)] * 3)
     outcome = await loop(model, executor, Rounds()).run(work(), lane)
 
-    assert outcome.error_code == "tool_executor_unreachable"
+    assert (outcome.error_code, outcome.dead_letter) == (STOPPED, False)
     assert len(executor.requests) == 1
 
 
@@ -522,3 +523,47 @@ async def test_a_record_stored_past_a_lowered_cap_fails_at_once_on_resume() -> N
     assert outcome.error_code == "record_too_large" and model.sent == []
     assert outcome.error is not None and "the input and stored rounds" in outcome.error
     assert outcome.usage == Usage(10, 5)  # the stored round's model call is billed
+
+
+async def test_no_call_of_a_round_starts_once_its_job_is_stopping() -> None:
+    """Each call takes a host slot of its own, so a round of many calls goes out in
+    waves; a cancel answered between two waves starts none of the later ones."""
+    model = Model({"main": [model_reply(calls=3)]})
+    lane = Lane(4)
+    sent: list[str] = []
+
+    class InWaves(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            results = []
+            for call in request.tool_calls:  # one slot: each call waits for the last
+                request.guard()
+                sent.append(call["id"])
+                lane.stop()  # the cancel is answered while the first call is out
+                results.append(ToolResult(call["id"], "ok"))
+            return results
+
+    outcome = await loop(model, InWaves(), Rounds()).run(work(), lane)
+
+    assert sent == ["c0"]
+    assert (outcome.error_code, outcome.dead_letter) == (STOPPED, False)
+
+
+async def test_each_tool_call_is_fenced_after_its_wait_for_a_host_slot() -> None:
+    model = Model({"main": [model_reply(calls=2)]})
+    held = {"lease": True}
+    lane = Lane(4, holds=lambda work: held["lease"])
+    sent: list[str] = []
+
+    class Freezing(Executor):
+        async def call(self, config: ToolConfig, request: ToolRequest) -> list[ToolResult]:
+            results = []
+            for call in request.tool_calls:
+                request.guard()
+                sent.append(call["id"])
+                held["lease"] = False  # frozen past the lease while the first was out
+                results.append(ToolResult(call["id"], "ok"))
+            return results
+
+    with pytest.raises(LeaseLost):
+        await loop(model, Freezing(), Rounds()).run(work(), lane)
+    assert sent == ["c0"]
