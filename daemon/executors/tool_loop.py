@@ -210,17 +210,19 @@ class ToolLoopExecutor:
                 if assistant is None or done.rounds >= config.max_rounds:
                     done.turns.append(turn)
                     return _finished(answer, done, exhausted=assistant is not None)
-                await self._model_turn(work, done, replace(turn, messages=(assistant,)))
+                await self._model_turn(work, lane, done,
+                                       replace(turn, messages=(assistant,)))
             failure = await self._tool_results(work, config, caller, done, lane)
             if failure is not None:
                 return failure
 
-    async def _model_turn(self, work: RowWork, done: Transcript, turn: Turn) -> None:
+    async def _model_turn(self, work: RowWork, lane: Lane, done: Transcript,
+                          turn: Turn) -> None:
         """Store the model's turn before its tool calls go out: a restart then repeats
         only the executor call (with the same call id), never the model call."""
         done.turns.append(turn)  # it answered: billed, whatever happens next
         done.size.grow(f"round {done.rounds + 1}'s model turn", *turn.messages)
-        await self.rounds.save(work, (work.id, done.rounds + 1, turn))
+        await self._store(work, lane, (work.id, done.rounds + 1, turn))
         done.pending = turn.messages[0]
 
     async def _tool_results(self, work: RowWork, config: ToolConfig, caller: ToolCaller,
@@ -251,11 +253,21 @@ class ToolLoopExecutor:
         done.size.grow(f"round {number}'s tool results", *added[1:])
         done.tool_errors.extend(r.tool_call_id for r in results if r.is_error)
         whole = replace(done.turns[-1], messages=added)
-        await self.rounds.save(work, (work.id, number, whole))
+        await self._store(work, lane, (work.id, number, whole))
         done.turns[-1] = whole
         done.messages.extend(added)
         done.rounds, done.pending = number, None
         return None
+
+    async def _store(self, work: RowWork, lane: Lane, item: tuple[int, int, Turn]) -> None:
+        """Store a round; `Halted` if the job is stopped first (a write waiting out a
+        storage fault does not hold a cancelled job open)."""
+        async def stored() -> bool:
+            await self.rounds.save(work, item)
+            return True
+
+        if not await lane.until_halted(stored()):
+            raise Halted("its job was stopped while a round waited for the store")
 
     async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane) -> T:
         """`attempt()`, again after a transient failure, with the router's backoff and

@@ -567,3 +567,24 @@ async def test_each_tool_call_is_fenced_after_its_wait_for_a_host_slot() -> None
     with pytest.raises(LeaseLost):
         await loop(model, Freezing(), Rounds()).run(work(), lane)
     assert sent == ["c0"]
+
+
+async def test_a_round_waiting_for_the_store_does_not_hold_a_cancelled_job_open() -> None:
+    """A round's write waiting out a storage fault keeps the record from going on; a
+    cancel then ends it at once, as a row that never ran."""
+    model = Model({"main": [model_reply(calls=1)]})
+    lane = Lane(4)
+    writing = asyncio.Event()
+
+    class Outage(Rounds):
+        def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
+                        leases: Mapping[int, int]) -> set[int]:
+            writing.set()
+            raise OSError(28, "No space left on device")  # a storage fault: waited out
+
+    running = asyncio.ensure_future(loop(model, Executor(), Outage()).run(work(), lane))
+    await asyncio.wait_for(writing.wait(), 5)
+    lane.stop()
+    await lane.halt()
+    outcome = await asyncio.wait_for(running, 5)
+    assert (outcome.error_code, outcome.dead_letter) == (STOPPED, False)
