@@ -55,6 +55,7 @@ from daemon.store.interface import Store
 from daemon.upstream.router import Router
 
 T = TypeVar("T")
+STORE_GRACE_S = 1.0  # how long a stopped job's round write may still take
 
 
 @dataclass(frozen=True)
@@ -260,14 +261,17 @@ class ToolLoopExecutor:
         return None
 
     async def _store(self, work: RowWork, lane: Lane, item: tuple[int, int, Turn]) -> None:
-        """Store a round; `Halted` if the job is stopped first (a write waiting out a
-        storage fault does not hold a cancelled job open)."""
-        async def stored() -> bool:
-            await self.rounds.save(work, item)
-            return True
-
-        if not await lane.until_halted(stored()):
-            raise Halted("its job was stopped while a round waited for the store")
+        """Store a round. A write waiting out a storage fault does not hold a stopped
+        job open: once the job is stopping, it is given up within `STORE_GRACE_S`
+        (`Halted`); a write that is merely under way has that long to finish, so the
+        round of a call already paid for is kept."""
+        saving = asyncio.ensure_future(self.rounds.save(work, item))
+        while not (await asyncio.wait({saving}, timeout=STORE_GRACE_S))[0]:
+            if lane.stopping:
+                saving.cancel()
+                await asyncio.gather(saving, return_exceptions=True)
+                raise Halted("its job was stopped while a round waited for the store")
+        saving.result()
 
     async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane) -> T:
         """`attempt()`, again after a transient failure, with the router's backoff and
