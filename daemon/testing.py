@@ -318,6 +318,8 @@ class Relayd:
     home: Path
     port: int = 0  # 0: the OS picks it at the first start
     serve_args: Sequence[str] = ()  # added to `relayd serve --config ...`
+    # What runs `serve`: relayd, or a wrapper of its entry point (a test seam).
+    command: Sequence[str] = tuple(RELAYD)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0  # time.time() just before the last spawn
     _tables: dict[str, Any] | None = field(default=None, init=False, repr=False)
@@ -362,7 +364,7 @@ class Relayd:
             self._log_from = log.tell()
             self.started_at = time.time()
             self.proc = subprocess.Popen(
-                [*RELAYD, "serve", "--config", str(self.config), *self.serve_args],
+                [*self.command, "serve", "--config", str(self.config), *self.serve_args],
                 stdout=log, stderr=subprocess.STDOUT)
 
     def start(self, *, timeout: float = 30) -> Self:
