@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from peewee import Database, ModelSelect
 
+import daemon.store.models as models
 from daemon.domain.jobs import ROW_PENDING
-from daemon.store import models
 
 ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "error",
                "error_code", "finished_at", "attempts", "dead_letter", "prompt_tokens",
