@@ -26,7 +26,7 @@ from peewee import (
 
 
 class BaseModel(Model):
-    pass
+    """Every table's base, bound to no database: a store binds its own copy (`bind`)."""
 
 
 class SchemaVersion(BaseModel):
@@ -256,6 +256,7 @@ class NodeModel(BaseModel):
         table_name = "node"
 
 
+# Every table, each after the tables it refers to.
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
           WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel]
 

@@ -16,6 +16,7 @@ import pytest
 
 from daemon.domain.jobs import Job, RowWork
 from daemon.domain.outcome import RowOutcome
+from daemon.store import models
 from daemon.store.backend import SqlStore
 from daemon.store.interface import Store
 from tests.store.conftest import BACKENDS, MakeJob, MakeOutcome
@@ -72,6 +73,19 @@ def test_each_store_writes_and_reads_its_own_database(
     assert (attempts_in(one), attempts_in(two)) == (3, 5)
     assert one.get_job(job_one.id).completed == 3  # type: ignore[union-attr]
     assert two.get_job(job_two.id).failed == 5  # type: ignore[union-attr]
+
+
+def test_each_store_has_its_own_models_and_the_definitions_stay_unbound(
+        pair: tuple[Store, Store]) -> None:
+    one, two = pair
+    assert isinstance(one, SqlStore) and isinstance(two, SqlStore)
+    for store in (one, two):
+        assert store.RowModel._meta.database is store.db
+        assert issubclass(store.RowModel, models.RowModel)
+        assert store.RowModel.job.rel_model is store.JobModel  # its joins stay in its tables
+        assert store.WorkflowModel.row.rel_model is store.RowModel
+    assert one.JobModel is not two.JobModel
+    assert all(model._meta.database is None for model in models.TABLES)
 
 
 def store_share(share: Share, start: threading.Barrier) -> None:
