@@ -197,16 +197,12 @@ def create_key(config: Path, workspace: str) -> str:
     command itself)."""
     from daemon import config as configuration
     from daemon.store import open_store
-    from daemon.store.models import database
 
-    kept = database.obj  # the store this process had open, if any: given back after
     store = open_store(configuration.load(config).store_url)
     try:
         return store.create_key(workspace, now=time.time())
     finally:
         store.close()
-        if kept is not None:
-            database.initialize(kept)
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 15) -> None:

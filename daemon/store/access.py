@@ -9,7 +9,6 @@ from peewee import fn
 
 from daemon.domain import ids
 from daemon.store.interface import KeyRecord, WorkspaceRecord
-from daemon.store.models import ApiKey, Workspace
 from daemon.store.records import hash_key, workspace_record
 from daemon.store.sql import SqlBase
 
@@ -20,19 +19,20 @@ class AccessQueries(SqlBase):
 
     def ensure_workspace(self, name: str, *, now: float) -> WorkspaceRecord:
         with self.write():
-            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+            ws, _ = self.Workspace.get_or_create(name=name, defaults={"created_at": now})
         return workspace_record(ws)
 
     def workspace(self, name: str) -> WorkspaceRecord | None:
-        ws = Workspace.get_or_none(Workspace.name == name)
+        ws = self.Workspace.get_or_none(self.Workspace.name == name)
         return workspace_record(ws) if ws else None
 
     def workspace_by_id(self, workspace_id: int) -> WorkspaceRecord | None:
-        ws = Workspace.get_or_none(Workspace.id == workspace_id)
+        ws = self.Workspace.get_or_none(self.Workspace.id == workspace_id)
         return workspace_record(ws) if ws else None
 
     def workspaces(self) -> list[WorkspaceRecord]:
-        return [workspace_record(ws) for ws in Workspace.select().order_by(Workspace.name)]
+        return [workspace_record(ws)
+                for ws in self.Workspace.select().order_by(self.Workspace.name)]
 
     def set_workspace(self, name: str, *, now: float, batch_access: bool | None = None,
                       expedited: bool | None = None,
@@ -41,9 +41,9 @@ class AccessQueries(SqlBase):
         changes = {k: v for k, v in (("batch_access", batch_access), ("expedited", expedited),
                                      ("workflows", workflows)) if v is not None}
         with self.write():
-            ws, _ = Workspace.get_or_create(name=name, defaults={"created_at": now})
+            ws, _ = self.Workspace.get_or_create(name=name, defaults={"created_at": now})
             if changes:
-                Workspace.update(**changes).where(Workspace.id == ws.id).execute()
+                self.Workspace.update(**changes).where(self.Workspace.id == ws.id).execute()
         found = self.workspace(name)
         assert found is not None
         return found
@@ -51,15 +51,17 @@ class AccessQueries(SqlBase):
     def create_key(self, workspace_name: str, *, now: float) -> str:
         plain = ids.api_key()
         with self.write():
-            ws, _ = Workspace.get_or_create(name=workspace_name, defaults={"created_at": now})
-            ApiKey.create(workspace=ws, prefix=plain[:10], key_hash=hash_key(plain),
-                          created_at=now)
+            ws, _ = self.Workspace.get_or_create(name=workspace_name,
+                                                 defaults={"created_at": now})
+            self.ApiKey.create(workspace=ws, prefix=plain[:10], key_hash=hash_key(plain),
+                               created_at=now)
         return plain
 
     def list_keys(self, workspace_name: str | None = None) -> list[KeyRecord]:
-        query = ApiKey.select(ApiKey, Workspace).join(Workspace).order_by(ApiKey.id)
+        query = (self.ApiKey.select(self.ApiKey, self.Workspace).join(self.Workspace)
+                 .order_by(self.ApiKey.id))
         if workspace_name:
-            query = query.where(Workspace.name == workspace_name)
+            query = query.where(self.Workspace.name == workspace_name)
         return [KeyRecord(k.id, k.workspace.name, k.prefix, k.created_at, k.revoked_at)
                 for k in query]
 
@@ -69,15 +71,15 @@ class AccessQueries(SqlBase):
             if len(prefix) < 6:
                 return 0
             wanted = prefix[:10]  # keys are case-sensitive; LIKE is not, substr is
-            return (ApiKey.update(revoked_at=now)
-                    .where(fn.substr(ApiKey.prefix, 1, len(wanted)) == wanted,
-                           ApiKey.revoked_at.is_null())
+            return (self.ApiKey.update(revoked_at=now)
+                    .where(fn.substr(self.ApiKey.prefix, 1, len(wanted)) == wanted,
+                           self.ApiKey.revoked_at.is_null())
                     .execute())
 
     def authenticate(self, plain: str) -> WorkspaceRecord | None:
         digest = hash_key(plain)
-        key = (ApiKey.select(ApiKey, Workspace).join(Workspace)
-               .where(ApiKey.key_hash == digest).first())
+        key = (self.ApiKey.select(self.ApiKey, self.Workspace).join(self.Workspace)
+               .where(self.ApiKey.key_hash == digest).first())
         if key is None or key.revoked_at is not None:
             return None
         if not hmac.compare_digest(key.key_hash, digest):
@@ -87,7 +89,8 @@ class AccessQueries(SqlBase):
     def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
         """The workspace's signing secret, created on first use."""
         with self.write():
-            ws = self.locked(Workspace.select().where(Workspace.id == workspace_id)).get()
+            ws = self.locked(
+                self.Workspace.select().where(self.Workspace.id == workspace_id)).get()
             if ws.webhook_secret is None or rotate:
                 ws.webhook_secret = "whsec_" + secrets.token_hex(24)
                 ws.save()

@@ -1,6 +1,7 @@
 """`SqlStore`: every query group on one class. Each backend (`sqlite.py`,
 `postgres.py`) subclasses it with its database and the few methods where its SQL
-differs (`sql.SqlBase`); the queries themselves are written once."""
+differs (`sql.SqlBase`); the queries themselves are written once, on the store's own
+models (`models.bind`), so any number of stores can be open in one process."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from daemon.store.access import AccessQueries
 from daemon.store.file_records import FileQueries
 from daemon.store.health import HealthQueries
 from daemon.store.jobs import JobQueries
+from daemon.store.models import BaseModel, bind
 from daemon.store.nodes import NodeQueries
 from daemon.store.rows import RowQueries
 from daemon.store.schema import version
@@ -24,6 +26,9 @@ class SqlStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQuerie
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.tables: list[type[BaseModel]] = list(bind(db).values())
+        for model in self.tables:  # self.JobModel, self.RowModel, ... (SqlBase)
+            setattr(self, model.__name__, model)
 
     def schema_version(self) -> int:
-        return version()
+        return version(self)

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from daemon.store.models import ProbeModel
 from daemon.store.sql import SqlBase
 
 
 class HealthQueries(SqlBase):
     def probe_write(self, *, now: float) -> None:
         with self.write():
-            (ProbeModel.insert(id=1, at=now)
-             .on_conflict(conflict_target=[ProbeModel.id], update={ProbeModel.at: now})
+            (self.ProbeModel.insert(id=1, at=now)
+             .on_conflict(conflict_target=[self.ProbeModel.id],
+                          update={self.ProbeModel.at: now})
              .execute())

@@ -29,33 +29,9 @@ from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_record, row_record
-from daemon.store.rows import OPEN_DEAD_LETTER, insert_rows
+from daemon.store.rows import insert_rows, open_dead_letter
 from daemon.store.sql import COPY_ROWS, SqlBase, chunks
 from daemon.store.webhooks import WEBHOOK_QUEUED
-
-
-def _redrivable(seq: int, custom_ids: Sequence[str] | None, *, force: bool) -> list[RowModel]:
-    """A job's dead-lettered rows (those of `custom_ids` when given), less the ones
-    re-driven already unless `force`."""
-    query = RowModel.select().where(RowModel.job == seq, RowModel.dead_letter == 1)
-    if not force:
-        query = query.where(OPEN_DEAD_LETTER)
-    if not custom_ids:
-        return list(query.order_by(RowModel.position))
-    found = [r for part in chunks(list(dict.fromkeys(custom_ids)))
-             for r in query.where(RowModel.custom_id.in_(list(part)))]
-    return sorted(found, key=lambda r: r.position)
-
-
-def _mark(row_ids: list[int], **values: Any) -> None:
-    for part in chunks(row_ids):
-        RowModel.update(**values).where(RowModel.id.in_(list(part))).execute()
-
-
-def _resolved(seq: int, count: int) -> None:
-    if count:
-        (JobModel.update(dead_letter_open=JobModel.dead_letter_open - count)
-         .where(JobModel.seq == seq).execute())
 
 
 class JobQueries(SqlBase):
@@ -65,7 +41,7 @@ class JobQueries(SqlBase):
         """Store a job and all its rows in one transaction: all or nothing."""
         with self.write():
             stamps = json.dumps({draft.status: draft.created_at})
-            job = JobModel.create(
+            job = self.JobModel.create(
                 **draft_fields(draft), total=len(rows), stamps=stamps,
                 failed=sum(1 for r in rows if r.error),
             )
@@ -73,14 +49,14 @@ class JobQueries(SqlBase):
         return job_record(job)
 
     def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
-        query = JobModel.select().where(JobModel.id == job_id)
+        query = self.JobModel.select().where(self.JobModel.id == job_id)
         if workspace_id is not None:
-            query = query.where(JobModel.workspace == workspace_id)
+            query = query.where(self.JobModel.workspace == workspace_id)
         row = query.first()
         return job_record(row) if row else None
 
     def job_by_seq(self, seq: int) -> Job | None:
-        row = JobModel.get_or_none(JobModel.seq == seq)
+        row = self.JobModel.get_or_none(self.JobModel.seq == seq)
         return job_record(row) if row else None
 
     def list_jobs(
@@ -95,29 +71,29 @@ class JobQueries(SqlBase):
     ) -> tuple[list[Job], bool]:
         """Newest first; returns the page and whether more follow. Every filter is part
         of the query, so a page is always full when more jobs match."""
-        query = JobModel.select().where(JobModel.workspace == workspace_id)
+        query = self.JobModel.select().where(self.JobModel.workspace == workspace_id)
         if dialects is not None:
-            query = query.where(JobModel.dialect.in_(list(dialects)))
+            query = query.where(self.JobModel.dialect.in_(list(dialects)))
         if after:
-            cursor = JobModel.get_or_none(JobModel.id == after,
-                                          JobModel.workspace == workspace_id)
+            cursor = self.JobModel.get_or_none(self.JobModel.id == after,
+                                               self.JobModel.workspace == workspace_id)
             if cursor is None:
                 return [], False
-            query = query.where(JobModel.seq < cursor.seq)
+            query = query.where(self.JobModel.seq < cursor.seq)
         if statuses is not None:
-            query = query.where(JobModel.status.in_(list(statuses)))
+            query = query.where(self.JobModel.status.in_(list(statuses)))
         if template_id is not None:
-            query = query.where(JobModel.template_id == template_id)
-        rows = list(query.order_by(JobModel.seq.desc()).limit(limit + 1))
+            query = query.where(self.JobModel.template_id == template_id)
+        rows = list(query.order_by(self.JobModel.seq.desc()).limit(limit + 1))
         return [job_record(r) for r in rows[:limit]], len(rows) > limit
 
 
     def queued_jobs(self, limit: int) -> list[Job]:
         """The next jobs to admit: the expedited tier ahead of everything waiting, then
         highest priority, then oldest."""
-        query = (JobModel.select().where(JobModel.status == QUEUED)
-                 .order_by((JobModel.tier == "expedited").desc(), JobModel.priority.desc(),
-                           JobModel.seq)
+        query = (self.JobModel.select().where(self.JobModel.status == QUEUED)
+                 .order_by((self.JobModel.tier == "expedited").desc(),
+                           self.JobModel.priority.desc(), self.JobModel.seq)
                  .limit(limit))
         return [job_record(r) for r in query]
 
@@ -143,9 +119,10 @@ class JobQueries(SqlBase):
                 return None
             unrun = self._end_unrun_rows(seq, ending.unrun, now=now)
             for record in ending.files:
-                insert_file(record)
+                insert_file(self, record)
             self._move(row, ending.status, now=now, finished_at=now,
-                       failed=JobModel.failed + unrun, canceled=JobModel.canceled + unrun,
+                       failed=self.JobModel.failed + unrun,
+                       canceled=self.JobModel.canceled + unrun,
                        output_file_id=ending.output_file_id,
                        error_file_id=ending.error_file_id, error=ending.error,
                        errors=json.dumps(ending.errors) if ending.errors else None,
@@ -155,32 +132,34 @@ class JobQueries(SqlBase):
     def _move(self, row: JobModel, target: str, *, now: float, **fields: Any) -> None:
         stamps = json.loads(row.stamps or "{}")
         stamps.setdefault(target, now)  # when the status was first entered
-        (JobModel.update(status=target, stamps=json.dumps(stamps), **fields)
-         .where(JobModel.seq == row.seq).execute())
+        (self.JobModel.update(status=target, stamps=json.dumps(stamps), **fields)
+         .where(self.JobModel.seq == row.seq).execute())
 
     def _end_unrun_rows(self, seq: int, unrun: tuple[str, str] | None, *, now: float) -> int:
         if unrun is None:
             return 0
         code, message = unrun
-        return (RowModel.update(status=ROW_FAILED, error=message, error_code=code,
-                                finished_at=now, lease_node=None)
-                .where(RowModel.job == seq, RowModel.status == ROW_PENDING).execute())
+        return (self.RowModel.update(status=ROW_FAILED, error=message, error_code=code,
+                                     finished_at=now, lease_node=None)
+                .where(self.RowModel.job == seq, self.RowModel.status == ROW_PENDING)
+                .execute())
 
     def jobs_in(self, status: str) -> list[Job]:
-        query = JobModel.select().where(JobModel.status == status).order_by(JobModel.seq)
+        query = (self.JobModel.select().where(self.JobModel.status == status)
+                 .order_by(self.JobModel.seq))
         return [job_record(r) for r in query]
 
     def requeue_running(self, *, now: float) -> list[Job]:
         """At start: jobs a previous process left running go back to the queue."""
-        seqs = [r.seq for r in JobModel.select(JobModel.seq)
-                .where(JobModel.status == RUNNING).order_by(JobModel.seq)]
+        seqs = [r.seq for r in self.JobModel.select(self.JobModel.seq)
+                .where(self.JobModel.status == RUNNING).order_by(self.JobModel.seq)]
         requeued = (self.transition(seq, QUEUED, now=now) for seq in seqs)
         return [job for job in requeued if job is not None]
 
     def redrivable_rows(self, seq: int, *, custom_ids: Sequence[str] | None = None,
                         force: bool = False) -> list[RowRecord]:
         """The rows `retry_dead_letter` would take now, in input order."""
-        return [row_record(r) for r in _redrivable(seq, custom_ids, force=force)]
+        return [row_record(r) for r in self._redrivable(seq, custom_ids, force=force)]
 
     def retry_dead_letter(self, seq: int, *, new_id: str, custom_ids: Sequence[str] | None,
                           now: float, force: bool = False, input_file: FileRecord | None = None,
@@ -196,12 +175,12 @@ class JobQueries(SqlBase):
         exactly those rows or nothing, so the file and the job hold the same rows."""
         with self.write():
             source = self.lock_job(seq)  # retries sent at once take turns
-            taken = _redrivable(seq, custom_ids, force=force) if source else []
+            taken = self._redrivable(seq, custom_ids, force=force) if source else []
             if source is None or not taken or (
                     input_file is not None and {r.id for r in taken} != set(input_rows)):
                 return None
             if input_file is not None:
-                insert_file(input_file)
+                insert_file(self, input_file)
             draft = draft_from(job_record(source), id=new_id, status=QUEUED, created_at=now,
                                name=f"{source.name} (dead-letter retry)", cron=None,
                                next_run_at=None, template_id=None,
@@ -211,8 +190,8 @@ class JobQueries(SqlBase):
                                                    body=json.loads(r.body), model=r.model)
                                           for r in taken])
             opened = sum(1 for r in taken if r.redriven_to is None and r.discarded_at is None)
-            _mark([r.id for r in taken], redriven_to=new_id)
-            _resolved(seq, opened)
+            self._mark([r.id for r in taken], redriven_to=new_id)
+            self._resolved(seq, opened)
             return job
 
     def discard_dead_letter(self, seq: int, *, custom_ids: Sequence[str] | None,
@@ -221,29 +200,53 @@ class JobQueries(SqlBase):
         its list; how many were taken. The `dead_letter` counter keeps them."""
         with self.write():
             self.hold_job(seq)  # as retry_dead_letter does: one of them takes a row
-            taken = [r.id for r in _redrivable(seq, custom_ids, force=False)]
+            taken = [r.id for r in self._redrivable(seq, custom_ids, force=False)]
             if taken:
-                _mark(taken, discarded_at=now)
-                _resolved(seq, len(taken))
+                self._mark(taken, discarded_at=now)
+                self._resolved(seq, len(taken))
         return len(taken)
+
+    def _redrivable(self, seq: int, custom_ids: Sequence[str] | None, *,
+                    force: bool) -> list[RowModel]:
+        """A job's dead-lettered rows (those of `custom_ids` when given), less the ones
+        re-driven already unless `force`."""
+        query = self.RowModel.select().where(self.RowModel.job == seq,
+                                             self.RowModel.dead_letter == 1)
+        if not force:
+            query = query.where(open_dead_letter(self))
+        if not custom_ids:
+            return list(query.order_by(self.RowModel.position))
+        found = [r for part in chunks(list(dict.fromkeys(custom_ids)))
+                 for r in query.where(self.RowModel.custom_id.in_(list(part)))]
+        return sorted(found, key=lambda r: r.position)
+
+    def _mark(self, row_ids: list[int], **values: Any) -> None:
+        for part in chunks(row_ids):
+            self.RowModel.update(**values).where(self.RowModel.id.in_(list(part))).execute()
+
+    def _resolved(self, seq: int, count: int) -> None:
+        if count:
+            (self.JobModel.update(dead_letter_open=self.JobModel.dead_letter_open - count)
+             .where(self.JobModel.seq == seq).execute())
 
 
     def due_templates(self, now: float) -> list[Job]:
-        query = JobModel.select().where(JobModel.status == SCHEDULED,
-                                        JobModel.next_run_at <= now)
-        return [job_record(r) for r in query.order_by(JobModel.next_run_at)]
+        query = self.JobModel.select().where(self.JobModel.status == SCHEDULED,
+                                             self.JobModel.next_run_at <= now)
+        return [job_record(r) for r in query.order_by(self.JobModel.next_run_at)]
 
     def spawn_run(self, template: Job, *, tick: float, next_run_at: float, run_id: str,
                   now: float) -> Job | None:
         """One queued run of a template, recorded with the tick it was for, in one
         transaction: a tick already taken (another process, a restart) spawns nothing."""
         with self.write():
-            taken = (JobModel.update(next_run_at=next_run_at, last_run_id=run_id)
-                     .where(JobModel.seq == template.seq, JobModel.status == SCHEDULED,
-                            JobModel.next_run_at == tick).execute())
+            taken = (self.JobModel.update(next_run_at=next_run_at, last_run_id=run_id)
+                     .where(self.JobModel.seq == template.seq,
+                            self.JobModel.status == SCHEDULED,
+                            self.JobModel.next_run_at == tick).execute())
             if taken != 1:
                 return None
-            run = JobModel.create(**draft_fields(draft_from(
+            run = self.JobModel.create(**draft_fields(draft_from(
                 template, id=run_id, status=QUEUED, created_at=now, template_id=template.id,
                 cron=None, next_run_at=None,
             )), total=template.total, stamps=json.dumps({QUEUED: now}))
@@ -260,11 +263,12 @@ class JobQueries(SqlBase):
             if job is None or job.status != VALIDATING:
                 return None
             insert_rows(self, seq, rows, now=now)
-            JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
-                            model=model or job.model).where(JobModel.seq == seq).execute()
+            (self.JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
+                                  model=model or job.model)
+             .where(self.JobModel.seq == seq).execute())
             return self.transition(seq, QUEUED, now=now)
 
     def expired_jobs(self, now: float) -> list[Job]:
-        query = JobModel.select().where(JobModel.expires_at <= now,
-                                        JobModel.status.in_(list(sources_of(EXPIRED))))
-        return [job_record(r) for r in query.order_by(JobModel.seq)]
+        query = self.JobModel.select().where(
+            self.JobModel.expires_at <= now, self.JobModel.status.in_(list(sources_of(EXPIRED))))
+        return [job_record(r) for r in query.order_by(self.JobModel.seq)]

@@ -1,12 +1,22 @@
-"""Peewee models: the tables of Relay's store. Nothing outside `store/` imports them."""
+"""Peewee models: the tables of Relay's store. Nothing outside `store/` imports them.
+
+The classes here define the tables and bind to no database. Each store gets its own
+copy of them bound to its own database (`bind`), built once when it opens, and its
+queries reach them through the store (`self.JobModel`): two stores open in one process
+(two SQLite files, SQLite and PostgreSQL) never share a model, so neither re-points
+the other's queries.
+"""
 
 from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
 
 from peewee import (
     SQL,
     AutoField,
     BooleanField,
-    DatabaseProxy,
+    Database,
     FloatField,
     ForeignKeyField,
     IntegerField,
@@ -14,12 +24,9 @@ from peewee import (
     TextField,
 )
 
-database = DatabaseProxy()
-
 
 class BaseModel(Model):
-    class Meta:
-        database = database
+    """Every table's base, bound to no database: a store binds its own copy (`bind`)."""
 
 
 class SchemaVersion(BaseModel):
@@ -249,5 +256,30 @@ class NodeModel(BaseModel):
         table_name = "node"
 
 
+# Every table, each after the tables it refers to.
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
           WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel]
+
+
+def bind(db: Database) -> dict[str, type[BaseModel]]:
+    """`db`'s own copy of every table, by model name: a subclass of each model above,
+    bound to `db`, whose foreign keys point at the other copies (so joins and the
+    schema `create_tables` writes are those of the definitions, on this database)."""
+    copies: dict[type[Model], type[BaseModel]] = {}
+    for model in TABLES:  # each after the tables it refers to
+        meta = model._meta
+        attrs: dict[str, Any] = {
+            "__module__": __name__,
+            "Meta": type("Meta", (), {"database": db, "table_name": meta.table_name})}
+        for key in meta.refs:
+            attrs[key.name] = _referring_to(key, copies[key.rel_model])
+        copies[model] = type(model.__name__, (model,), attrs)
+    return {model.__name__: copy for model, copy in copies.items()}
+
+
+def _referring_to(key: ForeignKeyField[Any], target: type[Model]) -> ForeignKeyField[Any]:
+    """Foreign key `key` (its column, index, `ON DELETE`, backref) pointing at `target`."""
+    copy = deepcopy(key)
+    copy.rel_model, copy.rel_field = target, None  # `target`'s own primary key, on binding
+    copy.declared_backref = key.backref
+    return copy

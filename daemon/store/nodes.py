@@ -21,7 +21,7 @@ from peewee import SQL, fn
 
 from daemon.domain.cluster import NodeRecord, Share
 from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, VALIDATING, Job, RowWork
-from daemon.store.models import JobModel, NodeModel, RowModel
+from daemon.store.models import NodeModel
 from daemon.store.records import job_record
 from daemon.store.rows import works
 from daemon.store.sql import SqlBase
@@ -41,30 +41,30 @@ class NodeQueries(SqlBase):
 
     def register_node(self, node: NodeRecord) -> None:
         with self.write():
-            NodeModel.delete().where(NodeModel.id == node.id).execute()
-            NodeModel.create(id=node.id, address=node.address, version=node.version,
-                             started_at=node.started_at, heartbeat_at=node.heartbeat_at,
-                             stopping=node.stopping, jobs=json.dumps(list(node.jobs)))
+            self.NodeModel.delete().where(self.NodeModel.id == node.id).execute()
+            self.NodeModel.create(id=node.id, address=node.address, version=node.version,
+                                  started_at=node.started_at, heartbeat_at=node.heartbeat_at,
+                                  stopping=node.stopping, jobs=json.dumps(list(node.jobs)))
 
     def beat(self, node_id: str, *, now: float, jobs: Collection[int],
              stopping: bool = False) -> bool:
         """Renew a node's heartbeat (and with it every lease it holds); False if its row
         is gone (another node forgot it as long lost): it must register again."""
         with self.write():
-            return (NodeModel.update(heartbeat_at=now, jobs=json.dumps(sorted(jobs)),
-                                     stopping=stopping)
-                    .where(NodeModel.id == node_id).execute()) == 1
+            return (self.NodeModel.update(heartbeat_at=now, jobs=json.dumps(sorted(jobs)),
+                                          stopping=stopping)
+                    .where(self.NodeModel.id == node_id).execute()) == 1
 
     def leave(self, node_id: str) -> int:
         """A node stops: its leases go back at once and its row goes; the rows released."""
         with self.write():
-            released = _release([node_id])
-            NodeModel.delete().where(NodeModel.id == node_id).execute()
+            released = self._release([node_id])
+            self.NodeModel.delete().where(self.NodeModel.id == node_id).execute()
         return released
 
     def nodes(self) -> list[NodeRecord]:
-        return [_node(n) for n in NodeModel.select().order_by(NodeModel.started_at,
-                                                              NodeModel.id)]
+        return [_node(n) for n in self.NodeModel.select()
+                .order_by(self.NodeModel.started_at, self.NodeModel.id)]
 
     def forget_nodes(self, *, keep: str, before: float | None = None,
                      address: str | None = None) -> int:
@@ -72,15 +72,15 @@ class NodeQueries(SqlBase):
         `address` (an earlier process of the node starting there: two cannot listen on
         one address), giving back their leases."""
         with self.write():
-            found = NodeModel.select(NodeModel.id).where(NodeModel.id != keep)
+            found = self.NodeModel.select(self.NodeModel.id).where(self.NodeModel.id != keep)
             if before is not None:
-                found = found.where(NodeModel.heartbeat_at < before)
+                found = found.where(self.NodeModel.heartbeat_at < before)
             if address is not None:
-                found = found.where(NodeModel.address == address)
+                found = found.where(self.NodeModel.address == address)
             gone = [n.id for n in found]
             if gone:
-                _release(gone)
-                NodeModel.delete().where(NodeModel.id.in_(gone)).execute()
+                self._release(gone)
+                self.NodeModel.delete().where(self.NodeModel.id.in_(gone)).execute()
         return len(gone)
 
     def sole_node(self, node_id: str) -> int:
@@ -88,9 +88,9 @@ class NodeQueries(SqlBase):
         store/owner.py): every lease and row of a node before it goes. Returns the
         leases released."""
         with self.write():
-            released = (RowModel.update(lease_node=None)
-                        .where(RowModel.lease_node.is_null(False)).execute())
-            NodeModel.delete().where(NodeModel.id != node_id).execute()
+            released = (self.RowModel.update(lease_node=None)
+                        .where(self.RowModel.lease_node.is_null(False)).execute())
+            self.NodeModel.delete().where(self.NodeModel.id != node_id).execute()
         return released
 
     def lease_rows(self, job: Job, *, node: str, limit: int, alive_after: float
@@ -99,7 +99,8 @@ class NodeQueries(SqlBase):
         that beat after `alive_after`) holds, lowest ids first; [] once the job is not
         running (it ends, or was cancelled)."""
         with self.write():  # the job shared: an ending waits, other leases do not
-            current = self.shared(JobModel.select().where(JobModel.seq == job.seq)).first()
+            current = self.shared(
+                self.JobModel.select().where(self.JobModel.seq == job.seq)).first()
             if current is None or current.status != RUNNING:
                 return []
             if self.RETURNING:
@@ -109,7 +110,7 @@ class NodeQueries(SqlBase):
             else:  # the same in three statements (the transaction holds the database)
                 leased = self._lease_in_steps(job.seq, node=node, limit=limit,
                                               alive_after=alive_after)
-        return works(job, leased)
+        return works(self, job, leased)
 
     def _lease_in_steps(self, job_seq: int, *, node: str, limit: int, alive_after: float
                         ) -> list[tuple[int, str, str | None, str, int]]:
@@ -117,18 +118,19 @@ class NodeQueries(SqlBase):
             self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit)).fetchall()]
         if not ids:
             return []
-        (RowModel.update(lease_node=node, lease_token=RowModel.lease_token + 1)
-         .where(RowModel.id.in_(ids)).execute())
-        return [(r.id, r.custom_id, r.model, r.body, r.lease_token) for r in RowModel.select(
-            RowModel.id, RowModel.custom_id, RowModel.model, RowModel.body,
-            RowModel.lease_token).where(RowModel.id.in_(ids))]
+        (self.RowModel.update(lease_node=node, lease_token=self.RowModel.lease_token + 1)
+         .where(self.RowModel.id.in_(ids)).execute())
+        leased = self.RowModel.select(
+            self.RowModel.id, self.RowModel.custom_id, self.RowModel.model, self.RowModel.body,
+            self.RowModel.lease_token).where(self.RowModel.id.in_(ids))
+        return [(r.id, r.custom_id, r.model, r.body, r.lease_token) for r in leased]
 
     def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:
         """Give back a node's leases on one job's pending rows but `keep` (a drain keeps
         the rows still in flight until the process is gone)."""
         with self.write():
             self.hold_job(job_seq)  # the job before its rows, as every writer of both
-            return _release([node], job_seq=job_seq, keep=keep)
+            return self._release([node], job_seq=job_seq, keep=keep)
 
     def settle_share(self, job_seq: int, *, node: str, alive_after: float,
                      finishing: bool = True) -> Share:
@@ -140,25 +142,27 @@ class NodeQueries(SqlBase):
         settle at once take turns, so exactly one finds the job no longer `HELD`."""
         with self.write():
             self.hold_job(job_seq)
-            _release([node], job_seq=job_seq)
+            self._release([node], job_seq=job_seq)
             share = self._share(job_seq, node=node, alive_after=alive_after)
             if share is Share.HELD or (share is Share.OPEN and finishing):
                 self._unlist(node, job_seq)
             return share
 
     def _unlist(self, node: str, job_seq: int) -> None:
-        mine = self.locked(NodeModel.select().where(NodeModel.id == node)).first()
+        mine = self.locked(self.NodeModel.select().where(self.NodeModel.id == node)).first()
         if mine is not None and job_seq in (jobs := json.loads(mine.jobs)):
             jobs.remove(job_seq)
-            NodeModel.update(jobs=json.dumps(jobs)).where(NodeModel.id == node).execute()
+            (self.NodeModel.update(jobs=json.dumps(jobs))
+             .where(self.NodeModel.id == node).execute())
 
     def release_strays(self, node: str, *, running: Collection[int]) -> int:
         """Give back a node's leases on jobs it does not run (a supervisor that died
         and whose release failed): else no node would take those rows again."""
-        query = (RowModel.update(lease_node=None)
-                 .where(RowModel.lease_node == node, RowModel.status == ROW_PENDING))
+        query = (self.RowModel.update(lease_node=None)
+                 .where(self.RowModel.lease_node == node,
+                        self.RowModel.status == ROW_PENDING))
         if running:
-            query = query.where(RowModel.job.not_in(list(running)))
+            query = query.where(self.RowModel.job.not_in(list(running)))
         with self.write():
             return query.execute()
 
@@ -166,20 +170,22 @@ class NodeQueries(SqlBase):
         """Take a batch to validate: one still validating that no other live node has
         taken (a lost node's batch is taken again). False if another live node has it."""
         with self.write():
-            return (JobModel.update(validating_node=node)
-                    .where(JobModel.seq == job_seq, JobModel.status == VALIDATING,
-                           JobModel.validating_node.is_null()
-                           | JobModel.validating_node.not_in(_live(alive_after, but=node)))
+            others = self._live_nodes(alive_after, but=node)
+            return (self.JobModel.update(validating_node=node)
+                    .where(self.JobModel.seq == job_seq, self.JobModel.status == VALIDATING,
+                           self.JobModel.validating_node.is_null()
+                           | self.JobModel.validating_node.not_in(others))
                     .execute()) == 1
 
     def unclaimed_validations(self, *, node: str, alive_after: float) -> list[Job]:
         """Batches validating that no other live node has taken: their node was lost,
         or it is `node` (its validation failed on the way: it tries again)."""
-        query = (JobModel.select()
-                 .where(JobModel.status == VALIDATING,
-                        JobModel.validating_node.is_null()
-                        | JobModel.validating_node.not_in(_live(alive_after, but=node)))
-                 .order_by(JobModel.seq))
+        others = self._live_nodes(alive_after, but=node)
+        query = (self.JobModel.select()
+                 .where(self.JobModel.status == VALIDATING,
+                        self.JobModel.validating_node.is_null()
+                        | self.JobModel.validating_node.not_in(others))
+                 .order_by(self.JobModel.seq))
         return [job_record(r) for r in query]
 
     def job_share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
@@ -187,12 +193,12 @@ class NodeQueries(SqlBase):
         return self._share(job_seq, node=node, alive_after=alive_after)
 
     def _share(self, job_seq: int, *, node: str, alive_after: float) -> Share:
-        others = _live(alive_after, but=node)
-        listing = any(job_seq in json.loads(n.jobs) for n in
-                      NodeModel.select(NodeModel.jobs).where(NodeModel.id.in_(others)))
-        pending = RowModel.select(RowModel.id).where(RowModel.job == job_seq,
-                                                     RowModel.status == ROW_PENDING)
-        if listing or pending.where(RowModel.lease_node.in_(others)).exists():
+        others = self._live_nodes(alive_after, but=node)
+        listing = any(job_seq in json.loads(n.jobs) for n in self.NodeModel.select(
+            self.NodeModel.jobs).where(self.NodeModel.id.in_(others)))
+        pending = self.RowModel.select(self.RowModel.id).where(
+            self.RowModel.job == job_seq, self.RowModel.status == ROW_PENDING)
+        if listing or pending.where(self.RowModel.lease_node.in_(others)).exists():
             return Share.HELD
         return Share.OPEN if pending.exists() else Share.DONE
 
@@ -202,38 +208,40 @@ class NodeQueries(SqlBase):
         expedited tier, then priority, then age): queued ones, and running ones with
         pending rows no live node holds (a large job spreads over every node; a lost
         node's work is taken over)."""
-        free_rows = RowModel.select(SQL("1")).where(
-            RowModel.job == JobModel.seq, RowModel.status == ROW_PENDING,
-            RowModel.lease_node.is_null() | RowModel.lease_node.not_in(_live(alive_after)))
-        query = (JobModel.select()
-                 .where((JobModel.status == QUEUED)
-                        | ((JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
-                 .order_by((JobModel.tier == "expedited").desc(), JobModel.priority.desc(),
-                           JobModel.seq)
+        live = self._live_nodes(alive_after)
+        free_rows = self.RowModel.select(SQL("1")).where(
+            self.RowModel.job == self.JobModel.seq, self.RowModel.status == ROW_PENDING,
+            self.RowModel.lease_node.is_null() | self.RowModel.lease_node.not_in(live))
+        query = (self.JobModel.select()
+                 .where((self.JobModel.status == QUEUED)
+                        | ((self.JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
+                 .order_by((self.JobModel.tier == "expedited").desc(),
+                           self.JobModel.priority.desc(), self.JobModel.seq)
                  .limit(limit))
         if exclude:
-            query = query.where(JobModel.seq.not_in(list(exclude)))
+            query = query.where(self.JobModel.seq.not_in(list(exclude)))
         return [job_record(r) for r in query]
 
 
-def _live(alive_after: float, *, but: str | None = None) -> Any:
-    """The ids of the nodes alive (beaten after `alive_after`), `but` one, as a
-    subquery."""
-    query = NodeModel.select(NodeModel.id).where(NodeModel.heartbeat_at > alive_after)
-    return query if but is None else query.where(NodeModel.id != but)
+    def _live_nodes(self, alive_after: float, *, but: str | None = None) -> Any:
+        """The ids of the nodes alive (beaten after `alive_after`), `but` one, as a
+        subquery."""
+        query = (self.NodeModel.select(self.NodeModel.id)
+                 .where(self.NodeModel.heartbeat_at > alive_after))
+        return query if but is None else query.where(self.NodeModel.id != but)
 
-
-def _release(nodes: Sequence[str], *, job_seq: int | None = None,
-             keep: Collection[int] = ()) -> int:
-    """Give back the `nodes`' leases on pending rows (of one job; but `keep`), inside
-    the caller's transaction; the rows released."""
-    query = (RowModel.update(lease_node=None)
-             .where(RowModel.lease_node.in_(list(nodes)), RowModel.status == ROW_PENDING))
-    if job_seq is not None:
-        query = query.where(RowModel.job == job_seq)
-    if keep:
-        query = query.where(RowModel.id.not_in(list(keep)))
-    return int(query.execute())
+    def _release(self, nodes: Sequence[str], *, job_seq: int | None = None,
+                 keep: Collection[int] = ()) -> int:
+        """Give back the `nodes`' leases on pending rows (of one job; but `keep`), inside
+        the caller's transaction; the rows released."""
+        query = (self.RowModel.update(lease_node=None)
+                 .where(self.RowModel.lease_node.in_(list(nodes)),
+                        self.RowModel.status == ROW_PENDING))
+        if job_seq is not None:
+            query = query.where(self.RowModel.job == job_seq)
+        if keep:
+            query = query.where(self.RowModel.id.not_in(list(keep)))
+        return int(query.execute())
 
 
 def _node(n: NodeModel) -> NodeRecord:

@@ -32,7 +32,6 @@ from typing import Any
 from peewee import PostgresqlDatabase
 
 from daemon.store.backend import SqlStore
-from daemon.store.models import database
 from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
@@ -97,7 +96,6 @@ def open_postgres(url: str) -> PostgresStore:
     if scheme not in SCHEMES:
         raise ValueError(f"not a PostgreSQL URL: {url!r}")
     db = _Database(f"postgresql://{rest}", field_types=FIELD_TYPES, prefer_psycopg3=True)
-    database.initialize(db)
     db.connect(reuse_if_open=True)
     store = PostgresStore(db)
     migrate(store, MIGRATIONS)

@@ -31,7 +31,7 @@ from daemon.domain.jobs import (
 from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.domain.usage import MAX_STORED
 from daemon.store.interface import Flushed
-from daemon.store.models import AttemptModel, JobModel, RoundModel, RowModel
+from daemon.store.models import RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
     ATTEMPT_COLUMNS,
@@ -60,8 +60,8 @@ def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
         ])
 
 
-def works(job: Job, selected: Iterable[tuple[int, str, str | None, str, int]]
-          ) -> list[RowWork]:
+def works(store: SqlBase, job: Job,
+          selected: Iterable[tuple[int, str, str | None, str, int]]) -> list[RowWork]:
     """Rows read as `(id, custom_id, model, body, lease_token)`, as work for a worker,
     in id order."""
     found = []
@@ -71,8 +71,8 @@ def works(job: Job, selected: Iterable[tuple[int, str, str | None, str, int]]
     # Only rows with an extension can have progress stored: a plain job asks nothing.
     tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
     flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
-    rounds = rounds_of(tools) if tools else {}
-    workflows = workflows_of(flows) if flows else {}
+    rounds = rounds_of(store, tools) if tools else {}
+    workflows = workflows_of(store, flows) if flows else {}
     return [RowWork(id=rid, job_seq=job.seq, custom_id=custom_id,
                     model=model or job.model, endpoint=job.endpoint, body=body,
                     job_id=job.id, rounds=tuple(rounds.get(rid, ())),
@@ -81,10 +81,10 @@ def works(job: Job, selected: Iterable[tuple[int, str, str | None, str, int]]
             for rid, custom_id, model, body, token, kind in found]
 
 
-def rounds_of(row_ids: list[int]) -> dict[int, list[Turn]]:
+def rounds_of(store: SqlBase, row_ids: list[int]) -> dict[int, list[Turn]]:
     by_row: dict[int, list[Turn]] = {}
-    query = (RoundModel.select().where(RoundModel.row.in_(row_ids))
-             .order_by(RoundModel.row, RoundModel.number))
+    query = (store.RoundModel.select().where(store.RoundModel.row.in_(row_ids))
+             .order_by(store.RoundModel.row, store.RoundModel.number))
     for r in query:
         by_row.setdefault(r.row_id, []).append(_turn(r))
     return by_row
@@ -97,7 +97,7 @@ class RowQueries(SqlBase):
         """The next pending rows, with the tool rounds an earlier run of them stored."""
         cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
                                      (job.seq, ROW_PENDING, after_id, limit))
-        return works(job, cursor.fetchall())
+        return works(self, job, cursor.fetchall())
 
     def save_outcomes(
         self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float,
@@ -119,19 +119,19 @@ class RowQueries(SqlBase):
             self._insert_attempts(done)
             usage = sum((o.usage for _, o in done), Usage())
             never_ran = sum(1 for _, o in done if _never_ran(o))
-            JobModel.update(
-                completed=JobModel.completed + flushed.completed,
-                failed=JobModel.failed + flushed.failed,
-                dead_letter=JobModel.dead_letter + flushed.dead_letter,
-                dead_letter_open=JobModel.dead_letter_open + flushed.dead_letter,
-                canceled=JobModel.canceled + never_ran,
-                input_tokens=_added(JobModel.input_tokens, usage.prompt_tokens),
-                output_tokens=_added(JobModel.output_tokens, usage.completion_tokens),
-                cached_tokens=_added(JobModel.cached_tokens, usage.cached_tokens),
-                reasoning_tokens=_added(JobModel.reasoning_tokens, usage.reasoning_tokens),
-                cost_nano_usd=_added(JobModel.cost_nano_usd,
+            self.JobModel.update(
+                completed=self.JobModel.completed + flushed.completed,
+                failed=self.JobModel.failed + flushed.failed,
+                dead_letter=self.JobModel.dead_letter + flushed.dead_letter,
+                dead_letter_open=self.JobModel.dead_letter_open + flushed.dead_letter,
+                canceled=self.JobModel.canceled + never_ran,
+                input_tokens=_added(self.JobModel.input_tokens, usage.prompt_tokens),
+                output_tokens=_added(self.JobModel.output_tokens, usage.completion_tokens),
+                cached_tokens=_added(self.JobModel.cached_tokens, usage.cached_tokens),
+                reasoning_tokens=_added(self.JobModel.reasoning_tokens, usage.reasoning_tokens),
+                cost_nano_usd=_added(self.JobModel.cost_nano_usd,
                                      sum(o.cost_nano_usd for _, o in done)),
-            ).where(JobModel.seq == job_seq).execute()
+            ).where(self.JobModel.seq == job_seq).execute()
         return flushed
 
     def _still_pending(
@@ -186,20 +186,21 @@ class RowQueries(SqlBase):
 
     def rounds(self, row_id: int) -> list[Turn]:
         """A row's stored tool rounds, in order."""
-        return rounds_of([row_id]).get(row_id, [])
+        return rounds_of(self, [row_id]).get(row_id, [])
 
     def row(self, job_seq: int, custom_id: str) -> RowRecord | None:
         """One row by its `custom_id`, with its attempt log."""
-        found = (RowModel.select()
-                 .where(RowModel.job == job_seq, RowModel.custom_id == custom_id).first())
+        found = (self.RowModel.select()
+                 .where(self.RowModel.job == job_seq, self.RowModel.custom_id == custom_id)
+                 .first())
         return None if found is None else self._with_attempts([found])[0]
 
     def row_counts(self, job_seq: int) -> dict[str, int]:
         """Counters computed from the row table (the truth the job's counters must equal)."""
-        query = (RowModel.select(RowModel.status, RowModel.dead_letter,
-                                 fn.COUNT(RowModel.id).alias("n"))
-                 .where(RowModel.job == job_seq)
-                 .group_by(RowModel.status, RowModel.dead_letter))
+        query = (self.RowModel.select(self.RowModel.status, self.RowModel.dead_letter,
+                                      fn.COUNT(self.RowModel.id).alias("n"))
+                 .where(self.RowModel.job == job_seq)
+                 .group_by(self.RowModel.status, self.RowModel.dead_letter))
         counts = {"completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}
         for status, dead_letter, n in self.db.execute(query):
             counts[status] += n
@@ -209,9 +210,9 @@ class RowQueries(SqlBase):
 
     def rows(self, job_seq: int, *, after_position: int = 0,
              limit: int | None = None) -> Iterator[RowRecord]:
-        query = (RowModel.select().where(RowModel.job == job_seq,
-                                         RowModel.position > after_position)
-                 .order_by(RowModel.position))
+        query = (self.RowModel.select().where(self.RowModel.job == job_seq,
+                                              self.RowModel.position > after_position)
+                 .order_by(self.RowModel.position))
         if limit is not None:
             query = query.limit(limit)
         for r in query.iterator():
@@ -219,23 +220,27 @@ class RowQueries(SqlBase):
 
     def dead_letter_rows(self, job_seq: int) -> list[RowRecord]:
         return self._with_attempts(
-            RowModel.select().where(RowModel.job == job_seq, RowModel.dead_letter == 1)
-            .order_by(RowModel.position))
+            self.RowModel.select()
+            .where(self.RowModel.job == job_seq, self.RowModel.dead_letter == 1)
+            .order_by(self.RowModel.position))
 
     def workspace_dead_letter(self, workspace_id: int, *, states: Collection[str],
                               limit: int) -> tuple[list[tuple[Job, RowRecord]], bool]:
         """Dead-lettered rows of every job of a workspace in `states` (open, redriven,
         discarded), newest job first, each job's rows in input order; the page and
         whether more follow."""
-        wanted = [_STATE_WHERE[s] for s in states]
-        query = (RowModel.select().join(JobModel, on=(RowModel.job == JobModel.seq))
-                 .where(JobModel.workspace == workspace_id, RowModel.dead_letter == 1,
+        in_state = _dead_letter_state(self)
+        wanted = [in_state[s] for s in states]
+        query = (self.RowModel.select()
+                 .join(self.JobModel, on=(self.RowModel.job == self.JobModel.seq))
+                 .where(self.JobModel.workspace == workspace_id, self.RowModel.dead_letter == 1,
                         reduce(operator.or_, wanted))
-                 .order_by(RowModel.job.desc(), RowModel.position).limit(limit + 1))
+                 .order_by(self.RowModel.job.desc(), self.RowModel.position).limit(limit + 1))
         found = list(query)
         page = found[:limit]
         seqs = {r.job_id for r in page}
-        jobs = {j.seq: job_record(j) for j in JobModel.select().where(JobModel.seq.in_(seqs))}
+        jobs = {j.seq: job_record(j)
+                for j in self.JobModel.select().where(self.JobModel.seq.in_(seqs))}
         records = self._with_attempts(page)
         return [(jobs[r.job_id], rec) for r, rec in zip(page, records, strict=True)], \
             len(found) > limit
@@ -244,9 +249,9 @@ class RowQueries(SqlBase):
         rows = list(selected)
         log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
         for part in chunks(list(log)):
-            attempts = (AttemptModel.select()
-                        .where(AttemptModel.row.in_(list(part)))
-                        .order_by(AttemptModel.id))
+            attempts = (self.AttemptModel.select()
+                        .where(self.AttemptModel.row.in_(list(part)))
+                        .order_by(self.AttemptModel.id))
             for a in attempts:
                 log[a.row_id].append({
                     "model": a.model, "status_code": a.status_code, "error": a.error,
@@ -255,13 +260,17 @@ class RowQueries(SqlBase):
         return [row_record(r, attempt_log=tuple(log[r.id])) for r in rows]
 
 
-# A dead-lettered row that still needs attention: neither re-driven nor discarded.
-OPEN_DEAD_LETTER = RowModel.redriven_to.is_null() & RowModel.discarded_at.is_null()
-_STATE_WHERE = {
-    DL_OPEN: OPEN_DEAD_LETTER,
-    DL_REDRIVEN: RowModel.redriven_to.is_null(False),
-    DL_DISCARDED: RowModel.redriven_to.is_null() & RowModel.discarded_at.is_null(False),
-}
+def open_dead_letter(store: SqlBase) -> Any:
+    """A dead-lettered row that still needs attention: neither re-driven nor discarded."""
+    return store.RowModel.redriven_to.is_null() & store.RowModel.discarded_at.is_null()
+
+
+def _dead_letter_state(store: SqlBase) -> dict[str, Any]:
+    """`{state: the rows in it}` of dead-lettered rows (open, redriven, discarded)."""
+    return {DL_OPEN: open_dead_letter(store),
+            DL_REDRIVEN: store.RowModel.redriven_to.is_null(False),
+            DL_DISCARDED: (store.RowModel.redriven_to.is_null()
+                           & store.RowModel.discarded_at.is_null(False))}
 
 
 def _added(column: Any, amount: int) -> Any:

@@ -3,6 +3,11 @@ version applied) and `migrate`, which brings a database to `SCHEMA_VERSION`. A n
 database is created from the models at the latest version; an older one runs its
 backend's migrations from its version up, each recorded as it is applied. All of it is
 one `schema_change` transaction, which one process holds at a time.
+
+A migration is frozen: it does what it did when its version was made, whatever the
+code around it has become since. It writes literal SQL and values only, never a model
+or a constant of Relay's (a model's table or a code list grows; the old step must
+not), which `tests/store/test_frozen_migrations.py` checks.
 """
 
 from __future__ import annotations
@@ -10,9 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from peewee import Database
+from peewee import Database, PostgresqlDatabase
 
-from daemon.store.models import LEASED_ROWS_INDEX, TABLES, NodeModel, SchemaVersion
+from daemon.store.models import LEASED_ROWS_INDEX
 from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
@@ -31,12 +36,12 @@ def migrate(store: SqlBase, migrations: Mapping[int, Migration], *,
     """Create the schema at `latest`, or migrate it there from the version it is at;
     returns the version."""
     with store.schema_change():
-        if not SchemaVersion.table_exists():
-            store.db.create_tables(TABLES)
+        if not store.SchemaVersion.table_exists():
+            store.db.create_tables(store.tables)
             store.db.execute_sql(LEASED_ROWS_INDEX)
-            _record(latest)
+            _record(store, latest)
             return latest
-        current = version()
+        current = version(store)
         if current > latest:
             raise SchemaError(f"the database is at schema version {current}, newer than "
                               f"this relayd's {latest}: upgrade relayd")
@@ -45,7 +50,7 @@ def migrate(store: SqlBase, migrations: Mapping[int, Migration], *,
                 raise SchemaError(f"no migration to schema version {target} on this "
                                   f"backend (the database is at {current})")
             migrations[target](store.db)
-            _record(target)
+            _record(store, target)
     return latest
 
 
@@ -53,11 +58,19 @@ def leases(db: Database) -> None:
     """Version 11, on every backend: the nodes sharing the database, which node runs
     each pending row (a lease), and which node claimed a webhook delivery or is
     validating a batch."""
-    db.create_tables([NodeModel])
+    # The node table as version 11 created it, in each backend's column types.
+    real, boolean = (("DOUBLE PRECISION", "BOOLEAN") if isinstance(db, PostgresqlDatabase)
+                     else ("REAL", "INTEGER"))
+    db.execute_sql(
+        'CREATE TABLE IF NOT EXISTS "node" ("id" TEXT NOT NULL PRIMARY KEY, '
+        '"address" TEXT NOT NULL, "version" TEXT NOT NULL, '
+        f'"started_at" {real} NOT NULL, "heartbeat_at" {real} NOT NULL, '
+        f'"stopping" {boolean} NOT NULL, "jobs" TEXT NOT NULL)')
     db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_node TEXT')
     db.execute_sql("ALTER TABLE job ADD COLUMN webhook_node TEXT")
     db.execute_sql("ALTER TABLE job ADD COLUMN validating_node TEXT")
-    db.execute_sql(LEASED_ROWS_INDEX)
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "row_lease_node" ON "row" ("lease_node") '
+                   "WHERE lease_node IS NOT NULL")
 
 
 def lease_tokens(db: Database) -> None:
@@ -66,11 +79,12 @@ def lease_tokens(db: Database) -> None:
     db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0')
 
 
-def version() -> int:
+def version(store: SqlBase) -> int:
     """The database's schema version (0 before any)."""
-    current = SchemaVersion.select().order_by(SchemaVersion.version.desc()).first()
+    current = (store.SchemaVersion.select()
+               .order_by(store.SchemaVersion.version.desc()).first())
     return current.version if current else 0
 
 
-def _record(target: int) -> None:
-    SchemaVersion.create(version=target, applied_at=time.time())
+def _record(store: SqlBase, target: int) -> None:
+    store.SchemaVersion.create(version=target, applied_at=time.time())

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from peewee import Database, ModelSelect
 
+import daemon.store.models as models
 from daemon.domain.jobs import ROW_PENDING
-from daemon.store.models import JobModel, RowModel
 
 ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "error",
                "error_code", "finished_at", "attempts", "dead_letter", "prompt_tokens",
@@ -64,10 +64,24 @@ def chunks(values: Sequence[T]) -> list[Sequence[T]]:
 
 
 class SqlBase:
-    """The handle every query group (access, jobs, rows, files, webhooks) shares, and
-    the methods where a backend's SQL differs."""
+    """The handle every query group (access, jobs, rows, files, webhooks) shares: the
+    database and its own models (`models.bind`, one attribute per table), and the
+    methods where a backend's SQL differs."""
 
     db: Database
+    tables: list[type[models.BaseModel]]  # every table, each after those it refers to
+    SchemaVersion: type[models.SchemaVersion]
+    Workspace: type[models.Workspace]
+    ApiKey: type[models.ApiKey]
+    JobModel: type[models.JobModel]
+    RowModel: type[models.RowModel]
+    AttemptModel: type[models.AttemptModel]
+    RoundModel: type[models.RoundModel]
+    WorkflowModel: type[models.WorkflowModel]
+    WorkflowResultModel: type[models.WorkflowResultModel]
+    FileModel: type[models.FileModel]
+    ProbeModel: type[models.ProbeModel]
+    NodeModel: type[models.NodeModel]
     # Appended to a subquery choosing rows to lease: nodes leasing at once skip each
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the
     # whole database (SQLite).
@@ -110,10 +124,10 @@ class SqlBase:
         """SQL for the text at `key` of the JSON object in `column` (NULL when absent)."""
         raise NotImplementedError
 
-    def lock_job(self, seq: int) -> JobModel | None:
+    def lock_job(self, seq: int) -> models.JobModel | None:
         """A job read for a write that depends on it. Whoever writes a job and its rows
         locks the job first, so two writers of one job wait rather than deadlock."""
-        return self.locked(JobModel.select().where(JobModel.seq == seq)).first()
+        return self.locked(self.JobModel.select().where(self.JobModel.seq == seq)).first()
 
     def hold_job(self, seq: int) -> None:
         """`lock_job` for a write that needs only the lock, not the job (a backend whose
@@ -124,8 +138,8 @@ class SqlBase:
         """`{row id: lease token}` of those of `ids` still pending, locked for the
         caller's write."""
         return {r.id: r.lease_token for part in chunks(ids) for r in self.locked(
-            RowModel.select(RowModel.id, RowModel.lease_token)
-            .where(RowModel.id.in_(list(part)), RowModel.status == ROW_PENDING))}
+            self.RowModel.select(self.RowModel.id, self.RowModel.lease_token)
+            .where(self.RowModel.id.in_(list(part)), self.RowModel.status == ROW_PENDING))}
 
     def fenced(self, leases: Mapping[int, int]) -> set[int]:
         """Of rows leased as `{row id: lease token}`, those whose lease has moved on

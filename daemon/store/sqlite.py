@@ -24,15 +24,7 @@ from typing import Any
 import peewee
 from peewee import Database, SqliteDatabase
 
-from daemon.domain.jobs import NEVER_RAN
 from daemon.store.backend import SqlStore
-from daemon.store.models import (
-    ProbeModel,
-    RoundModel,
-    WorkflowModel,
-    WorkflowResultModel,
-    database,
-)
 from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
@@ -66,7 +58,14 @@ def _webhook_state(db: Database) -> None:
 
 def _rounds(db: Database) -> None:
     """Version 3: tool rounds, stored as each one finishes."""
-    db.create_tables([RoundModel])
+    db.execute_sql(
+        'CREATE TABLE IF NOT EXISTS "round" ("id" INTEGER NOT NULL PRIMARY KEY, '
+        '"row_id" INTEGER NOT NULL, "number" INTEGER NOT NULL, "model" TEXT NOT NULL, '
+        '"prompt_tokens" INTEGER NOT NULL, "completion_tokens" INTEGER NOT NULL, '
+        '"messages" TEXT NOT NULL, '
+        'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
+    db.execute_sql('CREATE UNIQUE INDEX IF NOT EXISTS "roundmodel_row_id_number" '
+                   'ON "round" ("row_id", "number")')
 
 
 def _workflows_switch(db: Database) -> None:
@@ -76,7 +75,17 @@ def _workflows_switch(db: Database) -> None:
 
 def _workflow_state(db: Database) -> None:
     """Version 5: where each workflow record stands, and its finished requests."""
-    db.create_tables([WorkflowModel, WorkflowResultModel])
+    db.execute_sql(
+        'CREATE TABLE IF NOT EXISTS "workflow" ("row_id" INTEGER NOT NULL PRIMARY KEY, '
+        '"state" TEXT NOT NULL, '
+        'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
+    db.execute_sql(
+        'CREATE TABLE IF NOT EXISTS "workflow_result" ("id" INTEGER NOT NULL PRIMARY KEY, '
+        '"row_id" INTEGER NOT NULL, "step" INTEGER NOT NULL, "position" INTEGER NOT NULL, '
+        '"result" TEXT NOT NULL, '
+        'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
+    db.execute_sql('CREATE UNIQUE INDEX IF NOT EXISTS "workflowresultmodel_row_id_step_position" '
+                   'ON "workflow_result" ("row_id", "step", "position")')
 
 
 def _redrives(db: Database) -> None:
@@ -101,7 +110,8 @@ def _token_details(db: Database) -> None:
 def _probe_and_row_lookup(db: Database) -> None:
     """Version 9: the health probe's row, and finding a job's row by its custom_id
     without a scan (the results' `after` cursor, the row route)."""
-    db.create_tables([ProbeModel])
+    db.execute_sql('CREATE TABLE IF NOT EXISTS "probe" ("id" INTEGER NOT NULL PRIMARY KEY, '
+                   '"at" REAL NOT NULL)')
     db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_custom_id" '
                    'ON "row" ("job_id", "custom_id")')
 
@@ -115,10 +125,13 @@ def _dead_letter_lifecycle(db: Database) -> None:
     db.execute_sql('UPDATE job SET dead_letter_open = (SELECT COUNT(*) FROM "row" r '
                    "WHERE r.job_id = job.seq AND r.dead_letter = 1 "
                    "AND r.redriven_to IS NULL)")
-    codes = ", ".join(f"'{code}'" for code in sorted(NEVER_RAN))
+    # The codes of rows that never ran as version 10 knew them (`domain.jobs.NEVER_RAN`
+    # then), copied rather than read: a dialect adding its codes there later must not
+    # change what this step counts in a database it upgrades.
     db.execute_sql('UPDATE job SET canceled = (SELECT COUNT(*) FROM "row" r '
                    "WHERE r.job_id = job.seq AND r.status = 'failed' AND r.attempts = 0 "
-                   f"AND r.error_code IN ({codes}))")
+                   "AND r.error_code IN ('batch_cancelled', 'batch_expired', 'canceled', "
+                   "'expired'))")
 
 
 # Each migration takes the database from version N-1 to N (schema.py). Version 1 is the
@@ -188,7 +201,6 @@ def open_sqlite(path: Path) -> SqliteStore:
     """Open (creating if needed) the store at `path` and bring its schema up to date."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = SqliteDatabase(str(path), pragmas=PRAGMAS, check_same_thread=False)
-    database.initialize(db)
     db.connect(reuse_if_open=True)
     store = SqliteStore(db)
     migrate(store, MIGRATIONS)

@@ -9,7 +9,6 @@ from collections.abc import Collection
 from typing import Any
 
 from daemon.domain.jobs import Job
-from daemon.store.models import JobModel
 from daemon.store.records import job_record
 from daemon.store.sql import SqlBase
 
@@ -25,19 +24,20 @@ class WebhookQueries(SqlBase):
         """Mark a job's queued webhook as being sent by `node`; False if it is not queued
         (another node, or an earlier try, has it)."""
         with self.write():
-            return (JobModel.update(webhook_state=WEBHOOK_SENDING, webhook_node=node)
-                    .where(JobModel.seq == seq, JobModel.webhook_state == WEBHOOK_QUEUED)
+            return (self.JobModel.update(webhook_state=WEBHOOK_SENDING, webhook_node=node)
+                    .where(self.JobModel.seq == seq,
+                           self.JobModel.webhook_state == WEBHOOK_QUEUED)
                     .execute()) == 1
 
     def save_webhook(self, seq: int, outcome: dict[str, Any]) -> None:
         with self.write():
-            (JobModel.update(webhook=json.dumps(outcome), webhook_state=WEBHOOK_DONE)
-             .where(JobModel.seq == seq).execute())
+            (self.JobModel.update(webhook=json.dumps(outcome), webhook_state=WEBHOOK_DONE)
+             .where(self.JobModel.seq == seq).execute())
 
     def unsent_webhooks(self) -> list[Job]:
         """Ended jobs whose webhook was never claimed (the process stopped first)."""
-        query = JobModel.select().where(JobModel.webhook_state == WEBHOOK_QUEUED)
-        return [job_record(r) for r in query.order_by(JobModel.seq)]
+        query = self.JobModel.select().where(self.JobModel.webhook_state == WEBHOOK_QUEUED)
+        return [job_record(r) for r in query.order_by(self.JobModel.seq)]
 
     def abandon_claimed_webhooks(self, *, now: float,
                                  live: Collection[str] = ()) -> int:
@@ -46,10 +46,10 @@ class WebhookQueries(SqlBase):
         never sees one run twice."""
         outcome = json.dumps({"status_code": None, "attempted_at": None,
                               "error": "delivery interrupted by a daemon restart; not retried"})
-        query = (JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
-                 .where(JobModel.webhook_state == WEBHOOK_SENDING))
+        query = (self.JobModel.update(webhook=outcome, webhook_state=WEBHOOK_DONE)
+                 .where(self.JobModel.webhook_state == WEBHOOK_SENDING))
         if live:
-            query = query.where(JobModel.webhook_node.is_null()
-                                | JobModel.webhook_node.not_in(list(live)))
+            query = query.where(self.JobModel.webhook_node.is_null()
+                                | self.JobModel.webhook_node.not_in(list(live)))
         with self.write():
             return query.execute()

@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daemon.store.interface import WorkflowWrite
-from daemon.store.models import RowModel, WorkflowModel, WorkflowResultModel
 from daemon.store.sql import SAVE_WORKFLOW, SAVE_WORKFLOW_RESULT, SqlBase
 
 
@@ -33,25 +32,27 @@ class WorkflowQueries(SqlBase):
 
     def workflow_states(self, job_seq: int) -> list[tuple[str, dict[str, Any]]]:
         """`(row status, state)` of every workflow record of a job that has started."""
-        query = (WorkflowModel.select(RowModel.status, WorkflowModel.state)
-                 .join(RowModel).where(RowModel.job == job_seq).order_by(RowModel.id))
+        query = (self.WorkflowModel.select(self.RowModel.status, self.WorkflowModel.state)
+                 .join(self.RowModel).where(self.RowModel.job == job_seq)
+                 .order_by(self.RowModel.id))
         return [(status, json.loads(state)) for status, state in self.db.execute(query)]
 
     def workflow(self, row_id: int) -> dict[str, Any] | None:
         """Where a workflow record stands, with its current step's finished results."""
-        return workflows_of([row_id]).get(row_id)
+        return workflows_of(self, [row_id]).get(row_id)
 
 
-def workflows_of(row_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def workflows_of(store: SqlBase, row_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """`{row id: {"state": ..., "results": {index: result}}}` for the rows that have a
     workflow state; the results are those of the step each one stands in."""
     found = {r.row_id: json.loads(r.state) for r in
-             WorkflowModel.select().where(WorkflowModel.row.in_(list(row_ids)))}
+             store.WorkflowModel.select().where(store.WorkflowModel.row.in_(list(row_ids)))}
     if not found:
         return {}
     current = {row_id: state.get("step", 0) for row_id, state in found.items()}
     results: dict[int, dict[int, Any]] = {row_id: {} for row_id in found}
-    query = WorkflowResultModel.select().where(WorkflowResultModel.row.in_(list(found)))
+    query = (store.WorkflowResultModel.select()
+             .where(store.WorkflowResultModel.row.in_(list(found))))
     for r in query:
         if r.step == current[r.row_id]:
             results[r.row_id][r.position] = json.loads(r.result)

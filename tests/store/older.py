@@ -17,3 +17,27 @@ def undo_version_11(db: Database) -> None:
                       "ALTER TABLE job DROP COLUMN webhook_node",
                       "ALTER TABLE job DROP COLUMN validating_node", "DROP TABLE node"):
         db.execute_sql(statement)
+
+
+def undo_to_version_1(db: Database) -> None:
+    """Take away what schema versions 12 down to 2 added (SQLite: PostgreSQL starts at
+    version 10)."""
+    undo_version_11(db)
+    for statement in (
+            'ALTER TABLE "row" DROP COLUMN discarded_at',  # 10
+            "ALTER TABLE job DROP COLUMN canceled",
+            "ALTER TABLE job DROP COLUMN dead_letter_open",
+            'DROP INDEX "rowmodel_job_id_custom_id"',  # 9
+            'DROP TABLE "probe"',
+            "ALTER TABLE job DROP COLUMN reasoning_tokens",  # 8
+            "ALTER TABLE job DROP COLUMN cached_tokens",
+            "ALTER TABLE job DROP COLUMN output_expires_after_s",  # 7
+            "ALTER TABLE file DROP COLUMN expires_at",
+            'ALTER TABLE "row" DROP COLUMN redriven_to',  # 6
+            "ALTER TABLE job DROP COLUMN retry_of",
+            'DROP TABLE "workflow"',  # 5
+            'DROP TABLE "workflow_result"',
+            "ALTER TABLE workspace DROP COLUMN workflows",  # 4
+            'DROP TABLE "round"',  # 3
+            "ALTER TABLE job DROP COLUMN webhook_state"):  # 2
+        db.execute_sql(statement)

@@ -16,7 +16,7 @@ from daemon.domain.jobs import JobDraft, RowDraft
 from daemon.store import UnsupportedDatabase, open_store, sqlite
 from daemon.store.schema import SCHEMA_VERSION
 from daemon.store.sqlite import SqliteStore, open_sqlite
-from tests.store.older import undo_version_11
+from tests.store.older import undo_to_version_1
 
 NOW = 1_700_000_000.0
 MB = 1024 * 1024
@@ -80,23 +80,7 @@ def _version_1_database(path: Path) -> None:
     """A database as version 1 left it: no `webhook_state`; a claim inside `webhook`."""
     store = open_sqlite(path)
     ws = store.ensure_workspace("acme", now=NOW)
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN webhook_state")
-    store.db.execute_sql('DROP TABLE "round"')
-    store.db.execute_sql("ALTER TABLE workspace DROP COLUMN workflows")
-    store.db.execute_sql('DROP TABLE "workflow_result"')
-    store.db.execute_sql('DROP TABLE "workflow"')
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN retry_of")
-    store.db.execute_sql('ALTER TABLE "row" DROP COLUMN redriven_to')
-    store.db.execute_sql("ALTER TABLE file DROP COLUMN expires_at")
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN output_expires_after_s")
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN cached_tokens")
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN reasoning_tokens")
-    store.db.execute_sql('DROP TABLE "probe"')
-    store.db.execute_sql('DROP INDEX "rowmodel_job_id_custom_id"')
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN dead_letter_open")
-    store.db.execute_sql("ALTER TABLE job DROP COLUMN canceled")
-    store.db.execute_sql('ALTER TABLE "row" DROP COLUMN discarded_at')
-    undo_version_11(store.db)
+    undo_to_version_1(store.db)
     store.db.execute_sql("UPDATE schema_version SET version = 1")
     for seq, (status, webhook) in enumerate([
         ("completed", None),  # ended, never claimed: still due
