@@ -76,7 +76,9 @@ def leases(db: Database) -> None:
 def lease_tokens(db: Database) -> None:
     """Version 12, on every backend: each row's lease token (fencing: a node whose
     lease was taken over can no longer start the row or store anything of it)."""
-    db.execute_sql('ALTER TABLE "row" ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0')
+    # In each backend's integer type, as a new database has it (BIGINT on PostgreSQL).
+    kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
+    db.execute_sql(f'ALTER TABLE "row" ADD COLUMN lease_token {kind} NOT NULL DEFAULT 0')
 
 
 def version(store: SqlBase) -> int:
