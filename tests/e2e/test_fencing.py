@@ -17,25 +17,22 @@ from collections import Counter
 import pytest
 
 from tests.e2e.harness import wait_for_status, wait_until
-from tests.e2e.test_cluster import (  # noqa: F401 - `cluster` is a fixture
-    LEASE_S,
-    cluster,
-    node_id_of,
-)
+from tests.e2e.test_cluster import cluster, node_id_of  # noqa: F401 - a fixture
 from tests.e2e.test_tools import LOOKUP, http_tools, tool_record
 
 pytestmark = pytest.mark.e2e
 
 ROUNDS = 3  # each record: ROUNDS + 1 model calls and ROUNDS executor calls
 RECORDS = 60
-FROZEN_S = LEASE_S * 2.5  # well past the lease: the others take the rows over
+LEASE = 5.0  # long enough that the nodes not frozen keep theirs on a loaded machine
+FROZEN_S = LEASE * 2.5  # well past the lease: the others take the rows over
 
 
 @pytest.mark.timeout(120)
 def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(cluster):  # noqa: F811
     nodes = cluster("--latency-ms", "150")
     for _ in range(3):
-        nodes.add(concurrency=6)
+        nodes.add(concurrency=6, lease_s=LEASE)
     nodes.start()
     api, victim, _ = nodes.nodes
     victim_id = node_id_of(nodes, victim)
@@ -91,8 +88,11 @@ def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(cluster):  # noqa: F811
              for cid in results}
     again = {cid: n for cid, n in extra.items() if n}
     # A row the frozen node had in flight repeats at most the one call that was on the
-    # wire when it froze (its new owner makes it again); nothing else runs twice.
+    # wire when it froze (its new owner makes it again); nothing else runs twice. (A
+    # node not frozen that still missed its lease, on a loaded machine, may cost each
+    # row it held one call more in the same way: counted from the nodes' logs.)
     assert set(again) <= held, again
-    assert all(n <= 1 for n in again.values()), {
+    assert victim.log.read_text().count("past its lease") == 1
+    lapses = sum(n.log.read_text().count("past its lease") for n in nodes.nodes)
+    assert all(n <= lapses for n in again.values()), {
         cid: (model_calls[cid], tool_calls[cid]) for cid in again}
-    assert "past its lease" in victim.log.read_text()
