@@ -228,7 +228,7 @@ async def test_a_refused_key_says_so_and_K_connects_with_another():
 async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
     """The dead-letter screen of job 5, once its entries are shown."""
     await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
-    app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
+    app.push_screen(DeadLetterScreen(app.client, app.jobs_screen.board.get(job_id(5))))
     return await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
                           and app.screen.entries and app.screen)
 

@@ -117,7 +117,7 @@ async def test_an_upload_screen_opened_before_read_only_cannot_submit():
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
-        app.push_screen(UploadScreen(fake, start_dir=HERE / "fixtures"))
+        app.push_screen(UploadScreen(app.client, start_dir=HERE / "fixtures"))
         await pilot.pause()
         app.screen.action_submit()
         await wait_for(pilot, lambda: any("--read-only" in m for m in notes(app)))

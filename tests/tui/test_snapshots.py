@@ -170,7 +170,7 @@ def test_a_workflow_row(snap_compare, monkeypatch):
     async def run_before(pilot):
         await settled(pilot, fake, select=None)
         view = app.jobs_screen.board.get(WORKFLOW_JOB)
-        app.push_screen(RowDetailScreen(fake, view, "notes-2.4"))  # completed, 2 steps
+        app.push_screen(RowDetailScreen(app.client, view, "notes-2.4"))  # completed, 2 steps
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                        and app.screen.detail)
         await pilot.pause()
