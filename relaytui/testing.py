@@ -73,7 +73,7 @@ def _job(n: int, name: str, status: str, *, model: str = "gpt-4o-mini", total: i
             "cost_nano_usd": 0, **more}
 
 
-def _tokens(tokens_in: int, tokens_out: int, nano_usd: int) -> dict[str, int]:
+def _tokens(tokens_in: int, tokens_out: int, nano_usd: int) -> dict[str, Any]:
     """A job's usage so far (the running ones' as `relaytui.testing_stats` has them)."""
     return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_nano_usd": nano_usd}
 

@@ -12,17 +12,48 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import httpx
 
 from relaytui.client import Event, RelayError
 
-if TYPE_CHECKING:
-    from relaytui.testing import FakeRelay
+Body = dict[str, Any]
 
-Answer = Callable[["FakeRelay", httpx.Request, dict[str, str]], Any]
+
+class CannedRelayd(Protocol):
+    """What a canned relayd answers (`relaytui.testing.FakeRelay` is one): one method a route."""
+
+    health_answer: Body
+    replayed: threading.Event
+
+    def observe(self, method: str, path: str, status: int, body: Any,
+                event: str | None) -> None: ...
+    def replay(self) -> Iterator[Event]: ...
+    def models(self) -> Body: ...
+    def stats(self, *, minutes: int | None = None) -> Body: ...
+    def nodes(self) -> Body: ...
+    def all_dead_letter(self, *, state: str = ..., limit: int = ...) -> Body: ...
+    def jobs(self, *, limit: int = ..., after: str | None = None, status: str | None = None,
+             template_id: str | None = None, dialect: str = ...) -> Body: ...
+    def job(self, job_id: str) -> Body: ...
+    def submit(self, *, model: str, requests: list[Body], name: str | None = None,
+               priority: int = 0, cron: str | None = None,
+               webhook_url: str | None = None) -> Body: ...
+    def cancel(self, job_id: str) -> Body: ...
+    def results(self, job_id: str, *, limit: int | None = None,
+                after: str | None = None) -> Body: ...
+    def row(self, job_id: str, custom_id: str) -> Body: ...
+    def workflows(self, job_id: str) -> Body: ...
+    def dead_letter(self, job_id: str) -> Body: ...
+    def retry_dead_letter(self, job_id: str, custom_ids: list[str] | None = None, *,
+                          force: bool = False) -> Body: ...
+    def discard_dead_letter(self, job_id: str,
+                            custom_ids: list[str] | None = None) -> Body: ...
+
+
+Answer = Callable[[CannedRelayd, httpx.Request, dict[str, str]], Any]
 
 # relayd's error `type` by status (daemon/api/middleware.py).
 _TYPES = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error",
@@ -50,36 +81,36 @@ def _body(request: httpx.Request) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-def _list_jobs(relay: FakeRelay, request: httpx.Request, _: dict[str, str]) -> Any:
+def _list_jobs(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
     return relay.jobs(limit=_number(request, "limit") or 20, after=_query(request, "after"),
                       status=_query(request, "status"),
                       template_id=_query(request, "template_id"),
                       dialect=_query(request, "dialect") or "openai")
 
 
-def _submit(relay: FakeRelay, request: httpx.Request, _: dict[str, str]) -> Any:
+def _submit(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
     body = _body(request)
     return relay.submit(model=body["model"], requests=body["requests"],
                         name=body.get("name"), priority=body.get("priority") or 0,
                         cron=body.get("cron"), webhook_url=body.get("webhookUrl"))
 
 
-def _results(relay: FakeRelay, request: httpx.Request, at: dict[str, str]) -> Any:
+def _results(relay: CannedRelayd, request: httpx.Request, at: dict[str, str]) -> Any:
     return relay.results(at["job"], limit=_number(request, "limit"),
                          after=_query(request, "after"))
 
 
-def _retry(relay: FakeRelay, request: httpx.Request, at: dict[str, str]) -> Any:
+def _retry(relay: CannedRelayd, request: httpx.Request, at: dict[str, str]) -> Any:
     body = _body(request)
     return relay.retry_dead_letter(at["job"], body.get("custom_ids"),
                                    force=bool(body.get("force")))
 
 
-def _discard(relay: FakeRelay, request: httpx.Request, at: dict[str, str]) -> Any:
+def _discard(relay: CannedRelayd, request: httpx.Request, at: dict[str, str]) -> Any:
     return relay.discard_dead_letter(at["job"], _body(request).get("custom_ids"))
 
 
-def _stats(relay: FakeRelay, request: httpx.Request, _: dict[str, str]) -> Any:
+def _stats(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
     return relay.stats(minutes=_number(request, "minutes"))
 
 
@@ -118,7 +149,7 @@ def error_envelope(exc: RelayError) -> dict[str, Any]:
                       "param": exc.param, "code": exc.code}}
 
 
-def serve(relay: FakeRelay, request: httpx.Request) -> httpx.Response:
+def serve(relay: CannedRelayd, request: httpx.Request) -> httpx.Response:
     """The canned answer to `request`. A `RelayError` without a status is relayd being
     down: the client meets a connection error, as it would."""
     method = request.method
@@ -141,13 +172,13 @@ def serve(relay: FakeRelay, request: httpx.Request) -> httpx.Response:
     return _json(relay, method, path, 404, error_envelope(RelayError(404, "Not Found")))
 
 
-def _json(relay: FakeRelay, method: str, path: str, status: int,
+def _json(relay: CannedRelayd, method: str, path: str, status: int,
           body: Any) -> httpx.Response:
     relay.observe(method, path, status, body, None)
     return httpx.Response(status, json=body)
 
 
-def _health(relay: FakeRelay, path: str) -> httpx.Response:
+def _health(relay: CannedRelayd, path: str) -> httpx.Response:
     answer = relay.health_answer
     status = 200 if answer.get("status") == "ok" else 503
     return _json(relay, "GET", path, status, answer)
@@ -158,7 +189,7 @@ class EventBody(httpx.SyncByteStream):
     client closes the stream (through the socket it finds in `network_stream`, as on a
     real connection)."""
 
-    def __init__(self, relay: FakeRelay, path: str) -> None:
+    def __init__(self, relay: CannedRelayd, path: str) -> None:
         self.relay = relay
         self.path = path
         self.closed = threading.Event()
@@ -185,7 +216,7 @@ def frame(event: Event) -> bytes:
     return f"event: {event.type}\ndata: {json.dumps(event.data)}\n\n".encode()
 
 
-def _events(relay: FakeRelay, path: str) -> httpx.Response:
+def _events(relay: CannedRelayd, path: str) -> httpx.Response:
     body = EventBody(relay, path)
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body,
                           extensions={"network_stream": body})
