@@ -492,7 +492,11 @@ def job_event(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _no_batch(job_id: str) -> RelayError:
-    return RelayError(404, f"No batch found with id '{job_id}'.")
+    return RelayError(404, f"No batch found with id '{job_id}'.", code="not_found")
+
+
+def _no_row(custom_id: str) -> RelayError:
+    return RelayError(404, f"No row found with id '{custom_id}'.", code="not_found")
 
 
 class FakeRelay:
@@ -590,13 +594,13 @@ class FakeRelay:
         if job_id == WORKFLOW_JOB and job_id in self.jobs_by_id:
             flows = _workflow_rows()
             if custom_id not in flows:
-                raise RelayError(404, f"No row found with id '{custom_id}'.")
+                raise _no_row(custom_id)
             return flows[custom_id]
         job = self._known(job_id)
         item = next((i for i in self.results(job_id)["data"]
                      if i["custom_id"] == custom_id), None)
         if item is None:
-            raise RelayError(404, f"No row found with id '{custom_id}'.")
+            raise _no_row(custom_id)
         return _row_detail(job, item)
 
     def workflows(self, job_id: str) -> dict[str, Any]:
