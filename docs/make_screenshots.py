@@ -59,7 +59,7 @@ async def shoot(name: str, *, select: int | None = None, theme: str | None = Non
                 keys: tuple[str, ...] = (), then: Step | None = None,
                 size: tuple[int, int] = SIZE) -> None:
     fake = FakeRelay()
-    app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("sample_data"))
     async with app.run_test(size=size) as pilot:
         if theme:

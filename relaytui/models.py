@@ -82,7 +82,8 @@ class JobView:
 
     @classmethod
     def from_event(cls, data: dict[str, Any]) -> JobView:
-        """The summary carried by `/v1/events` (same keys for both dialects)."""
+        """The summary carried by `/v1/events`: one shape for both dialects, which names
+        its job's `dialect` (relayd's `render.event_fields`)."""
         internal = data.get("status") or ""
         shown = "cancelling" if internal == "cancelling" else (
             data.get("relay_status") or _INTERNAL.get(internal, internal))
@@ -104,10 +105,14 @@ class JobView:
             cost_nano_usd=_maybe_int(data.get("cost_nano_usd")))
 
     @classmethod
-    def from_api(cls, obj: dict[str, Any]) -> JobView:
-        """`GET /v1/batches[/{id}]`: a Relay job, or an OpenAI batch object."""
-        if "request_counts" in obj:
-            return cls._from_openai(obj)
+    def from_batch(cls, obj: dict[str, Any]) -> JobView:
+        """`GET /v1/batches[/{id}]`, whose answers are each in their own dialect's shape:
+        read by that dialect's parser, chosen by the job's id (`dialect_of`)."""
+        return BATCH_PARSERS[dialect_of(str(obj["id"]))](obj)
+
+    @classmethod
+    def from_relay(cls, obj: dict[str, Any]) -> JobView:
+        """A job of the Relay Batches API (relayd's `render.relay_job`)."""
         return cls(
             id=str(obj["id"]), name=obj.get("name") or "", model=obj.get("model") or "",
             status=obj.get("status") or "queued", priority=_int(obj.get("priority")),
@@ -126,7 +131,9 @@ class JobView:
             cost_nano_usd=_used(obj, "cost_nano_usd"))
 
     @classmethod
-    def _from_openai(cls, obj: dict[str, Any]) -> JobView:
+    def from_openai(cls, obj: dict[str, Any]) -> JobView:
+        """A batch of the OpenRelay batch API (OpenAI's batch object, relayd's
+        `render_openai.batch`)."""
         counts = obj.get("request_counts") or {}
         errors = (obj.get("errors") or {}).get("data") or []
         ended = next((obj.get(k) for k in ("completed_at", "failed_at", "cancelled_at",
@@ -194,6 +201,17 @@ class JobView:
             return False
         needle = text.strip().lower()
         return not needle or any(needle in s.lower() for s in (self.name, self.id, self.model))
+
+
+def dialect_of(job_id: str) -> str:
+    """The dialect a job was submitted in, from its id: each dialect has its own id
+    format (the OpenRelay batch API's `batch_` and 32 hex, the Relay Batches API's 32
+    hex), which is how the TUI reads a list of both (`GET /v1/batches?dialect=all`)."""
+    return "openai" if job_id.startswith(OPENAI_ID_PREFIX) else "relay"
+
+
+OPENAI_ID_PREFIX = "batch_"
+BATCH_PARSERS = {"relay": JobView.from_relay, "openai": JobView.from_openai}
 
 
 def _status_matches(shown: str, wanted: str) -> bool:

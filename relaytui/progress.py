@@ -61,9 +61,9 @@ class JobSummary:
 
 def summarize(job: dict[str, Any]) -> JobSummary:
     """A Relay job or an OpenAI batch object as one shape. The two dialects are read by
-    the TUI's `JobView.from_api`; the CLI keeps relayd's own status word and shows an
+    the TUI's `JobView.from_batch`; the CLI keeps relayd's own status word and shows an
     OpenAI batch's endpoint when it has no model yet."""
-    view = JobView.from_api(job)
+    view = JobView.from_batch(job)
     openai = view.dialect == "openai"
     return JobSummary(
         id=view.id, status=str(job["status"]),

@@ -1,11 +1,14 @@
-"""An in-memory stand-in for `RelayClient` with canned jobs at fixed times, and the clock
-that goes with it: the TUI's snapshot tests and README screenshots run on it, so what
-they show never changes. Its event stream replays progress over the 30 s before `NOW`
-(moving the clock as it goes), then waits until closed. The nightly digest's rows are
-tool-calling records: their results carry tool-round summaries and `row()` gives each
-one's transcript. `FakeRelay(workflows=True)` adds a running OpenAI batch of workflow
-records (one completed, one waiting, one failed at its step limit): `row()` gives where
-each stands and `workflows()` the job's counters. `stats()` answers `GET /v1/stats` with
+"""A relayd in memory, with canned jobs at fixed times, and the clock that goes with it:
+the TUI's snapshot tests and README screenshots run on it, so what they show never
+changes. `FakeRelay.client()` is a real `RelayClient` over `httpx.MockTransport`
+(`relaytui.testing_http` routes each request), so the client's own code runs and every
+answer is in relayd's wire shape: tests/tui checks each one against relayd's OpenAPI
+document. Its event stream replays progress over the 30 s before `NOW` (moving the clock
+as it goes), then waits until closed. The nightly digest's rows are tool-calling
+records: their results carry tool-round summaries and `row()` gives each one's
+transcript. `FakeRelay(workflows=True)` adds a running OpenAI batch of workflow records
+(one completed, one waiting, one failed at its step limit): `row()` gives where each
+stands and `workflows()` the job's counters. `stats()` answers `GET /v1/stats` with
 `relaytui.testing_stats`' canned numbers (or `stats_answer`). No Textual, no network."""
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from relaytui.client import RESULTS_PAGE, Event, RelayError
+import httpx
+
+from relaytui.client import Event, RelayClient, RelayError
+from relaytui.testing_http import serve
 from relaytui.testing_stats import canned_stats
 
 NOW = datetime(2026, 10, 4, 9, 30, tzinfo=UTC).timestamp()
@@ -38,6 +44,12 @@ class FakeClock:
         return self.now
 
 
+def _iso_ms(ts: float) -> str:
+    """An attempt's instant as relayd writes it: ISO 8601 to the millisecond."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
 def _iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
@@ -56,7 +68,14 @@ def _job(n: int, name: str, status: str, *, model: str = "gpt-4o-mini", total: i
             "dead_letter_open": more.pop("dead_letter_open", dead_letter),
             "canceled": more.pop("canceled", 0), "created_at": created, "started_at": started,
             "finished_at": finished, "cron": None, "next_run_at": None, "template_id": None,
-            "error": None, "webhook": None, "dialect": "relay", "tier": "standard", **more}
+            "error": None, "webhook": None, "webhookUrl": None, "retry_of": None,
+            "dialect": "relay", "tier": "standard", "input_tokens": 0, "output_tokens": 0,
+            "cost_nano_usd": 0, **more}
+
+
+def _tokens(tokens_in: int, tokens_out: int, nano_usd: int) -> dict[str, Any]:
+    """A job's usage so far (the running ones' as `relaytui.testing_stats` has them)."""
+    return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_nano_usd": nano_usd}
 
 
 def canned_jobs() -> list[dict[str, Any]]:
@@ -67,22 +86,23 @@ def canned_jobs() -> list[dict[str, Any]]:
     return [
         _job(9, "Translate FAQ (fr)", "queued", total=80, age=100, priority=1),
         _job(1, "Review sentiment — October", "running", completed=150, failed=2,
-             dead_letter=1, age=760, ran=40, priority=5),
+             dead_letter=1, age=760, ran=40, priority=5, **_tokens(75_640, 9_760, 17_202_000)),
         _job(2, "Ticket summaries — week 40", "running", model="backup", total=1200,
-             completed=310, age=1500, ran=30),
+             completed=310, age=1500, ran=30, **_tokens(1_056_400, 166_800, 4_309_000_000)),
         _job(5, "Reviews (CSV import)", "completed", completed=297, failed=3, dead_letter=3,
              age=7800, ran=5, took=94,
              webhook={"url": "https://hooks.example.com/relay", "attempted_at":
                       _iso(NOW - 7800 + 99), "status_code": 200, "error": None},
-             webhookUrl="https://hooks.example.com/relay"),
+             webhookUrl="https://hooks.example.com/relay", **_tokens(89_100, 8_910, 20_049_000)),
         _job(4, "Nightly digest", "completed", total=120, completed=120, age=27000, ran=2,
-             took=41, template_id=template["id"]),
+             took=41, template_id=template["id"], **_tokens(190_440, 14_880, 37_500_000)),
         _job(8, "Classify support mail", "canceled", total=450, completed=120, failed=330,
-             canceled=328, age=30000, ran=3, took=60),
+             canceled=328, age=30000, ran=3, took=60, **_tokens(36_000, 3_600, 8_100_000)),
         _job(7, "Product Q&A", "failed", model="gpt-4o", total=40, age=40000,
              error="model 'gpt-4o' is no longer configured", took=0, ran=1),
         _job(6, "Embeddings backfill", "completed", model="embed", total=2000,
-             completed=2000, age=90000, ran=10, took=400, dialect="openai", tier="expedited"),
+             completed=2000, age=90000, ran=10, took=400, dialect="openai", tier="expedited",
+             **_tokens(412_000, 0, 8_240_000)),
         template,
     ]
 
@@ -104,14 +124,16 @@ def _results(job_id: str) -> list[dict[str, Any]]:
 def _dead_letter() -> list[dict[str, Any]]:
     def entry(n: int, code: int, prompt: str) -> dict[str, Any]:
         log = [{"model": model, "status_code": code, "error": f"{code} from upstream",
-                "duration_ms": 100 + 7 * i + n, "started_at": NOW - 7700 + i}
+                "duration_ms": 100 + 7 * i + n, "started_at": _iso_ms(NOW - 7700 + i)}
                for i, model in enumerate(["gpt-4o-mini"] * 3 + ["backup"] * 3)]
+        messages = [{"role": "system", "content": "Answer positive, negative or neutral."},
+                    {"role": "user", "content": prompt}]
         return {"custom_id": f"review-{n:04d}", "attempts": 6,
                 "models": ["gpt-4o-mini", "backup"], "status_code": code,
                 "last_error": f"upstream_error: {code} from gpt-4o-mini after 3 attempts; "
                               f"fallback backup: {code} after 3 attempts",
-                "messages": [{"role": "system", "content": "Answer positive, negative or "
-                              "neutral."}, {"role": "user", "content": prompt}],
+                "messages": messages,
+                "body": {"model": "gpt-4o-mini", "messages": messages},
                 "attempt_log": log, "redriven_to": None, "state": "open",
                 "discarded_at": None}
     return [entry(10, 503, "Classify: arrived broken [sim:fail=503]"),
@@ -222,7 +244,8 @@ def _attempts(count: int, started: float, *, code: int = 200,
               model: str = "gpt-4o-mini") -> list[dict[str, Any]]:
     return [{"model": model, "status_code": code,
              "error": None if code == 200 else f"{code} from upstream",
-             "duration_ms": 410 + 37 * i, "started_at": started + i} for i in range(count)]
+             "duration_ms": 410 + 37 * i, "started_at": _iso_ms(started + i)}
+            for i in range(count)]
 
 
 def _completion(message: dict[str, Any], *, finish: str = "stop", calls: int = 1,
@@ -303,7 +326,8 @@ _FLOW_OUTPUT = {"summary": "Relay 2.4 adds workflow records, a token budget per 
 def workflow_job() -> dict[str, Any]:
     """The batch of workflow records: running (one record still waits)."""
     return _job(10, "Release-note summaries", "running", total=3, completed=1, failed=1,
-                age=400, ran=2, dialect="openai", endpoint="/v1/chat/completions")
+                age=400, ran=2, dialect="openai", endpoint="/v1/chat/completions",
+                **_tokens(2_360, 550, 1_020_000))
 
 
 def _flow(custom_id: str, status: str, *, text: str, max_steps: int,
@@ -390,22 +414,97 @@ def workflow_counters(job_id: str) -> dict[str, Any]:
     return counters
 
 
-class FakeStream:
-    def __init__(self, relay: FakeRelay) -> None:
-        self.relay = relay
-        self._closed = threading.Event()
+# -- the wire shapes -------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Event]:
-        yield from self.relay.replay()
-        self.relay.replayed.set()
-        self._closed.wait()
+# A canned job's status (the Relay Batches API's word) as relayd names it inside (the
+# events' `status`) and in the OpenRelay batch API.
+_INTERNAL = {"canceled": "cancelled"}
+_OPENAI = {"queued": "in_progress", "running": "in_progress", "canceled": "cancelled"}
 
-    def close(self) -> None:
-        self._closed.set()
+
+def _whole(ts: float | None) -> int | None:
+    return None if ts is None else int(ts)
+
+
+def _batch_usage(job: dict[str, Any]) -> dict[str, Any]:
+    """relayd's `BatchUsage` of a canned job."""
+    tokens_in, tokens_out = job["input_tokens"], job["output_tokens"]
+    return {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens_in + tokens_out, "cost_nano_usd": job["cost_nano_usd"]}
+
+
+def relay_job(job: dict[str, Any]) -> dict[str, Any]:
+    """A canned job as the Relay Batches API shows it (relayd's `render.relay_job`)."""
+    view = {key: job[key] for key in (
+        "id", "name", "status", "model", "priority", "total", "completed", "failed",
+        "dead_letter", "dead_letter_open", "canceled", "error", "webhookUrl", "webhook",
+        "cron", "template_id", "retry_of")}
+    view.update(object="batch", created_at=_iso(job["created_at"]),
+                started_at=_iso(job["started_at"]), completed_at=_iso(job["finished_at"]),
+                next_run_at=_iso(job["next_run_at"]), usage=_batch_usage(job))
+    if job["cron"] and job["template_id"] is None:
+        view["last_run_id"] = job.get("last_run_id")
+    return view
+
+
+def openai_batch(job: dict[str, Any]) -> dict[str, Any]:
+    """A canned job as the OpenRelay batch API shows it (relayd's `render_openai.batch`)."""
+    status = job["status"]
+    ended = _whole(job["finished_at"])
+    return {
+        "id": job["id"], "object": "batch", "endpoint": job.get("endpoint", "/v1/embeddings"),
+        "errors": None, "input_file_id": "file-" + job["id"][6:], "completion_window": "24h",
+        "status": _OPENAI.get(status, status),
+        "output_file_id": ("file-out" + job["id"][8:]) if status == "completed" else None,
+        "error_file_id": None, "created_at": int(job["created_at"]),
+        "in_progress_at": _whole(job["started_at"]),
+        "expires_at": int(job["created_at"]) + 86400,
+        "finalizing_at": ended if status == "completed" else None,
+        "completed_at": ended if status == "completed" else None,
+        "failed_at": ended if status == "failed" else None, "expired_at": None,
+        "cancelling_at": ended if status == "canceled" else None,
+        "cancelled_at": ended if status == "canceled" else None,
+        "request_counts": {"total": job["total"], "completed": job["completed"],
+                           "failed": job["failed"]},
+        "metadata": {"name": job["name"]}, "model": job["model"], "priority": job["tier"],
+        "usage": _batch_usage(job) if job["completed"] + job["failed"] else None,
+    } | ({"retry_of": job["retry_of"]} if job["retry_of"] else {})
+
+
+def batch(job: dict[str, Any]) -> dict[str, Any]:
+    """`GET /v1/batches/{id}`: the job in the dialect it was submitted in."""
+    return openai_batch(job) if job["dialect"] == "openai" else relay_job(job)
+
+
+def job_event(job: dict[str, Any]) -> dict[str, Any]:
+    """A canned job's `/v1/events` summary (relayd's `render.event_fields`)."""
+    view = {key: job[key] for key in (
+        "id", "dialect", "name", "model", "priority", "tier", "total", "completed",
+        "failed", "dead_letter", "dead_letter_open", "canceled", "created_at",
+        "started_at", "finished_at", "cron", "next_run_at", "template_id", "error",
+        "input_tokens", "output_tokens", "cost_nano_usd")}
+    return view | {"status": _INTERNAL.get(job["status"], job["status"]),
+                   "relay_status": job["status"]}
+
+
+# -- the canned relayd -----------------------------------------------------------------
+
+
+def _no_batch(job_id: str) -> RelayError:
+    return RelayError(404, f"No batch found with id '{job_id}'.", code="not_found")
+
+
+def _no_row(custom_id: str) -> RelayError:
+    return RelayError(404, f"No row found with id '{custom_id}'.", code="not_found")
 
 
 class FakeRelay:
-    """`RelayClient`'s methods over canned data; records what was asked of it."""
+    """A relayd in memory: canned jobs, results, rows and dead letters, served over
+    `httpx.MockTransport` to a real `RelayClient` (`client()`), in relayd's wire shapes.
+    Each route is one method below (tests override one to change an answer; a
+    `RelayError` raised is served as relayd's error envelope). It records what was
+    asked of it, and offers every answer to `observe`."""
 
     def __init__(self, *, url: str = "http://127.0.0.1:8080", replay: bool = True,
                  workflows: bool = False) -> None:
@@ -432,89 +531,89 @@ class FakeRelay:
         self.stats_answer: dict[str, Any] | RelayError | None = None
         self.stats_asked: list[int | None] = []  # `minutes` of each call
 
+    def client(self, key: str = "rk_test") -> RelayClient:
+        """A real `RelayClient` whose requests this relayd answers."""
+        return RelayClient(self.url, key, transport=httpx.MockTransport(self.handle))
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        return serve(self, request)
+
+    def observe(self, method: str, path: str, status: int, body: Any,
+                event: str | None) -> None:
+        """One answer served: a JSON body, or one event's data (`event` its name). Does
+        nothing here; tests/tui checks each against relayd's OpenAPI document."""
+
+    def _known(self, job_id: str) -> dict[str, Any]:
+        if job_id not in self.jobs_by_id:
+            raise _no_batch(job_id)
+        return self.jobs_by_id[job_id]
+
     # -- reads ---------------------------------------------------------------------
 
-    def healthy(self) -> bool:
-        return True
-
-    def health(self) -> dict[str, Any]:
-        return self.health_answer
-
-    def close(self) -> None:
-        pass
-
-    def all_jobs(self, **filters: Any) -> list[dict[str, Any]]:
-        return self.jobs(limit=1000, **filters)["data"]
-
-    def jobs(self, *, limit: int = 100, after: str | None = None, status: str | None = None,
-             template_id: str | None = None, dialect: str = "all") -> dict[str, Any]:
+    def jobs(self, *, limit: int = 20, after: str | None = None, status: str | None = None,
+             template_id: str | None = None, dialect: str = "openai") -> dict[str, Any]:
         self.listed_dialects.append(dialect)
-        data = [self._render(j) for j in sorted(self.jobs_by_id.values(),
-                                                key=lambda j: -j["created_at"])
-                if (template_id is None or j["template_id"] == template_id)
-                and dialect in ("all", j["dialect"])]
-        return {"object": "list", "data": data[:limit], "has_more": False,
-                "first_id": None, "last_id": None}
+        listed = [j for j in sorted(self.jobs_by_id.values(), key=lambda j: -j["created_at"])
+                  if (template_id is None or j["template_id"] == template_id)
+                  and dialect in ("all", j["dialect"])]
+        ids = [j["id"] for j in listed]
+        start = ids.index(after) + 1 if after in ids else 0
+        page = [batch(j) for j in listed[start:start + limit]]
+        return {"object": "list", "data": page,
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+                "has_more": start + len(page) < len(listed)}
 
     def job(self, job_id: str) -> dict[str, Any]:
-        if job_id not in self.jobs_by_id:
-            raise RelayError(404, f"No batch {job_id}.")
-        job = self.jobs_by_id[job_id]
+        job = self._known(job_id)
         while job["cron"] and job["next_run_at"] and job["next_run_at"] <= self.clock():
             job["next_run_at"] += 86400  # relayd ran it: the canned cron is daily
-        return self._render(job)
+        return batch(job)
 
     def results(self, job_id: str, *, limit: int | None = None,
                 after: str | None = None) -> dict[str, Any]:
+        job = self._known(job_id)
         if job_id == WORKFLOW_JOB:  # the finished records (relayd waits for the end)
             data = _workflow_results()
         else:
             data = _digest_results() if job_id == _DIGEST else _results(job_id)
+        head = {"id": job_id, "object": "list", "status": batch(job)["status"]}
         if limit is None and after is None:
-            return {"id": job_id, "object": "list", "data": data}
+            return head | {"data": data}
         ids = [item["custom_id"] for item in data]
         if after is not None and after not in ids:
             raise RelayError(400, f"No row has custom_id {after!r}.", "after")
         start = 0 if after is None else ids.index(after) + 1
         page = data[start:start + (limit or len(data))]
         self.result_pages_read.append((job_id, after))
-        return {"id": job_id, "object": "list", "data": page,
-                "has_more": start + len(page) < len(data),
-                "last_id": page[-1]["custom_id"] if page else None}
-
-    def result_pages(self, job_id: str, *, page: int = RESULTS_PAGE) -> Iterator[dict[str, Any]]:
-        after = None
-        while True:
-            answer = self.results(job_id, limit=page, after=after)
-            yield answer
-            if not answer["has_more"]:
-                return
-            after = answer["last_id"]
+        return head | {"data": page, "has_more": start + len(page) < len(data),
+                       "last_id": page[-1]["custom_id"] if page else None}
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         self.rows_read.append((job_id, custom_id))
         if job_id == WORKFLOW_JOB and job_id in self.jobs_by_id:
             flows = _workflow_rows()
             if custom_id not in flows:
-                raise RelayError(404, f"No row found with id '{custom_id}'.")
+                raise _no_row(custom_id)
             return flows[custom_id]
+        job = self._known(job_id)
         item = next((i for i in self.results(job_id)["data"]
                      if i["custom_id"] == custom_id), None)
-        if job_id not in self.jobs_by_id or item is None:
-            raise RelayError(404, f"No row found with id '{custom_id}'.")
-        return _row_detail(self.jobs_by_id[job_id], item)
+        if item is None:
+            raise _no_row(custom_id)
+        return _row_detail(job, item)
 
     def workflows(self, job_id: str) -> dict[str, Any]:
         self.workflows_read.append(job_id)
-        if job_id not in self.jobs_by_id:
-            raise RelayError(404, f"No batch {job_id}.")
+        self._known(job_id)
         return workflow_counters(job_id)
 
     def dead_letter(self, job_id: str) -> dict[str, Any]:
+        self._known(job_id)
         dead = [dict(e) for e in self.dead_letters.get(job_id, [])]
         return {"id": job_id, "object": "list", "data": dead}
 
-    def all_dead_letter(self, *, state: str = "open", limit: int = 1000) -> dict[str, Any]:
+    def all_dead_letter(self, *, state: str = "open", limit: int = 100) -> dict[str, Any]:
         data = [{"batch_id": job, "batch_name": self.jobs_by_id[job]["name"], **e}
                 for job in sorted(self.dead_letters, key=lambda j: -self.jobs_by_id[j][
                     "created_at"])
@@ -522,7 +621,7 @@ class FakeRelay:
         return {"object": "list", "data": data[:limit], "has_more": len(data) > limit}
 
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]}
+        return {"object": "list", "data": [canned_model(m) for m in MODELS]}
 
     def stats(self, *, minutes: int | None = None) -> dict[str, Any]:
         self.stats_asked.append(minutes)
@@ -533,48 +632,64 @@ class FakeRelay:
         return canned_stats(NOW, minutes=minutes or 60,
                             jobs={n: job_id(n) for n in (1, 2, 9)})
 
+    def nodes(self) -> dict[str, Any]:
+        """One relayd on SQLite, running the jobs that have not ended."""
+        started = _iso(NOW - 86400)
+        running = [{"id": j["id"], "name": j["name"], "dialect": j["dialect"],
+                    "status": _INTERNAL.get(j["status"], j["status"])}
+                   for j in self.jobs_by_id.values() if j["status"] == "running"]
+        return {"object": "list", "data": [{
+            "object": "node", "id": "relay-1-5e0c4d2a", "address": self.url,
+            "version": "0.23.0", "started_at": started, "heartbeat_at": _iso(NOW - 2),
+            "seconds_since_heartbeat": 2.0, "health": "healthy", "self": True,
+            "jobs": running}]}
+
     # -- writes --------------------------------------------------------------------
 
     def submit(self, *, model: str, requests: list[dict[str, Any]], name: str | None = None,
                priority: int = 0, cron: str | None = None,
                webhook_url: str | None = None) -> dict[str, Any]:
         if model not in MODELS:
-            raise RelayError(400, f"Unknown model {model!r}.", "model")
+            raise RelayError(400, f"Unknown model {model!r}.", "model",
+                             code="model_not_found")
         if cron is not None and len(cron.split()) != 5:
-            raise RelayError(400, "'cron' must have exactly 5 fields.", "cron")
+            raise RelayError(400, "'cron' must have exactly 5 fields.", "cron",
+                             code="invalid_cron")
         self.submitted.append({"model": model, "requests": requests, "name": name,
                                "priority": priority, "cron": cron, "webhook_url": webhook_url})
         n = 10 + len(self.submitted)
         job = _job(n, name or "upload", "scheduled" if cron else "queued", model=model,
-                   total=len(requests), age=0, priority=priority, cron=cron)
+                   total=len(requests), age=0, priority=priority, cron=cron,
+                   webhookUrl=webhook_url)
         self.jobs_by_id[job["id"]] = job
-        return self._render(job)
+        return relay_job(job)
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         self.cancelled.append(job_id)
-        return self._render(self.jobs_by_id[job_id])
+        return batch(self._known(job_id))
 
     def retry_dead_letter(self, job_id: str, custom_ids: list[str] | None = None, *,
                           force: bool = False) -> dict[str, Any]:
         self.retried.append((job_id, custom_ids))
         self.forced.append(force)
+        source = self._known(job_id)
         taken = [e for e in self.dead_letters.get(job_id, [])
                  if (custom_ids is None or e["custom_id"] in custom_ids)
                  and (force or e["state"] == "open")]
         if not taken:
             raise RelayError(400, "This batch has no dead-lettered rows to retry.")
-        source = self.jobs_by_id[job_id]
         job = _job(20 + len(self.retried), f"{source['name']} (dead-letter retry)", "queued",
                    total=len(taken), age=0, retry_of=job_id)
         self.jobs_by_id[job["id"]] = job
         for entry in taken:
             entry.update(state="redriven", redriven_to=job["id"])
         self._reopen(job_id)
-        return self._render(job)
+        return batch(job)
 
     def discard_dead_letter(self, job_id: str,
                             custom_ids: list[str] | None = None) -> dict[str, Any]:
         self.discarded.append((job_id, custom_ids))
+        self._known(job_id)
         taken = [e for e in self.dead_letters.get(job_id, []) if e["state"] == "open"
                  and (custom_ids is None or e["custom_id"] in custom_ids)]
         if not taken:
@@ -591,14 +706,11 @@ class FakeRelay:
 
     # -- live events ---------------------------------------------------------------
 
-    def open_events(self) -> FakeStream:
-        return FakeStream(self)
-
     def replay(self) -> Iterator[Event]:
         """Snapshots of the jobs that have not ended, then progress up to `NOW`."""
         for job in self.jobs_by_id.values():
             if job["status"] in ("queued", "running", "scheduled"):
-                yield Event("job.snapshot", self._event(job))
+                yield Event("job.snapshot", job_event(job))
         if not self.replay_progress:
             return
         for step in _STEPS:
@@ -606,33 +718,13 @@ class FakeRelay:
             for n, rows in ((1, step), (2, step * 3 - 2)):
                 job = self.jobs_by_id[job_id(n)]
                 job["completed"] += rows
-                yield Event("job.progress", self._event(job))
+                yield Event("job.progress", job_event(job))
         self.clock.now = NOW
 
-    @staticmethod
-    def _event(job: dict[str, Any]) -> dict[str, Any]:
-        return {**{k: v for k, v in job.items() if k not in ("webhook", "webhookUrl")},
-                "relay_status": job["status"]}
 
-    @staticmethod
-    def _render(job: dict[str, Any]) -> dict[str, Any]:
-        """`GET /v1/batches/{id}`: Relay's shape, or OpenAI's for an OpenAI batch."""
-        if job["dialect"] == "openai":
-            def whole(ts: float | None) -> int | None:
-                return None if ts is None else int(ts)
-
-            status = "in_progress" if job["status"] == "running" else job["status"]
-            return {"id": job["id"], "object": "batch", "status": status,
-                    "endpoint": job.get("endpoint", "/v1/embeddings"),
-                    "input_file_id": "file-" + job["id"][6:],
-                    "created_at": int(job["created_at"]),
-                    "in_progress_at": whole(job["started_at"]),
-                    "completed_at": whole(job["finished_at"]), "model": job["model"],
-                    "metadata": {"name": job["name"]}, "priority": job["tier"],
-                    "request_counts": {"total": job["total"], "completed": job["completed"],
-                                       "failed": job["failed"]}, "errors": None}
-        view = {k: v for k, v in job.items() if k not in ("dialect", "tier", "finished_at")}
-        view.update(object="batch", created_at=_iso(job["created_at"]),
-                    started_at=_iso(job["started_at"]), completed_at=_iso(job["finished_at"]),
-                    next_run_at=_iso(job["next_run_at"]))
-        return view
+def canned_model(alias: str) -> dict[str, Any]:
+    """One configured model of `GET /v1/models`, with no live state yet."""
+    return {"id": alias, "object": "model", "created": int(NOW - 86400), "owned_by": "relay",
+            "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
+            "max_concurrency": 8, "adaptive": False, "rpm": None, "tpm": None,
+            "state": None}

@@ -41,7 +41,10 @@ def _model(model: str, errors: dict[str, int], ok: int, p50: int, p95: int, *,
             "latency_ms": {"p50": p50, "p95": p95, "samples": ok},
             "dispatch": {"max_concurrency": most, "concurrency": now, "in_flight": now,
                          "adaptive": True, "paused": paused, "paused_until": None,
-                         "rpm": None, "tpm": None, "rate_limited": errors.get("429", 0)}}
+                         "rpm": None, "tpm": None, "upstream_rpm": None,
+                         "upstream_tpm": None, "concurrency_good": None,
+                         "concurrency_failed": None,
+                         "rate_limited": errors.get("429", 0)}}
 
 
 def _usage(input_tokens: int, output_tokens: int, nano_usd: int) -> dict[str, Any]:

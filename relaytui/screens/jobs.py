@@ -180,7 +180,7 @@ class JobsScreen(RelayScreen):
             self.notify(f"{model} is no longer failing.", title="A model recovered")
 
     def _listed(self, listed: JobsListed) -> None:
-        views = [JobView.from_api(j) for j in listed.jobs]
+        views = [JobView.from_batch(j) for j in listed.jobs]
         changes, gone = self.board.replace_all(views, at=listed.at)
         if not self.listed:
             self.listed = True
@@ -334,7 +334,8 @@ class JobsScreen(RelayScreen):
 
     def _uploaded(self, job: Any) -> None:
         if isinstance(job, dict):
-            change = self.board.put(JobView.from_api(job), at=self.clock())
+            # the upload form submits to the Relay Batches API
+            change = self.board.put(JobView.from_relay(job), at=self.clock())
             if change is not None:
                 self._changed(change)
             self.table.select(job["id"])
@@ -362,7 +363,7 @@ class JobsScreen(RelayScreen):
         self.app.call_from_thread(self._job_fetched, answer)
 
     def _job_fetched(self, answer: dict[str, Any]) -> None:
-        change = self.board.put(JobView.from_api(answer), at=self.clock())
+        change = self.board.put(JobView.from_batch(answer), at=self.clock())
         if change is not None:
             self._changed(change)
 

@@ -131,11 +131,11 @@ class JobDetail(Vertical):
         if job_id is None:
             return
         try:
-            view = JobView.from_api(self.client.job(job_id))
+            view = JobView.from_batch(self.client.job(job_id))
             runs = []
             if view.is_template:
                 listing = self.client.jobs(template_id=job_id, limit=RECENT_RUNS)
-                runs = [JobView.from_api(j) for j in listing["data"]]
+                runs = [JobView.from_relay(j) for j in listing["data"]]  # cron: Relay's
             self.app.call_from_thread(self._loaded, job_id, view, runs, None)
         except RelayError as exc:
             self.app.call_from_thread(self._loaded, job_id, None, [], exc.message)

@@ -16,7 +16,9 @@ from textual.pilot import Pilot
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayClient
 from relaytui.settings import Settings
+from relaytui.testing import FakeRelay
 from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
+from tests.tui.contract import ContractCheck
 
 __all__ = ["relayd_factory", "simulator_factory"]
 
@@ -51,6 +53,19 @@ def tools_url(shared_relayd: Relayd) -> str:
     `openrelay.tool_config` of tool-calling records; found from the daemon's config."""
     models = tomllib.loads(shared_relayd.config.read_text())["models"]
     return models[0]["base_url"].removesuffix("/v1") + "/_sim/tools"
+
+
+@pytest.fixture(autouse=True)
+def served_contract(monkeypatch: pytest.MonkeyPatch) -> Iterator[ContractCheck]:
+    """Every answer a `FakeRelay` serves in a test is checked against relayd's OpenAPI
+    document; the test fails if one does not match (a worker thread may have swallowed
+    the answer, so the check is made here, after the test)."""
+    check = ContractCheck()
+    monkeypatch.setattr(FakeRelay, "observe",
+                        lambda _relay, *answer: check(*answer))
+    yield check
+    assert not check.found, "FakeRelay served answers relayd cannot produce:\n" + \
+        "\n".join(check.found[:20])
 
 
 _workspaces = itertools.count()

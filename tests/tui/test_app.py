@@ -16,14 +16,15 @@ from relaytui.screens.jobs import JobsScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
-from relaytui.testing import FakeRelay, canned_jobs, job_id
+from relaytui.testing import FakeRelay, canned_jobs, canned_model, job_event, job_id
 from relaytui.widgets.confirm import ConfirmScreen
 from relaytui.widgets.job_table import JobTable
 from tests.tui.conftest import HERE, SIZE, wait_for
 
 
-def app_on(fake, saved=None, **options):
-    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+def app_on(fake, saved=None, *, client=None, **options):
+    """The app on `fake` (through `client` when given: one of `fake.client()`)."""
+    return build_app(client or fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=([] if saved is None else saved).append,
                      start_dir=HERE / "fixtures", **options)
 
@@ -33,7 +34,7 @@ async def test_without_a_key_it_asks_for_one_and_saves_it():
 
     def connect(url, key):
         made.append((url, key))
-        return FakeRelay(url=url, replay=False)
+        return FakeRelay(url=url, replay=False).client(key)
 
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=saved.append,
                     connect=connect)
@@ -62,7 +63,7 @@ class ForgetfulRelay(FakeRelay):
 
     def models(self):
         listing = super().models()
-        listing["data"].insert(0, {"id": "gone-model", "object": "model"})
+        listing["data"].insert(0, canned_model("gone-model"))
         return listing
 
 
@@ -180,11 +181,11 @@ async def test_a_thousand_jobs_stay_smooth():
         started = time.monotonic()
         for step in range(20):  # 1,000 progress events
             for i in range(50):
-                data = fake._event(fake.jobs_by_id[f"{i:032x}"])
+                data = job_event(fake.jobs_by_id[f"{i:032x}"])
                 data["completed"] = 160 + step
                 jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
         for i in range(50, 150):  # 100 jobs start: their rows move
-            data = fake._event(fake.jobs_by_id[f"{i:032x}"])
+            data = job_event(fake.jobs_by_id[f"{i:032x}"])
             jobs.post_message(FeedUpdate(JobEvent("job.progress", {**data, "relay_status":
                                                                    "running"}, fake.clock())))
         await wait_for(pilot, lambda: jobs.board.get(f"{149:032x}").status == "running")
@@ -196,7 +197,7 @@ async def test_a_thousand_jobs_stay_smooth():
 
 
 class RefusingRelay(FakeRelay):
-    def all_jobs(self, **filters):
+    def jobs(self, **filters):
         raise RelayError(401, "Invalid API key.")
 
 
@@ -205,7 +206,7 @@ async def test_a_refused_key_says_so_and_K_connects_with_another():
 
     def connect(url, key):
         made.append(key)
-        return FakeRelay(url=url, replay=False)
+        return FakeRelay(url=url, replay=False).client(key)
 
     app = app_on(RefusingRelay(replay=False), saved, connect=connect)
     async with app.run_test(size=SIZE) as pilot:
@@ -227,7 +228,7 @@ async def test_a_refused_key_says_so_and_K_connects_with_another():
 async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
     """The dead-letter screen of job 5, once its entries are shown."""
     await wait_for(pilot, lambda: job_id(5) in app.jobs_screen.board)
-    app.push_screen(DeadLetterScreen(fake, app.jobs_screen.board.get(job_id(5))))
+    app.push_screen(DeadLetterScreen(app.client, app.jobs_screen.board.get(job_id(5))))
     return await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
                           and app.screen.entries and app.screen)
 
@@ -235,7 +236,7 @@ async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
 async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
 
     fake = FakeRelay(replay=False)
-    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await open_dead_letter(pilot, app, fake)
@@ -259,7 +260,7 @@ async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
 async def test_discarding_asks_first_and_the_row_reads_discarded():
 
     fake = FakeRelay(replay=False)
-    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await open_dead_letter(pilot, app, fake)

@@ -26,7 +26,7 @@ def test_events_add_then_update_and_the_end_is_noticed_once():
 def test_a_job_never_leaves_its_end_for_an_older_answer():
     board = JobBoard()
     board.apply_event("job.ended", event(relay_status="canceled"), at=1.0)
-    late = JobView.from_api({"id": "a" * 32, "status": "running"})
+    late = JobView.from_batch({"id": "a" * 32, "status": "running"})
     assert board.put(late, at=2.0) is None
     assert board.get("a" * 32).status == "canceled"
 

@@ -50,7 +50,7 @@ def fits(app, width: int) -> bool:
 
 async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit():
     fake = FakeRelay(replay=False)
-    app = build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.jobs_screen.query_one(JobTable)
@@ -78,7 +78,7 @@ async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit()
 
 async def test_at_160_columns_the_footer_is_roomy_with_the_palette():
     fake = FakeRelay(replay=False)
-    app = build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()

@@ -34,7 +34,7 @@ async def test_a_refused_key_is_not_saved_and_the_dialog_says_why():
 
     def connect(url, key):
         made.append(key)
-        return KeyedRelay(key, url=url, replay=False)
+        return KeyedRelay(key, url=url, replay=False).client(key)
 
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=saved.append,
                     connect=connect)
@@ -54,7 +54,7 @@ async def test_a_refused_key_is_not_saved_and_the_dialog_says_why():
 async def test_a_key_that_cannot_be_checked_is_not_saved():
     saved: list[Settings] = []
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=saved.append,
-                    connect=lambda url, key: DownRelay(url=url, replay=False))
+                    connect=lambda url, key: DownRelay(url=url, replay=False).client(key))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
         await pilot.press(*"rk_any", "enter")

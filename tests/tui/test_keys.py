@@ -19,7 +19,7 @@ from tests.tui.conftest import HERE, SIZE, wait_for
 
 
 def app_on(fake, **options):
-    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                      **options)
 
@@ -117,7 +117,7 @@ async def test_an_upload_screen_opened_before_read_only_cannot_submit():
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
-        app.push_screen(UploadScreen(fake, start_dir=HERE / "fixtures"))
+        app.push_screen(UploadScreen(app.client, start_dir=HERE / "fixtures"))
         await pilot.pause()
         app.screen.action_submit()
         await wait_for(pilot, lambda: any("--read-only" in m for m in notes(app)))

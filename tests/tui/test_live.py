@@ -155,7 +155,7 @@ async def test_while_disconnected_the_numbers_read_stale_until_relayd_is_back():
     from tests.tui.conftest import SIZE, wait_for
 
     fake = FakeRelay(replay=False)
-    app = build_app(fake, Settings("http://relay", "rk_x"), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=SIZE) as pilot:
         jobs = app.jobs_screen

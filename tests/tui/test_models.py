@@ -9,6 +9,7 @@ from relaytui.models import (
     Throughput,
     age_text,
     average_rate,
+    dialect_of,
     duration_text,
     eta_seconds,
     key_hint,
@@ -41,7 +42,8 @@ def test_a_cancelling_job_says_so_though_the_relay_view_says_running():
 
 
 def test_a_relay_job_from_the_api():
-    view = JobView.from_api({"id": "b" * 32, "object": "batch", "name": "n", "status": "completed",
+    view = JobView.from_relay({"id": "b" * 32, "object": "batch", "name": "n",
+                               "status": "completed",
                              "model": "m", "priority": 1, "total": 3, "completed": 2,
                              "failed": 1, "dead_letter": 1, "created_at": "2026-10-04T09:12:44Z",
                              "started_at": None, "completed_at": "2026-10-04T09:13:00Z",
@@ -54,7 +56,7 @@ def test_a_relay_job_from_the_api():
 
 
 def test_an_openai_batch_object_is_normalised():
-    view = JobView.from_api({
+    view = JobView.from_openai({
         "id": "batch_" + "c" * 32, "object": "batch", "status": "in_progress",
         "input_file_id": "file-1", "created_at": 1000, "in_progress_at": 1005,
         "completed_at": None, "cancelled_at": None, "model": "gpt-4o-mini",
@@ -66,7 +68,7 @@ def test_an_openai_batch_object_is_normalised():
 
 
 def test_openai_errors_and_end_times():
-    view = JobView.from_api({
+    view = JobView.from_batch({
         "id": "batch_x", "status": "failed", "created_at": 1, "failed_at": 9,
         "request_counts": {"total": 0, "completed": 0, "failed": 0},
         "errors": {"data": [{"code": "empty_file", "message": "The file has no lines."}]}})
@@ -74,10 +76,25 @@ def test_openai_errors_and_end_times():
     assert view.error == "The file has no lines." and view.name == "batch None"
 
 
+def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id():
+    # A Relay job is never read as OpenAI's, whatever keys it holds, nor the reverse.
+    relay = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
+             "request_counts": {"total": 1, "completed": 1, "failed": 0}}
+    openai = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
+              "request_counts": {"total": 10, "completed": 3, "failed": 0}}
+    assert (dialect_of(relay["id"]), dialect_of(openai["id"])) == ("relay", "openai")
+    assert JobView.from_batch(relay) == JobView.from_relay(relay)
+    assert (JobView.from_batch(relay).dialect, JobView.from_batch(relay).total) == ("relay", 9)
+    assert JobView.from_batch(openai) == JobView.from_openai(openai)
+    assert (JobView.from_batch(openai).dialect, JobView.from_batch(openai).total) == \
+        ("openai", 10)
+
+
 def test_merge_keeps_what_the_newer_view_does_not_say_and_finer_instants():
     old = JobView.from_event(event(dead_letter=3, created_at=1000.5))
-    newer = JobView.from_api({"id": "a" * 32, "status": "running", "created_at": 1000,
-                              "request_counts": {"total": 100, "completed": 50, "failed": 2}})
+    newer = JobView.from_openai({"id": "batch_" + "a" * 32, "status": "in_progress",
+                                 "created_at": 1000, "request_counts": {
+                                     "total": 100, "completed": 50, "failed": 2}})
     merged = old.merge(newer)
     assert merged.dead_letter == 3 and merged.completed == 50
     assert merged.created_at == 1000.5
@@ -147,7 +164,7 @@ def test_key_hint_shows_only_the_public_prefix():
 
 
 def test_a_cancelled_job_reads_what_ran_not_100_percent():
-    view = JobView.from_api({"id": "j", "status": "canceled", "total": 100, "completed": 30,
+    view = JobView.from_batch({"id": "j", "status": "canceled", "total": 100, "completed": 30,
                              "failed": 70, "canceled": 60})
     assert (view.done, view.ran) == (100, 40)
     assert progress_bar(view.ran, view.total, never_ran=view.canceled or 0) == \
@@ -159,7 +176,7 @@ def test_a_cancelled_job_reads_what_ran_not_100_percent():
 
 
 def test_a_completed_job_with_failed_rows_reads_completed_with_errors():
-    ok = JobView.from_api({"id": "j", "status": "completed", "total": 3, "completed": 3})
-    bad = JobView.from_api({"id": "j", "status": "completed", "total": 300, "failed": 300})
+    ok = JobView.from_batch({"id": "j", "status": "completed", "total": 3, "completed": 3})
+    bad = JobView.from_batch({"id": "j", "status": "completed", "total": 300, "failed": 300})
     assert (ok.shown_status, bad.shown_status) == ("completed", "completed with errors")
     assert bad.status == "completed"  # filters and the API keep relayd's status

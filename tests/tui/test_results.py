@@ -63,8 +63,9 @@ def test_jobs_are_listed_of_every_dialect():
 
 async def test_the_results_screen_reads_every_page():
     fake = FakeRelay(replay=False)
-    fake.result_pages = functools.partial(fake.result_pages, page=5)  # 18 results: 4 pages
-    app = app_on(fake)
+    client = fake.client()
+    client.result_pages = functools.partial(client.result_pages, page=5)  # 4 pages of 18
+    app = app_on(fake, client=client)
     async with app.run_test(size=SIZE) as pilot:
         results = await open_results(pilot, job_id(5))
         await wait_for(pilot, lambda: results.query_one(DataTable).row_count == 18)

@@ -27,7 +27,7 @@ KEY = "rk_demo7Kq2xLw9Vb4ZpR8sT1uYcN3"
 def fake_app(monkeypatch) -> tuple[FakeRelay, RelayApp]:
     monkeypatch.chdir(HERE)  # the upload tree shows a relative, stable root
     fake = FakeRelay()
-    app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("fixtures"))
     return fake, app
 
@@ -164,13 +164,13 @@ def test_a_row_and_its_transcript(snap_compare, fake_app):
 def test_a_workflow_row(snap_compare, monkeypatch):
     monkeypatch.chdir(HERE)
     fake = FakeRelay(workflows=True)  # a running batch of workflow records
-    app = build_app(fake, Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("fixtures"))
 
     async def run_before(pilot):
         await settled(pilot, fake, select=None)
         view = app.jobs_screen.board.get(WORKFLOW_JOB)
-        app.push_screen(RowDetailScreen(fake, view, "notes-2.4"))  # completed, 2 steps
+        app.push_screen(RowDetailScreen(app.client, view, "notes-2.4"))  # completed, 2 steps
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                        and app.screen.detail)
         await pilot.pause()

@@ -193,10 +193,10 @@ def test_a_jobs_own_usage_comes_from_its_batch_object_or_events():
     from relaytui.models import JobView
     from relaytui.stats import Usage
 
-    relay_view = JobView.from_api({"id": "j1", "usage": {
+    relay_view = JobView.from_batch({"id": "j1", "usage": {
         "input_tokens": 1200, "output_tokens": 300, "cost_nano_usd": 42_000_000}})
     assert Usage.of_job(relay_view) == Usage(1200, 300, 0.042)
     event = JobView.from_event({"id": "j1", "input_tokens": 5, "output_tokens": 1,
                                 "cost_nano_usd": 7})
     assert Usage.of_job(event) == Usage(5, 1, 7e-9)
-    assert Usage.of_job(JobView.from_api({"id": "j2"})) is None  # an older relayd
+    assert Usage.of_job(JobView.from_batch({"id": "j2"})) is None  # an older relayd

@@ -20,7 +20,7 @@ NARROW = (80, 24)
 
 
 def app_on(fake: FakeRelay, **options):
-    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                      **options)
 

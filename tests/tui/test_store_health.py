@@ -87,7 +87,7 @@ def test_a_watch_stopped_before_it_runs_asks_nothing():
 async def test_a_red_banner_shows_while_the_store_cannot_write():
     fake = FakeRelay(replay=False)
     fake.health_answer = FULL
-    app = build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                     health_every=0.05)
     async with app.run_test(size=SIZE) as pilot:

@@ -19,7 +19,7 @@ DAY = 86400
 
 
 def app_on(fake: FakeRelay):
-    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
 
 

@@ -13,7 +13,7 @@ from tests.tui.conftest import SIZE, wait_for
 
 
 def app_on(fake, start_dir):
-    return build_app(fake, Settings("http://127.0.0.1:8080", "rk_test_key_123"),
+    return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=start_dir)
 
 

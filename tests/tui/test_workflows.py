@@ -109,7 +109,7 @@ async def test_the_results_show_a_workflows_steps_and_open_its_row():
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         view = await wait_for(pilot, lambda: app.jobs_screen.board.get(WORKFLOW_JOB))
-        app.push_screen(ResultsScreen(fake, view))
+        app.push_screen(ResultsScreen(app.client, view))
         results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                                  and app.screen.items and app.screen)
         table = results.query_one(DataTable)
@@ -144,7 +144,9 @@ async def test_the_job_detail_shows_the_workflow_counters_of_a_job_with_workflow
         await wait_for(pilot, lambda: "workflows" in text(detail, "#facts"))
         facts = text(detail, "#facts").splitlines()
         rows = next(n for n, line in enumerate(facts) if line.startswith("rows"))
-        assert facts[rows + 1] == ("workflows 1 waiting · 2 ended · 7 steps · 13 requests · "
+        # under the rows, after the batch's usage so far
+        assert facts[rows + 1] == "usage 2.4k in · 550 out tokens · $0.0010"
+        assert facts[rows + 2] == ("workflows 1 waiting · 2 ended · 7 steps · 13 requests · "
                                    "3200 input + 700 output tokens")
         detail = await select(pilot, job_id(5))  # no workflow records: no line
         await wait_for(pilot, lambda: fake.workflows_read[-1:] == [job_id(5)])
