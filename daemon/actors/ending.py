@@ -27,6 +27,7 @@ from daemon.domain.jobs import (
     RUNNING,
     Job,
     RowRecord,
+    Status,
     ending_for,
 )
 from daemon.store.files import FileStore, JsonlFile
@@ -35,7 +36,7 @@ from daemon.store.interface import Ending, Store
 RESULT_FILES = ("output", "errors")
 
 
-def end_job(store: Store, files: FileStore, seq: int, wanted: str, *, now: float,
+def end_job(store: Store, files: FileStore, seq: int, wanted: Status, *, now: float,
             error: str | None = None,
             errors: list[dict[str, Any]] | None = None) -> Job | None:
     """End job `seq` as `wanted` (a cancel already recorded wins); None if it had ended

@@ -38,6 +38,7 @@ from daemon.domain.jobs import (
     FINALIZING,
     RUNNING,
     Job,
+    Status,
 )
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -245,7 +246,7 @@ class Scheduler(pykka.ThreadingActor):
         return [self.node.id, *alive_ids(self.repo.nodes(), now, self.node.lease_s,
                                          but=self.node.id)]
 
-    def _end_unless_held(self, seq: int, wanted: str) -> None:
+    def _end_unless_held(self, seq: int, wanted: Status) -> None:
         """End a job no node here runs, unless another live node runs it: that node's
         supervisor ends it (told by the cancel, or seeing the window close itself)."""
         share = self.repo.job_share(seq, node=self.node.id,
@@ -253,7 +254,7 @@ class Scheduler(pykka.ThreadingActor):
         if share is not Share.HELD:
             self._end(seq, wanted)
 
-    def _end(self, seq: int, wanted: str, *, error: str | None = None) -> None:
+    def _end(self, seq: int, wanted: Status, *, error: str | None = None) -> None:
         ended = end_job(self.repo, self.files, seq, wanted, now=self.clock(), error=error)
         if ended is not None:
             self.notifier.job_ended(ended)
@@ -277,7 +278,7 @@ class Scheduler(pykka.ThreadingActor):
 
 
 # How a job left in a state of ending ends when nobody is on it.
-_ENDS = {RUNNING: COMPLETED, CANCELLING: CANCELLED, FINALIZING: COMPLETED}
+_ENDS: dict[str, Status] = {RUNNING: COMPLETED, CANCELLING: CANCELLED, FINALIZING: COMPLETED}
 
 
 def spawn_due_runs(repo: Store, now: float) -> list[Job]:

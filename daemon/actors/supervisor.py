@@ -29,7 +29,7 @@ from daemon.actors.worker import RowWorker
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
 from daemon.domain.cluster import Share, lease_size
-from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job
+from daemon.domain.jobs import CANCELLED, COMPLETED, EXPIRED, Job, Status
 from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.pricing import cost_nano_usd
 from daemon.domain.run import GIVE_UP_S, JobRun
@@ -84,7 +84,7 @@ class JobSupervisor(pykka.ThreadingActor):
         # this node surely holds its lease.
         self.lane = Lane(max(1, concurrency), holds=self.node.holds)
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
-        self.ending = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
+        self.ending: Status = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
         self.write: Future[bool] | None = None  # the write under way
         self._me: Any = None
@@ -157,7 +157,7 @@ class JobSupervisor(pykka.ThreadingActor):
         """The completion window closed: like cancel, ending `expired`."""
         self._end_early(EXPIRED)
 
-    def _end_early(self, ending: str) -> None:
+    def _end_early(self, ending: Status) -> None:
         if self.ending == COMPLETED:
             self.ending = ending
         self.run.end_early(self.clock())

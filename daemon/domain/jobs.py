@@ -7,32 +7,34 @@ them to the names its clients know (see `daemon/dialects/`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from daemon.domain.outcome import Turn
 from daemon.domain.tool_config import raw_tool_config
 from daemon.domain.workflow_config import raw_workflow
 
-SCHEDULED = "scheduled"
-VALIDATING = "validating"
-QUEUED = "queued"
-RUNNING = "running"
-FINALIZING = "finalizing"
-COMPLETED = "completed"
-FAILED = "failed"
-EXPIRED = "expired"
-CANCELLING = "cancelling"
-CANCELLED = "cancelled"
+# A job's internal status: a name outside these does not type-check where a status is
+# written (`Store.transition(seq, "canceled")` is the Relay view's word, not a status).
+Status = Literal["scheduled", "validating", "queued", "running", "finalizing", "completed",
+                 "failed", "expired", "cancelling", "cancelled"]
 
-STATUSES = (
-    SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING,
-    COMPLETED, FAILED, EXPIRED, CANCELLING, CANCELLED,
-)
-TERMINAL = frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED})
+SCHEDULED: Final = "scheduled"
+VALIDATING: Final = "validating"
+QUEUED: Final = "queued"
+RUNNING: Final = "running"
+FINALIZING: Final = "finalizing"
+COMPLETED: Final = "completed"
+FAILED: Final = "failed"
+EXPIRED: Final = "expired"
+CANCELLING: Final = "cancelling"
+CANCELLED: Final = "cancelled"
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+TERMINAL: frozenset[Status] = frozenset({COMPLETED, FAILED, EXPIRED, CANCELLED})
 
 # The lifecycle: which status may follow which. This table is the only source of legal
 # moves: the store's `transition` takes its allowed sources from it and refuses the rest.
-TRANSITIONS: dict[str, frozenset[str]] = {
+TRANSITIONS: dict[Status, frozenset[Status]] = {
     # A cancel is recorded first, then the job's owner ends it (templates included).
     SCHEDULED: frozenset({CANCELLING}),
     # Validation queues or fails the batch; its window can close before validation ends.
@@ -76,16 +78,16 @@ class StatusView:
         return tuple(s for s in STATUSES if self.name(s) == name) or None
 
 
-def can_transition(current: str, new: str) -> bool:
-    return new in TRANSITIONS.get(current, frozenset())
+def can_transition(current: str, new: Status) -> bool:
+    return any(current == s and new in targets for s, targets in TRANSITIONS.items())
 
 
-def sources_of(target: str) -> frozenset[str]:
+def sources_of(target: Status) -> frozenset[Status]:
     """Every status the table allows to move to `target`."""
     return frozenset(s for s, targets in TRANSITIONS.items() if target in targets)
 
 
-def ending_for(current: str, wanted: str) -> str:
+def ending_for(current: str, wanted: Status) -> Status:
     """The status a job actually ends in when its owner ends it as `wanted`: a cancel
     already recorded wins over finishing or expiring."""
     return CANCELLED if current == CANCELLING else wanted

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from daemon.domain.cluster import NodeRecord, Share
 from daemon.domain.files import FileRecord
-from daemon.domain.jobs import Job, JobDraft, RowDraft, RowRecord, RowWork
+from daemon.domain.jobs import Job, JobDraft, RowDraft, RowRecord, RowWork, Status
 from daemon.domain.outcome import RowOutcome, Turn
 from daemon.domain.stats import AttemptSample, DaemonCounts, WorkspaceStats
 
@@ -64,7 +64,7 @@ class Flushed:
 class Ending:
     """How a job ends, written by `Store.end_job` in one transaction."""
 
-    status: str  # completed, failed, expired or cancelled
+    status: Status  # completed, failed, expired or cancelled
     unrun: tuple[str, str] | None = None  # (code, message) for rows that never ran
     files: Sequence[FileRecord] = ()  # result files already written to disk
     output_file_id: str | None = None
@@ -103,7 +103,7 @@ class Store(Protocol):
     def queued_jobs(self, limit: int) -> list[Job]: ...
     def jobs_in(self, status: str) -> list[Job]: ...
     def expired_jobs(self, now: float) -> list[Job]: ...
-    def transition(self, seq: int, target: str, *, now: float, **fields: Any) -> Job | None: ...
+    def transition(self, seq: int, target: Status, *, now: float, **fields: Any) -> Job | None: ...
     def end_job(self, seq: int, ending: Ending, *, now: float) -> Job | None: ...
     def requeue_running(self, *, now: float) -> list[Job]: ...
     def accept_validated(self, seq: int, rows: Sequence[RowDraft], *, model: str | None,

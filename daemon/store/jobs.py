@@ -21,6 +21,7 @@ from daemon.domain.jobs import (
     JobDraft,
     RowDraft,
     RowRecord,
+    Status,
     can_transition,
     draft_from,
     sources_of,
@@ -97,7 +98,7 @@ class JobQueries(SqlBase):
                  .limit(limit))
         return [job_record(r) for r in query]
 
-    def transition(self, seq: int, target: str, *, now: float, **fields: Any) -> Job | None:
+    def transition(self, seq: int, target: Status, *, now: float, **fields: Any) -> Job | None:
         """Move a job to `target` if the lifecycle table allows it from its current
         status; None otherwise. Ending a job is `end_job`'s."""
         if target in TERMINAL:
