@@ -179,17 +179,13 @@ def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> i
 
 
 def _db_migrate(config: configuration.Config, args: argparse.Namespace) -> int:
-    from daemon.store.faults import store_fault
+    from daemon.store.faults import StoreError
     from daemon.store.schema import SchemaError
 
     try:
         repo = _repo(config)  # opening a store brings its schema up to date
-    except Exception as exc:
-        fault = store_fault(exc)
-        if fault is None and not isinstance(exc, SchemaError):
-            raise
-        print(f"relayd: cannot migrate the database: {fault.detail if fault else exc}",
-              file=sys.stderr)
+    except (StoreError, SchemaError) as exc:
+        print(f"relayd: cannot migrate the database: {exc}", file=sys.stderr)
         return 1
     print(f"schema version {repo.schema_version()}")
     repo.close()

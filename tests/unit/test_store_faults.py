@@ -9,7 +9,7 @@ import peewee
 import psycopg
 import pytest
 
-from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
+from daemon.store.faults import SPACE, UNAVAILABLE, StorageFull, StoreUnavailable, store_fault
 
 
 @pytest.mark.parametrize(("exc", "code"), [
@@ -31,7 +31,7 @@ from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
 def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
     fault = store_fault(exc)
     assert fault is not None and fault.code == code
-    assert fault.status == (507 if code == SPACE else 503)
+    assert isinstance(fault, StorageFull if code == SPACE else StoreUnavailable)
     assert fault.detail == str(exc)
 
 
