@@ -93,6 +93,7 @@ def _command(group: argparse._SubParsersAction[argparse.ArgumentParser], name: s
 
 def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     from daemon.runtime import serve, stuck_threads
+    from daemon.store.faults import StoreError
     from daemon.store.owner import DatabaseInUse
 
     logs.configure(args.log_level)
@@ -102,6 +103,9 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
         status = asyncio.run(serve(config, ready=lambda line: print(line, flush=True)))
     except DatabaseInUse as exc:  # raised before anything started
         print(f"relayd: cannot serve: {exc}", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # opening the store: nothing else started
+        print(f"relayd: cannot serve: the store cannot be opened: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"relayd: cannot serve on {config.server.host}:{config.server.port}: {exc}",
