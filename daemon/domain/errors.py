@@ -1,6 +1,7 @@
 """Relay's errors: one tree, whose classes say what went wrong in terms a client can act
-on. The API turns each class into its HTTP status and envelope type in one place
-(`api/middleware.py`); everything below it raises these and knows no statuses.
+on. Every layer raises them and none knows a status: the API turns each class into
+the status drawn here in one place (`api/middleware.py`'s `STATUSES`). The store's two
+are also its `StoreError`s (store/faults.py draws them).
 
 * RelayError
   x InvalidRequest            400  a client mistake, naming its `param`
