@@ -93,6 +93,7 @@ def _command(group: argparse._SubParsersAction[argparse.ArgumentParser], name: s
 
 def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     from daemon.runtime import serve, stuck_threads
+    from daemon.store.faults import StoreError
     from daemon.store.owner import DatabaseInUse
 
     logs.configure(args.log_level)
@@ -102,6 +103,9 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
         status = asyncio.run(serve(config, ready=lambda line: print(line, flush=True)))
     except DatabaseInUse as exc:  # raised before anything started
         print(f"relayd: cannot serve: {exc}", file=sys.stderr)
+        return 1
+    except StoreError as exc:  # opening the store: nothing else started
+        print(f"relayd: cannot serve: the store cannot be opened: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"relayd: cannot serve on {config.server.host}:{config.server.port}: {exc}",
@@ -179,17 +183,13 @@ def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> i
 
 
 def _db_migrate(config: configuration.Config, args: argparse.Namespace) -> int:
-    from daemon.store.faults import store_fault
+    from daemon.store.faults import StoreError
     from daemon.store.schema import SchemaError
 
     try:
         repo = _repo(config)  # opening a store brings its schema up to date
-    except Exception as exc:
-        fault = store_fault(exc)
-        if fault is None and not isinstance(exc, SchemaError):
-            raise
-        print(f"relayd: cannot migrate the database: {fault.detail if fault else exc}",
-              file=sys.stderr)
+    except (StoreError, SchemaError) as exc:
+        print(f"relayd: cannot migrate the database: {exc}", file=sys.stderr)
         return 1
     print(f"schema version {repo.schema_version()}")
     repo.close()

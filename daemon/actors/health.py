@@ -19,7 +19,7 @@ import pykka
 
 from daemon.actors.contained import contained
 from daemon.domain.every import Every
-from daemon.store.faults import UNAVAILABLE, StoreFault, store_fault
+from daemon.store.faults import StoreError, StoreUnavailable
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 
@@ -42,7 +42,7 @@ class Health:
     `(fault, since)` pair; and the `death` of core parts, once (one assignment)."""
 
     def __init__(self) -> None:
-        self.state: tuple[StoreFault | None, float | None] = (None, None)
+        self.state: tuple[StoreError | None, float | None] = (None, None)
         self.death: Death | None = None  # for good: the process exits
         self._lock = threading.Lock()
 
@@ -50,7 +50,7 @@ class Health:
         """Core parts of the process died: it is degraded until it exits."""
         self.death = Death(parts, now)
 
-    def record(self, fault: StoreFault | None, *, now: float) -> None:
+    def record(self, fault: StoreError | None, *, now: float) -> None:
         with self._lock:
             was, since = self.state
             if fault is None:
@@ -65,7 +65,7 @@ class Health:
             self.state = (fault, since)
 
     @property
-    def fault(self) -> StoreFault | None:
+    def fault(self) -> StoreError | None:
         return self.state[0]
 
     @property
@@ -73,13 +73,15 @@ class Health:
         return self.state[0] is None
 
 
-def probe(repo: Store, files: FileStore, *, now: float) -> StoreFault | None:
+def probe(repo: Store, files: FileStore, *, now: float) -> StoreError | None:
     """One probe write to the database and one to the files folder."""
     try:
         repo.probe_write(now=now)
         files.probe()
-    except Exception as exc:
-        return store_fault(exc) or StoreFault(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+    except StoreError as fault:
+        return fault
+    except Exception as exc:  # whatever stops the probe, the store is not shown to write
+        return StoreUnavailable(f"{type(exc).__name__}: {exc}")
     return None
 
 

@@ -37,7 +37,7 @@ from daemon.domain.unstorable import save_apart
 from daemon.domain.usage import priced
 from daemon.executors import Executors
 from daemon.executors.lane import LEASE_LOST, STOPPED, Lane
-from daemon.store.faults import log_failure, store_fault
+from daemon.store.faults import StoreError, log_failure
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 from daemon.upstream.ioloop import IOLoop
@@ -250,7 +250,7 @@ class JobSupervisor(pykka.ThreadingActor):
 
         try:
             refused = save_apart(outcomes, write,
-                                 is_fault=lambda error: store_fault(error) is not None)
+                                 is_fault=lambda error: isinstance(error, StoreError))
         except Exception as exc:
             self._failed(f"job {self.job.id}: storing {len(outcomes)} outcomes failed; "
                          "kept, will retry", exc, now)

@@ -16,6 +16,7 @@ from daemon.actors.contained import contained
 from daemon.domain.every import Every
 from daemon.domain.files import FileRecord
 from daemon.domain.leftovers import leftovers, orphan_candidates
+from daemon.store.faults import StoreError
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 
@@ -33,7 +34,7 @@ def sweep_leftovers(store: Store, files: FileStore, *, now: float) -> list[str]:
     for leftover in doomed:
         try:
             files.remove(files.root / leftover.name)
-        except OSError as exc:  # garbage never stops a start
+        except (OSError, StoreError) as exc:  # garbage never stops a start (nor a bad disk)
             log.warning("could not sweep %s: %s", leftover.name, exc)
     if doomed:
         log.info("swept %d leftover file(s) of an earlier crash", len(doomed))

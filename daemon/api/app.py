@@ -10,7 +10,8 @@ from daemon.actors.vitals import EX_SOFTWARE
 from daemon.api import batches, files, metrics, nodes, openapi, stats, stream
 from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_budget
 from daemon.api.context import SERVICES, Services
-from daemon.api.middleware import auth, envelope, errors
+from daemon.api.middleware import auth, errors
+from daemon.domain.errors import Unavailable
 
 MB = 1024 * 1024
 
@@ -54,7 +55,7 @@ async def healthz(request: web.Request) -> web.Response:
                       f"{EX_SOFTWARE} for its manager to restart it",
             "since": death.at}, status=503)
     if not services.accepting:
-        return envelope(503, "relayd is shutting down.", code="unavailable")
+        raise Unavailable("relayd is shutting down.")
     fault, since = services.health.state
     if fault is not None:
         return web.json_response({"status": "degraded", "reason": fault.code,

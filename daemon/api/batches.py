@@ -18,7 +18,7 @@ from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
-from daemon.domain.errors import InvalidRequest, conflict, no_batch_access, not_found
+from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
 from daemon.domain.jobs import (
     CANCELLING,
     DL_OPEN,
@@ -93,7 +93,7 @@ async def load_job(request: web.Request) -> Job:
 async def create(request: web.Request) -> web.Response:
     services, workspace = context(request)
     if not services.accepting or not services.actors_alive():
-        raise _unavailable("The daemon is shutting down; retry shortly.")
+        raise Unavailable("The daemon is shutting down; retry shortly.")
     body = await read_json(request)
     job = await asyncio.to_thread(detect(body).submit, services, workspace, body)
     announce(services, job)
@@ -109,11 +109,9 @@ def announce(services: Services, job: Job) -> None:
         elif job.status == QUEUED:
             services.scheduler.wake()
     except pykka.ActorDeadError as exc:  # raced with shutdown: the next start takes it
-        raise _unavailable("The batch could not be dispatched; retry.") from exc
+        raise Unavailable("The batch could not be dispatched; retry.") from exc
 
 
-def _unavailable(message: str) -> InvalidRequest:
-    return InvalidRequest(message, status=503, code="unavailable", type="service_unavailable")
 
 
 async def get(request: web.Request) -> web.Response:
@@ -181,15 +179,15 @@ def request_cancel(services: Services, job: Job) -> Job:
     return services.repo.job_by_seq(job.seq) or recorded
 
 
-def _cannot_cancel(job: Job) -> InvalidRequest:
+def _cannot_cancel(job: Job) -> Conflict:
     shown = dialect_of(job).status_name(job.status)
     if job.terminal:
-        return conflict(f"Batch {job.id} has already ended ({shown}); there is nothing to "
+        return Conflict(f"Batch {job.id} has already ended ({shown}); there is nothing to "
                         "cancel.", code="batch_already_ended")
     if job.status == CANCELLING:
-        return conflict(f"Batch {job.id} is already being cancelled.",
+        return Conflict(f"Batch {job.id} is already being cancelled.",
                         code="batch_already_cancelling")
-    return conflict(f"Batch {job.id} is {shown} and can no longer be cancelled.",
+    return Conflict(f"Batch {job.id} is {shown} and can no longer be cancelled.",
                     code="batch_not_cancellable")
 
 

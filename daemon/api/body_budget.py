@@ -22,7 +22,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from daemon.api.middleware import Handler
-from daemon.domain.errors import InvalidRequest
+from daemon.domain.errors import TooMany
 
 MB = 1024 * 1024
 RETRY_AFTER_S = 1
@@ -78,12 +78,11 @@ async def read_body(request: web.Request) -> bytearray:
     return body
 
 
-def server_busy(limit: int) -> InvalidRequest:
-    return InvalidRequest(
+def server_busy(limit: int) -> TooMany:
+    return TooMany(
         f"The daemon is reading as many request bodies as it may at once "
         f"(server.max_parsing_mb = {limit // MB} MB); retry shortly.",
-        status=429, code="server_busy", type="rate_limit_error",
-        headers={"Retry-After": str(RETRY_AFTER_S)})
+        code="server_busy", retry_after_s=RETRY_AFTER_S)
 
 
 @web.middleware

@@ -25,7 +25,14 @@ from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.domain import ids
-from daemon.domain.errors import InvalidRequest, no_batch_access, not_found
+from daemon.domain.errors import (
+    InvalidRequest,
+    RequestTimeout,
+    TooLarge,
+    TooMany,
+    no_batch_access,
+    not_found,
+)
 from daemon.domain.files import BATCH, FileRecord, lifetime_from_form
 from daemon.domain.leftovers import UPLOAD_IDLE_S
 from daemon.domain.render_openai import file_object
@@ -51,9 +58,8 @@ async def upload(request: web.Request) -> web.Response:
     services, workspace = _context(request)
     in_progress = request.app[UPLOADS]
     if in_progress[workspace.id] >= services.config.server.max_concurrent_uploads:
-        raise InvalidRequest("Too many concurrent uploads for this workspace; retry shortly.",
-                             status=429, code="too_many_uploads", type="rate_limit_error",
-                             headers={"Retry-After": "1"})
+        raise TooMany("Too many concurrent uploads for this workspace; retry shortly.",
+                      code="too_many_uploads", retry_after_s=1)
     in_progress[workspace.id] += 1
     try:
         record = await _receive(request, services, workspace)
@@ -137,8 +143,8 @@ async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int) -> int:
     while chunk := await _idle(part.read_chunk(CHUNK)):
         size += len(chunk)
         if size > limit:
-            raise InvalidRequest(f"The upload exceeds the {limit_mb} MB limit.",
-                                 status=413, param="file", code="file_too_large")
+            raise TooLarge(f"The upload exceeds the {limit_mb} MB limit.", param="file",
+                           code="file_too_large")
         out.append(chunk)  # 256 KB into the page cache: not worth a thread hop
     return size
 
@@ -170,7 +176,7 @@ async def _idle(step: Awaitable[T]) -> T:
         async with asyncio.timeout(UPLOAD_IDLE_S):
             return await step
     except TimeoutError as exc:
-        raise InvalidRequest(f"The upload sent nothing for {UPLOAD_IDLE_S:g} s.", status=408,
+        raise RequestTimeout(f"The upload sent nothing for {UPLOAD_IDLE_S:g} s.",
                              param="file", code="upload_timeout") from exc
 
 

@@ -10,8 +10,18 @@ from aiohttp import web
 
 from daemon.api.context import SERVICES
 from daemon.dialects import error_envelope
-from daemon.domain.errors import InvalidRequest
-from daemon.store.faults import SPACE, StoreFault, store_fault
+from daemon.domain.errors import (
+    Conflict,
+    InsufficientStorage,
+    InvalidRequest,
+    NotFound,
+    RelayError,
+    RequestTimeout,
+    TooLarge,
+    TooMany,
+    Unavailable,
+)
+from daemon.store.faults import StorageFull, StoreError
 
 log = logging.getLogger("relay.api")
 
@@ -19,25 +29,39 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 WORKSPACE = "workspace"
 API_KEY = "api_key"
 
-_HTTP_TYPES = {401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
-               413: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable",
-               507: "server_error"}
+# The one place an error's class becomes its HTTP status: the first class of its MRO
+# named here (domain/errors.py draws the tree).
+STATUSES: dict[type[RelayError], int] = {
+    InvalidRequest: 400, RequestTimeout: 408, TooLarge: 413, NotFound: 404, Conflict: 409,
+    TooMany: 429, Unavailable: 503, InsufficientStorage: 507, RelayError: 500}
+# The envelope's `type` of the answers outside the tree (aiohttp's, and authentication)
+_HTTP_TYPES = {401: "authentication_error", 404: "not_found_error"}
+
+
+def status_of(error: RelayError) -> int:
+    return next(STATUSES[cls] for cls in type(error).__mro__ if cls in STATUSES)
 
 
 def envelope(status: int, message: str, *, param: str | None = None,
              code: str | None = None, type: str | None = None) -> web.Response:
-    err = InvalidRequest(message, param=param, status=status, code=code,
-                         type=type or _HTTP_TYPES.get(status, "invalid_request_error"))
-    return web.json_response(error_envelope(err), status=status)
+    """An answer outside the tree (a 401, one of aiohttp's refusals, a 500), in the
+    same envelope."""
+    error = RelayError(message, param=param, code=code)
+    error.type = type or _HTTP_TYPES.get(status, "invalid_request_error")
+    return web.json_response(error_envelope(error), status=status)
 
 
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
-    except InvalidRequest as exc:
-        answer = web.json_response(error_envelope(exc), status=exc.status, headers=exc.headers)
-        return _unread_rest(request, answer) if exc.status == 413 else answer
+    except StoreError as exc:
+        return _store_fault(request, exc)
+    except RelayError as exc:
+        headers = ({"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooMany)
+                   else None)
+        answer = web.json_response(error_envelope(exc), status=status_of(exc), headers=headers)
+        return _unread_rest(request, answer) if isinstance(exc, TooLarge) else answer
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[SERVICES].config.server.max_body_mb
         return _unread_rest(request, envelope(413, f"The request body exceeds the {limit} MB "
@@ -52,10 +76,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return answer
     except (asyncio.CancelledError, ConnectionResetError):
         raise
-    except Exception as exc:
-        fault = store_fault(exc)
-        if fault is not None:
-            return _store_fault(request, fault)
+    except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return envelope(500, "Internal error; the daemon's log has the details.",
                         code="internal_error", type="server_error")
@@ -73,7 +94,7 @@ def _unread_rest(request: web.Request, answer: web.Response) -> web.Response:
     return answer
 
 
-def _store_fault(request: web.Request, fault: StoreFault) -> web.Response:
+def _store_fault(request: web.Request, fault: StoreError) -> web.Response:
     """The store could not write: said with its own status and code, naming where, and
     reported to health at once. The write was one transaction, so nothing of the
     request was kept."""
@@ -81,13 +102,13 @@ def _store_fault(request: web.Request, fault: StoreFault) -> web.Response:
     services.health.record(fault, now=services.clock())
     log.warning("%s %s refused: the store cannot write (%s)", request.method, request.path,
                 fault.detail)
+    full = isinstance(fault, StorageFull)
     where = (f"the data directory {services.config.server.data_dir}"
-             if fault.code == SPACE or not services.config.database_url
-             else "the database")
-    what = "is out of space" if fault.code == SPACE else "cannot be written"
-    return envelope(fault.status, f"Relay's store {what} ({where}: {fault.detail}); "
+             if full or not services.config.database_url else "the database")
+    what = "is out of space" if full else "cannot be written"
+    return envelope(status_of(fault), f"Relay's store {what} ({where}: {fault.detail}); "
                     "nothing of this request was kept. Retry once the storage recovers.",
-                    code=fault.code, type="server_error")
+                    code=fault.code, type=fault.type)
 
 
 @web.middleware

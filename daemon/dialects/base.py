@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from daemon.config import Config
-from daemon.domain.errors import InvalidRequest
+from daemon.domain.errors import RelayError
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowRecord
 from daemon.outbound.policy import Resolver
@@ -92,7 +92,7 @@ class Dialect(Protocol):
         write an input file)."""
 
 
-def error_envelope(error: InvalidRequest) -> dict[str, Any]:
+def error_envelope(error: RelayError) -> dict[str, Any]:
     """The error body of every route of both dialects: OpenAI's
     `{"error": {message, type, param, code}}`, which the Relay Batches API shares."""
     return {"error": {"message": error.message, "type": error.type, "param": error.param,

@@ -1,6 +1,6 @@
 """Store calls that rows make on the I/O loop (tool rounds, workflow states, a workflow's
 signing secret): each runs in a worker thread, and a storage fault (a full disk, a
-database that dropped the connection; `store/faults.py`) is waited out, with the
+database that dropped the connection: a `StoreError`, store/faults.py) is waited out, with the
 supervisor's backoff for outcomes, until the store takes the call. The row meanwhile
 goes no further, so it never sends a call whose result it could not keep; if the
 process stops first, the row stays pending and resumes from what is stored.
@@ -19,7 +19,7 @@ from itertools import count
 from typing import Protocol, TypeVar
 
 from daemon.domain.run import write_retry_delay
-from daemon.store.faults import StoreFault, store_fault
+from daemon.store.faults import StoreError
 
 log = logging.getLogger("relay.store_calls")
 
@@ -29,7 +29,7 @@ R = TypeVar("R")
 class FaultRecorder(Protocol):
     """Where a storage fault is reported (the daemon's `Health`)."""
 
-    def record(self, fault: StoreFault | None, *, now: float) -> None: ...
+    def record(self, fault: StoreError | None, *, now: float) -> None: ...
 
 
 class StoreCalls:
@@ -45,10 +45,7 @@ class StoreCalls:
         for failures in count(1):
             try:
                 return await asyncio.to_thread(call)
-            except Exception as exc:
-                fault = store_fault(exc)
-                if fault is None:
-                    raise
+            except StoreError as fault:
                 delay = write_retry_delay(failures)
                 log.warning("%s: waiting for the store, trying again in %.1f s (%s: %s)",
                             what, delay, fault.code, fault.detail)

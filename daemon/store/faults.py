@@ -1,24 +1,38 @@
-"""Faults of the store's own storage: a full disk, a quota, a read-only filesystem, a
-database I/O error. `store_fault` tells them apart from everything else, so the API
-answers them with their own status and code, and health reports them.
+"""Faults of the store's own storage (a full disk, a quota, a read-only filesystem, a
+database I/O error), and the store boundary where a driver's error becomes the store's
+own. The store's errors hang in Relay's one tree (`domain/errors.py`):
 
-    StoreFault
-     ├── space (507 insufficient_storage): no room left (ENOSPC, EDQUOT, SQLITE_FULL,
-     │   PostgreSQL's disk_full)
-     └── unavailable (503 store_unavailable): anything else the storage refused
-         (EROFS, EIO, a locked or unreachable database, a PostgreSQL server that is
-         shutting down, out of connections or read-only)
+* StoreError                 the storage refused; `detail` is what it said
+  x StorageFull              also an InsufficientStorage (507, insufficient_storage): no
+                             room left (ENOSPC, EDQUOT, SQLITE_FULL, PostgreSQL's disk_full)
+  x StoreUnavailable         also an Unavailable (503, store_unavailable): anything else
+                             the storage refused (EROFS, EIO, a locked or unreachable
+                             database, a PostgreSQL server that is shutting down, out of
+                             connections or read-only)
+
+`store_fault` is the one classifier, used at the boundary only: every method of the
+`Store` interface and of the `FileStore` (`guard`), opening a store (`guarded`), and a
+file being written (`PartialFile`'s `with` block) raise the store's error from the
+driver's (`raise_fault`). Callers catch `StoreError`, never a driver's exception. An
+error the classifier does not know passes unchanged: a value the database cannot hold
+or a bug is no storage fault (`domain/unstorable.py` splits a group around it).
 """
 
 from __future__ import annotations
 
 import errno
+import functools
+import inspect
 import logging
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import peewee
 import psycopg
+
+from daemon.domain.errors import InsufficientStorage, RelayError, Unavailable
 
 SPACE = "insufficient_storage"
 UNAVAILABLE = "store_unavailable"
@@ -39,22 +53,34 @@ _STORAGE_WORDS = ("disk i/o error", "readonly", "read-only", "locked", "busy",
                   "not a database", "connection", "server closed")
 
 
-@dataclass(frozen=True)
-class StoreFault:
-    code: str  # SPACE or UNAVAILABLE
-    detail: str  # what the storage said
-
-    @property
-    def status(self) -> int:
-        return 507 if self.code == SPACE else 503
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
 
 
-def store_fault(exc: BaseException) -> StoreFault | None:
+class StoreError(RelayError):
+    """The store's storage refused a call; nothing of the call was kept (each write is
+    one transaction)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail  # what the storage said
+
+
+class StorageFull(StoreError, InsufficientStorage):
+    code = SPACE
+
+
+class StoreUnavailable(StoreError, Unavailable):
+    type = "server_error"  # the store's fault, where a plain Unavailable is the daemon's
+    code = UNAVAILABLE
+
+
+def store_fault(exc: BaseException) -> StoreError | None:
     """The storage fault `exc` is (or was caused by), or None for any other error. A
     lack of space anywhere in the chain wins: SQLite's "cannot rollback" after a full
     disk is, underneath, the full disk."""
     faults = [f for f in map(_classify, _chain(exc)) if f is not None]
-    space = [f for f in faults if f.code == SPACE]
+    space = [f for f in faults if isinstance(f, StorageFull)]
     return next(iter(space or faults), None)
 
 
@@ -67,11 +93,13 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _classify(exc: BaseException) -> StoreFault | None:
+def _classify(exc: BaseException) -> StoreError | None:
+    if isinstance(exc, StoreError):
+        return exc
     text = str(exc)
     state = getattr(exc, "sqlstate", None)
     if isinstance(state, str) and state.startswith(_SPACE_STATES + _STORAGE_STATES):
-        return StoreFault(SPACE if state.startswith(_SPACE_STATES) else UNAVAILABLE, text)
+        return (StorageFull if state.startswith(_SPACE_STATES) else StoreUnavailable)(text)
     # Only operational errors that are the storage's: "no such column" or "too many SQL
     # variables" is a bug, not storage, and keeps its traceback. psycopg's own (a cursor
     # used directly, which peewee does not wrap) say a lost connection without a SQLSTATE.
@@ -79,24 +107,68 @@ def _classify(exc: BaseException) -> StoreFault | None:
                   | psycopg.OperationalError | psycopg.InterfaceError):
         lowered = text.lower()
         if any(word in lowered for word in _SPACE_WORDS):
-            return StoreFault(SPACE, text)
+            return StorageFull(text)
         if any(word in lowered for word in _STORAGE_WORDS):
-            return StoreFault(UNAVAILABLE, text)
+            return StoreUnavailable(text)
         return None
     if isinstance(exc, OSError) and exc.errno is not None:
         if exc.errno in _SPACE_ERRNOS:
-            return StoreFault(SPACE, text)
+            return StorageFull(text)
         if exc.errno in _STORAGE_ERRNOS:
-            return StoreFault(UNAVAILABLE, text)
+            return StoreUnavailable(text)
     return None
 
 
-def log_failure(log: logging.Logger, what: str, exc: BaseException) -> StoreFault | None:
-    """Log a store call that failed: one line for a storage fault (which it returns, for
-    health to record), a traceback for anything else (a bug)."""
+def raise_fault(exc: Exception) -> None:
+    """The boundary: raise the store's error for `exc` (from it) if it is a storage
+    fault not yet translated; return if it is anything else."""
+    if isinstance(exc, StoreError):
+        return
     fault = store_fault(exc)
-    if fault is None:
+    if fault is not None:
+        raise fault from exc
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """A block at the store boundary: a storage fault leaves it as a `StoreError`."""
+    try:
+        yield
+    except Exception as exc:
+        raise_fault(exc)
+        raise
+
+
+def guarded(function: F) -> F:
+    """`function` at the store boundary (a generator's faults are met as it is read)."""
+    if inspect.isgeneratorfunction(function):
+        @functools.wraps(function)
+        def generator(*args: Any, **kwargs: Any) -> Any:
+            with translated():
+                return (yield from function(*args, **kwargs))
+
+        return generator  # type: ignore[return-value]
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with translated():
+            return function(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+def guard(cls: C, names: Iterable[str]) -> C:
+    """`cls` with each of its methods `names` `guarded`."""
+    for name in names:
+        setattr(cls, name, guarded(getattr(cls, name)))
+    return cls
+
+
+def log_failure(log: logging.Logger, what: str, exc: BaseException) -> StoreError | None:
+    """Log a call that failed: one line for a storage fault (which it returns, for
+    health to record), a traceback for anything else (a bug)."""
+    if not isinstance(exc, StoreError):
         log.error(what, exc_info=exc)
-    else:
-        log.warning("%s (%s)", what, fault.detail)
-    return fault
+        return None
+    log.warning("%s (%s)", what, exc.detail)
+    return exc

@@ -3,6 +3,9 @@
 A file is written under a temporary name, flushed to disk, then renamed into place,
 so a file id never names half a file: a crash leaves at most a `.partial` file (what a
 start sweeps is decided in `domain/leftovers.py`).
+
+Both are the store boundary (store/faults.py): a full disk or a failing one leaves each
+`FileStore` method, and a `PartialFile`'s `with` block, as the store's own error.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from types import TracebackType
 from typing import Any
 
 from daemon.domain.leftovers import TEMP_SUFFIX, DiskFile
+from daemon.store.faults import guard, raise_fault, translated
 
 
 class PartialFile:
     """One file being written under `<name>.partial`: `append`, then `commit` (or
-    `discard`); leaving a `with` block uncommitted discards it."""
+    `discard`); leaving a `with` block uncommitted discards it, and a storage fault met
+    in the block leaves it as the store's error."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -47,8 +52,11 @@ class PartialFile:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if not self._out.closed:
-            self.discard()
+        with translated():  # closing on a full disk fails too
+            if not self._out.closed:
+                self.discard()
+            if isinstance(exc, Exception):
+                raise_fault(exc)
 
 
 class JsonlFile(PartialFile):
@@ -123,3 +131,7 @@ class FileStore:
 
     def remove(self, path: str | Path) -> None:
         Path(path).unlink(missing_ok=True)
+
+
+guard(FileStore, ("probe", "path_for", "open_partial", "open_jsonl", "write_jsonl", "listing",
+                  "remove"))

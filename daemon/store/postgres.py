@@ -32,6 +32,7 @@ from typing import Any
 from peewee import PostgresqlDatabase
 
 from daemon.store.backend import SqlStore
+from daemon.store.faults import guarded
 from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
@@ -90,6 +91,7 @@ class PostgresStore(SqlStore):
         return f"({column}::jsonb ->> '{key}')"
 
 
+@guarded
 def open_postgres(url: str) -> PostgresStore:
     """Connect to the database at `url` and bring its schema up to date."""
     scheme, rest = url.split("://", 1)

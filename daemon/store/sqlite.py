@@ -25,6 +25,7 @@ import peewee
 from peewee import Database, SqliteDatabase
 
 from daemon.store.backend import SqlStore
+from daemon.store.faults import guarded
 from daemon.store.schema import Migration, lease_tokens, leases, migrate
 from daemon.store.sql import Query
 
@@ -197,6 +198,7 @@ class SqliteStore(SqlStore):
         return f"json_extract({column}, '$.{key}')"
 
 
+@guarded
 def open_sqlite(path: Path) -> SqliteStore:
     """Open (creating if needed) the store at `path` and bring its schema up to date."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ a crash swept at start (`sweep_leftovers`), expired files deleted on a timer
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,23 @@ def test_a_start_sweeps_stale_leftovers_only(repo: Store, files: FileStore) -> N
     assert sorted(swept) == [fid(2), fid(3) + ".partial", fid(5)]
     assert names(files) == {kept.id, fid(4) + ".partial", fid(6), "README"}
     assert repo.file(kept.id) == kept
+
+
+def test_a_leftover_the_disk_refuses_to_delete_does_not_stop_the_start(
+        repo: Store, files: FileStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    stuck = put(files, fid(1) + ".partial", mtime=OLD)
+    put(files, fid(2) + ".partial", mtime=OLD)
+    unlink = Path.unlink
+
+    def failing(path: Path, missing_ok: bool = False) -> None:
+        if path == stuck:
+            raise OSError(errno.EIO, "Input/output error")  # a storage fault: StoreUnavailable
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", failing)
+    assert sorted(sweep_leftovers(repo, files, now=NOW)) == [fid(1) + ".partial",
+                                                              fid(2) + ".partial"]
+    assert names(files) == {stuck.name}
 
 
 def test_a_start_with_no_files_folder_sweeps_nothing(repo: Store, files: FileStore) -> None:

@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import peewee
 import psycopg
 import pytest
 
 from daemon.store import open_store
-from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
+from daemon.store.faults import SPACE, UNAVAILABLE, StoreUnavailable, store_fault
 from daemon.store.interface import Store
 from daemon.store.postgres import SCHEMA_LOCK, PostgresStore
 from daemon.store.schema import SCHEMA_VERSION
@@ -126,20 +127,19 @@ def test_a_connection_the_server_dropped_is_replaced(pg: PostgresStore) -> None:
     (pid,) = pg.db.execute_sql("SELECT pg_backend_pid()").fetchone()
     with psycopg.connect(postgres.SERVER_URL, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
-    with pytest.raises(Exception) as raised:  # the call that finds it gone
+    with pytest.raises(StoreUnavailable) as raised:  # the call that finds it gone
         pg.workspace("acme")
-    fault = store_fault(raised.value)
-    assert fault is not None and fault.code == UNAVAILABLE
+    assert raised.value.code == UNAVAILABLE
+    assert isinstance(raised.value.__cause__, peewee.DatabaseError | psycopg.Error)
     assert pg.workspace("acme") is not None
     with pg.write():  # and a transaction, too
         assert pg.workspaces()
 
 
 def test_an_unreachable_server_is_a_storage_fault() -> None:
-    with pytest.raises(Exception) as raised:  # peewee's OperationalError
+    with pytest.raises(StoreUnavailable) as raised:  # from peewee's OperationalError
         open_store("postgresql://relay@127.0.0.1:1/relay?connect_timeout=3")
-    fault = store_fault(raised.value)
-    assert fault is not None and fault.code == UNAVAILABLE
+    assert raised.value.code == UNAVAILABLE
 
 
 @pytest.mark.parametrize(("error", "code"), [

@@ -16,7 +16,7 @@ from daemon.domain.jobs import Job
 from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.unstorable import save_apart
 from daemon.domain.usage import MAX_STORED
-from daemon.store.faults import store_fault
+from daemon.store.faults import StoreError, store_fault
 from daemon.store.interface import Store
 from daemon.store.postgres import PostgresStore
 from tests.store.conftest import NOW, MakeJob, MakeOutcome
@@ -29,7 +29,7 @@ def row_ids(repo: Store, job: Job) -> list[int]:
 def save_apart_in(repo: Store, job: Job,
                   outcomes: list[tuple[int, RowOutcome]]) -> list[tuple[int, Exception]]:
     return save_apart(outcomes, lambda group: repo.save_outcomes(job.seq, group, now=NOW),
-                      is_fault=lambda exc: store_fault(exc) is not None)
+                      is_fault=lambda exc: isinstance(exc, StoreError))  # as the supervisor
 
 
 def test_a_count_past_64_bits_is_refused_and_not_a_storage_fault(
@@ -41,6 +41,7 @@ def test_a_count_past_64_bits_is_refused_and_not_a_storage_fault(
     with pytest.raises(Exception) as refused:  # each backend its own type
         repo.save_outcomes(job.seq, [(ids[0], make_outcome()), (ids[1], poison)], now=NOW)
     assert store_fault(refused.value) is None
+    assert not isinstance(refused.value, StoreError)  # nor made one at the store boundary
     assert repo.row_counts(job.seq)["pending"] == 3  # rolled back: the good row too
 
 

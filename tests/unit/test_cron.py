@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from daemon.api.middleware import status_of
 from daemon.domain.cron import check, due_tick, next_after
 from daemon.domain.errors import InvalidRequest
 
@@ -26,7 +27,7 @@ def test_five_field_expressions_pass(expr: str) -> None:
 def test_bad_expressions_are_refused(expr: str) -> None:
     with pytest.raises(InvalidRequest) as info:
         check(expr)
-    assert (info.value.param, info.value.status, info.value.code) == ("cron", 400,
+    assert (info.value.param, status_of(info.value), info.value.code) == ("cron", 400,
                                                                      "invalid_cron")
 
 

@@ -1,28 +1,61 @@
-"""How a message names what a client sent: a few items and a count, a value cut short."""
+"""Relay's one exception tree (domain/errors.py): each class's HTTP status (the API's one
+table, api/middleware.py), its envelope type and its default code, as the answers had
+them before the tree; and the docstring's drawing names every class."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from daemon.domain.errors import first_few, shown
+import daemon.domain.errors as errors
+import daemon.store.faults as faults
+from daemon.api.middleware import status_of
+from daemon.dialects import error_envelope
+from daemon.domain.errors import (
+    Conflict,
+    InsufficientStorage,
+    InvalidRequest,
+    NotFound,
+    RelayError,
+    RequestTimeout,
+    TooLarge,
+    TooMany,
+    Unavailable,
+)
+from daemon.store.faults import StorageFull, StoreUnavailable
 
 
-@pytest.mark.parametrize(("items", "most", "text"), [
-    ([], 5, "none"),
-    (["a"], 5, "'a'"),
-    (["a", "b", "c"], 3, "'a', 'b', 'c'"),
-    (["a", "b", "c", "d"], 3, "'a', 'b', 'c' and 1 more (4 in all)"),
-    ([f"id-{i}" for i in range(20_000)], 2, "'id-0', 'id-1' and 19,998 more (20,000 in all)"),
+@pytest.mark.parametrize(("error", "status", "type", "code"), [
+    (InvalidRequest("m"), 400, "invalid_request_error", None),
+    (RequestTimeout("m"), 408, "invalid_request_error", None),
+    (TooLarge("m"), 413, "invalid_request_error", None),
+    (NotFound("m"), 404, "not_found_error", "not_found"),
+    (Conflict("m"), 409, "invalid_request_error", "conflict"),
+    (TooMany("m", code="server_busy", retry_after_s=1), 429, "rate_limit_error", "server_busy"),
+    (Unavailable("m"), 503, "service_unavailable", "unavailable"),
+    (InsufficientStorage("m"), 507, "server_error", "insufficient_storage"),
+    (StoreUnavailable("m"), 503, "server_error", "store_unavailable"),
+    (StorageFull("m"), 507, "server_error", "insufficient_storage"),
+    (RelayError("m"), 500, "server_error", None),
 ])
-def test_listed(items: list[str], most: int, text: str) -> None:
-    assert first_few(items, most=most) == text
+def test_each_class_has_its_status_type_and_code(error: RelayError, status: int, type: str,
+                                                 code: str | None) -> None:
+    assert status_of(error) == status
+    assert error_envelope(error) == {"error": {"message": "m", "type": type, "param": None,
+                                               "code": code}}
 
 
-def test_listed_cuts_each_long_item_too() -> None:
-    text = first_few(["x" * 10_000] * 3)
-    assert len(text) < 400 and text.count("(10,000 characters)") == 3
+def test_an_error_names_its_own_code_and_param() -> None:
+    error = Conflict("Batch b is done.", code="batch_already_ended")
+    assert (error.code, Conflict.code) == ("batch_already_ended", "conflict")
+    assert InvalidRequest("m", param="limit").param == "limit"
 
 
-def test_shown() -> None:
-    assert shown("gpt-4o") == "'gpt-4o'"
-    assert shown("m" * 150, most=4) == "'mmmm'... (150 characters)"
+def test_the_drawing_names_every_class_of_the_tree() -> None:
+    classes = {cls.__name__ for module in (errors, faults)
+               for _, cls in inspect.getmembers(module, inspect.isclass)
+               if issubclass(cls, RelayError) and cls.__module__ == module.__name__}
+    drawn = f"{errors.__doc__}\n{faults.__doc__}"
+    assert {"RelayError", "InvalidRequest", "StoreError", "StorageFull"} <= classes
+    assert [name for name in sorted(classes) if name not in drawn] == []

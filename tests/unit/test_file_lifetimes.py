@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from daemon.api.middleware import status_of
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.files import (
     MAX_LIFETIME_S,
@@ -51,7 +52,7 @@ def test_json_absent_is_none() -> None:
 def test_json_refusals_name_the_field(value: Any, param: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
         lifetime_from_json(value, param="p")
-    assert (refused.value.status, refused.value.param) == (400, param)
+    assert (status_of(refused.value), refused.value.param) == (400, param)
 
 
 def test_form_fields() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from daemon.api.middleware import status_of
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import RowDraft
 from daemon.domain.openai_input import (
@@ -67,7 +68,7 @@ def parse_inline(records: list[Any], *, endpoint: str = CHAT) -> ParsedRecords:
 def refused(body: Any) -> InvalidRequest:
     with pytest.raises(InvalidRequest) as info:
         parse_create(body)
-    assert info.value.status == 400
+    assert status_of(info.value) == 400
     return info.value
 
 

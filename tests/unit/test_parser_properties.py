@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from daemon.api.middleware import status_of
 from daemon.domain import cron
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.openai_input import (
@@ -116,7 +117,7 @@ def test_a_relay_body_is_accepted_or_refused_with_invalid_request(body: Any) -> 
     try:
         parse_relay(body)
     except InvalidRequest as exc:
-        assert exc.status == 400 and exc.message
+        assert status_of(exc) == 400 and exc.message
 
 
 @BOUNDED
@@ -152,7 +153,7 @@ def test_a_create_body_is_accepted_or_refused_with_invalid_request(body: Any) ->
     try:
         parse_create(body)
     except InvalidRequest as exc:
-        assert exc.status == 400 and exc.message
+        assert status_of(exc) == 400 and exc.message
 
 
 @BOUNDED

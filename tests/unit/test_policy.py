@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from daemon.api.middleware import status_of
 from daemon.domain.errors import InvalidRequest
 from daemon.outbound.policy import (
     check_addresses,
@@ -41,7 +42,7 @@ def refused(url: str, *, resolve: Callable[[str], list[str]] | None = None,
         check_url(url, param="webhookUrl", allow_private=allow_private,
                   resolve=resolve or make_resolver(PUBLIC))
     assert info.value.param == "webhookUrl"
-    assert info.value.status == 400
+    assert status_of(info.value) == 400
     return info.value
 
 
@@ -192,7 +193,7 @@ def test_non_public_and_forbidden_target() -> None:
     assert non_public([PUBLIC, "10.0.0.7", "::1", "not-an-address"]) == [
         "10.0.0.7", "::1", "not-an-address"]
     error = forbidden_target("10.0.0.7", param="callbackUrl")
-    assert (error.code, error.param, error.status) == ("forbidden_target", "callbackUrl", 400)
+    assert (error.code, error.param, status_of(error)) == ("forbidden_target", "callbackUrl", 400)
     assert "'callbackUrl' points at a non-public address (10.0.0.7)" in error.message
 
 

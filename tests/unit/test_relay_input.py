@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from daemon.api.middleware import status_of
 from daemon.dialects import error_envelope
 from daemon.domain import cron
 from daemon.domain.cron import check
@@ -33,7 +34,7 @@ def parse(body: Any, **kwargs: Any) -> Any:
 def refused(body: Any, **kwargs: Any) -> InvalidRequest:
     with pytest.raises(InvalidRequest) as info:
         parse(body, **kwargs)
-    assert info.value.status == 400
+    assert status_of(info.value) == 400
     return info.value
 
 

@@ -14,17 +14,18 @@ from daemon.domain.jobs import RowWork
 from daemon.domain.run import RETRY_CAP_S, write_retry_delay
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.store_calls import StoreCalls
-from daemon.store.faults import SPACE, UNAVAILABLE, StoreFault
+from daemon.store.faults import SPACE, UNAVAILABLE, StorageFull, StoreError, StoreUnavailable
 
-FULL = sqlite3.OperationalError("database or disk is full")
-ROLLBACK = sqlite3.OperationalError("cannot rollback - no transaction is active")
+# as the store boundary raises them (store/faults.py)
+FULL = StorageFull("database or disk is full")
+ROLLBACK = StoreUnavailable("cannot rollback - no transaction is active")
 
 
 class Recorded:
     def __init__(self) -> None:
-        self.faults: list[tuple[StoreFault | None, float]] = []
+        self.faults: list[tuple[StoreError | None, float]] = []
 
-    def record(self, fault: StoreFault | None, *, now: float) -> None:
+    def record(self, fault: StoreError | None, *, now: float) -> None:
         self.faults.append((fault, now))
 
 
@@ -66,7 +67,7 @@ def test_the_backoff_doubles_up_to_its_cap() -> None:
 async def test_a_storage_fault_is_waited_out_and_reported() -> None:
     health = Recorded()
     calls, slept = patient(health)
-    write = Flaky(FULL, ROLLBACK, sqlite3.OperationalError("disk I/O error"))
+    write = Flaky(FULL, ROLLBACK, StoreUnavailable("disk I/O error"))
 
     await calls.run("storing", lambda: write([1]))
 

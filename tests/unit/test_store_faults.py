@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+from collections.abc import Iterator
 
 import peewee
 import psycopg
 import pytest
 
-from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
+from daemon.store.backend import INTERFACE, SqlStore
+from daemon.store.faults import (
+    SPACE,
+    UNAVAILABLE,
+    StorageFull,
+    StoreError,
+    StoreUnavailable,
+    guard,
+    guarded,
+    store_fault,
+)
 
 
 @pytest.mark.parametrize(("exc", "code"), [
@@ -31,7 +42,7 @@ from daemon.store.faults import SPACE, UNAVAILABLE, store_fault
 def test_storage_faults_are_classified(exc: BaseException, code: str) -> None:
     fault = store_fault(exc)
     assert fault is not None and fault.code == code
-    assert fault.status == (507 if code == SPACE else 503)
+    assert isinstance(fault, StorageFull if code == SPACE else StoreUnavailable)
     assert fault.detail == str(exc)
 
 
@@ -78,3 +89,64 @@ def test_a_full_disk_behind_a_failed_rollback_is_a_full_disk() -> None:
     except peewee.OperationalError as outer:
         fault = store_fault(outer)
     assert fault is not None and fault.code == SPACE
+
+
+# -- the boundary: `guarded` raises the store's error from a driver's storage fault -----
+
+
+def test_a_guarded_call_raises_the_store_error_from_the_driver_error() -> None:
+    driver = sqlite3.OperationalError("database or disk is full")
+
+    @guarded
+    def write() -> None:
+        raise driver
+
+    with pytest.raises(StorageFull) as raised:
+        write()
+    assert raised.value.__cause__ is driver and raised.value.detail == str(driver)
+
+
+def test_a_guarded_generator_is_guarded_as_it_is_read() -> None:
+    @guarded
+    def rows() -> Iterator[int]:
+        yield 1
+        raise peewee.OperationalError("disk I/O error")
+
+    read = rows()
+    assert next(read) == 1
+    with pytest.raises(StoreUnavailable):
+        next(read)
+
+
+def test_a_store_error_and_any_other_error_leave_a_guarded_call_unchanged() -> None:
+    for error in (StoreUnavailable("database is locked"),
+                  sqlite3.IntegrityError("UNIQUE constraint failed"), OverflowError("int")):
+        @guarded
+        def call(error: Exception = error) -> None:
+            raise error
+
+        with pytest.raises(type(error)) as raised:
+            call()
+        assert raised.value is error
+
+
+def test_guard_wraps_the_named_methods_only() -> None:
+    class Store:
+        def write(self) -> None:
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        def other(self) -> None:
+            raise OSError(errno.EROFS, "Read-only file system")
+
+    guard(Store, ["write"])
+    with pytest.raises(StoreUnavailable):
+        Store().write()
+    with pytest.raises(OSError) as raised:
+        Store().other()
+    assert not isinstance(raised.value, StoreError)
+
+
+def test_every_method_of_the_store_interface_is_guarded() -> None:
+    """A method added to `Store` is at the boundary with no more code."""
+    assert INTERFACE and all(hasattr(getattr(SqlStore, name), "__wrapped__")
+                             for name in INTERFACE)

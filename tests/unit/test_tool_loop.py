@@ -25,6 +25,7 @@ from daemon.executors.tool_loop import (
     call_id,
     mismatch,
 )
+from daemon.store.faults import StorageFull
 from daemon.upstream.router import Router
 from daemon.upstream.transport import FunctionTransport, Reply
 
@@ -580,7 +581,7 @@ async def test_a_round_waiting_for_the_store_does_not_hold_a_cancelled_job_open(
         def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
                         leases: Mapping[int, int]) -> set[int]:
             writing.set()
-            raise OSError(28, "No space left on device")  # a storage fault: waited out
+            raise StorageFull("No space left on device")  # a storage fault: waited out
 
     running = asyncio.ensure_future(loop(model, Executor(), Outage()).run(work(), lane))
     await asyncio.wait_for(writing.wait(), 5)
