@@ -76,21 +76,23 @@ class Scheduler(pykka.ThreadingActor):
         self.running: dict[int, Any] = {}
         self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
+        self.recovered = False  # what a previous process left is dealt with (`_recover`)
         self.watchdog = Every(WATCH_S)
         self.orphans: set[int] = set()  # seen with nobody on them at the last watch
         self.cancels_told: set[int] = set()  # supervisors told of a cancel the store holds
 
     def on_start(self) -> None:
         self._me = self.actor_ref.proxy()
-        self._recover(self.clock())
-        self.tick(self.clock())
+        self.tick(self.clock())  # recovers first: an exception here would kill the actor
 
     def _recover(self, now: float) -> None:
         """What a previous process left behind. Alone on the database, its running jobs
         go back to the queue; among nodes, they stay running for whoever takes their
         rows. Cancels and endings in progress that no live node holds end, webhooks a
         lost node was sending are recorded as interrupted, webhooks never sent are sent
-        (at most once). Batches left validating are the validator's (`Daemon.start`)."""
+        (at most once). Batches left validating are the validator's (`Daemon.start`). The
+        first tick runs it, and each tick again until it has gone through: a store that
+        fails it at start does not kill the actor."""
         if not self.node.shared:
             self.repo.requeue_running(now=now)
         if self.node.leads:
@@ -100,6 +102,7 @@ class Scheduler(pykka.ThreadingActor):
         self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))
         for job in self.repo.unsent_webhooks():
             self.notifier.send_webhook(job)
+        self.recovered = True
 
     @contained
     def wake(self) -> None:
@@ -146,6 +149,10 @@ class Scheduler(pykka.ThreadingActor):
         """Timer: spawn due cron runs, restart dead supervisors, re-admit orphaned jobs,
         let supervisors retry a failed write. Each step is contained on its own, so a
         store that fails one of them does not stop the others."""
+        if not self.recovered:  # a store that failed the recovery: again, before all else
+            attempt(self._recover, now)
+            if not self.recovered:
+                return
         if not self.draining:
             attempt(self._spawn, now)
             attempt(self._expire, now)

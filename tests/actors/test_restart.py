@@ -9,6 +9,8 @@ from collections import Counter
 from daemon.domain import cron, ids
 from daemon.domain.jobs import JobDraft, RowDraft
 from daemon.domain.render import relay_result
+from daemon.store.faults import StoreUnavailable
+from daemon.store.sqlite import SqliteStore
 from tests.actors.harness import PRIMARY, Upstream, answer, wait_until
 
 ROWS = 20
@@ -96,3 +98,31 @@ def test_ticks_missed_while_stopped_spawn_one_run_at_start(start_daemon, upstrea
                                      template_id=template.id)[0]) == 1
     assert second.job(template).next_run_at > clock()
     assert upstream.prompts() == ["report"]
+
+
+def test_a_store_that_fails_the_recovery_at_start_does_not_kill_the_scheduler(
+        start_daemon, upstream, monkeypatch):
+    """The scheduler's first act is to deal with what a previous process left; a store
+    fault then used to kill the actor (its exception escaped `on_start`). Now the next
+    ticks try again, and the jobs left running run once the store takes it."""
+    first = start_daemon(upstream)
+    job = first.submit(["left BLOCK"])
+    wait_until(lambda: upstream.seen("left BLOCK"), what="the row in flight")
+    first.stop()
+
+    real = SqliteStore.requeue_running
+    refused: list[int] = []
+
+    def flaky(self, *, now):  # type: ignore[no-untyped-def]
+        if len(refused) < 3:
+            refused.append(1)
+            raise StoreUnavailable("database is locked")
+        return real(self, now=now)
+
+    monkeypatch.setattr(SqliteStore, "requeue_running", flaky)
+    again = Upstream()
+    again.gate.set()
+    second = start_daemon(again)
+    wait_until(lambda: second.job(job).status == "completed", what="the job after the fault")
+    assert len(refused) == 3
+    assert second.daemon.scheduler.actor_ref.is_alive()
