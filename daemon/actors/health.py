@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.every import Every
 from daemon.store.faults import UNAVAILABLE, StoreFault, store_fault
 from daemon.store.files import FileStore
@@ -99,3 +100,7 @@ class HealthProbe(pykka.ThreadingActor):
     def tick(self, now: float) -> None:
         if self.every.due(now):
             self.health.record(probe(self.repo, self.files, now=now), now=now)
+
+
+class HealthProbeProxy(ActorProxyOf[HealthProbe]):
+    tick = message(HealthProbe.tick)
