@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
 
 import pykka
 
@@ -27,6 +26,7 @@ from daemon.actors.ending import end_job
 from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
 from daemon.actors.proxies import ActorProxyOf, message, typed_proxy
+from daemon.actors.supervisor import Scheduling, SupervisorProxy
 from daemon.dialects import dialect_of
 from daemon.domain import cron
 from daemon.domain.cluster import Share, alive_ids
@@ -45,13 +45,10 @@ from daemon.domain.jobs import (
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
 
-if TYPE_CHECKING:  # the supervisor's module imports this one
-    from daemon.actors.supervisor import SupervisorProxy
-
 log = logging.getLogger("relay.scheduler")
 
 # (job, the scheduler's proxy) -> the job's supervisor, started
-SupervisorFactory = Callable[[Job, "SchedulerProxy"], "SupervisorProxy"]
+SupervisorFactory = Callable[[Job, "SchedulerProxy"], SupervisorProxy]
 WATCH_S = 5.0  # how often the watchdog looks for running jobs that nothing here runs
 
 
@@ -291,6 +288,9 @@ class SchedulerProxy(ActorProxyOf[Scheduler]):
     cancel = message(Scheduler.cancel)
     tick = message(Scheduler.tick)
     drain = message(Scheduler.drain)
+
+
+_hears_job_finished: type[Scheduling] = SchedulerProxy  # mypy: what a JobSupervisor is given
 
 
 # How a job left in a state of ending ends when nobody is on it.

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from typing import Protocol
 
 import pykka
 
@@ -26,8 +27,7 @@ from daemon.actors.health import Health
 from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
 from daemon.actors.proxies import ActorProxyOf, message, typed_proxy
-from daemon.actors.scheduler import SchedulerProxy
-from daemon.actors.worker import RowWorker, RowWorkerProxy
+from daemon.actors.worker import RowWorker, RowWorkerProxy, Supervising
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
 from daemon.domain.cluster import Share, lease_size
@@ -50,6 +50,13 @@ FINISH_RETRY_S = 2.0
 LEASE_RETRY_S = 1.0  # after the store refused a lease
 
 
+class Scheduling(Protocol):
+    """What a supervisor tells the scheduler (a `SchedulerProxy` is one; that module
+    imports this one)."""
+
+    def job_finished(self, seq: int) -> object: ...
+
+
 class JobSupervisor(pykka.ThreadingActor):
     def __init__(
         self,
@@ -59,7 +66,7 @@ class JobSupervisor(pykka.ThreadingActor):
         files: FileStore,
         executors: Executors,
         io_loop: IOLoop,
-        scheduler: SchedulerProxy,
+        scheduler: Scheduling,
         notifier: NotifierProxy,
         concurrency: int,
         models: Mapping[str, ModelConfig],
@@ -355,6 +362,9 @@ class SupervisorProxy(ActorProxyOf[JobSupervisor]):
     cancel = message(JobSupervisor.cancel)
     expire = message(JobSupervisor.expire)
     drain = message(JobSupervisor.drain)
+
+
+_tells_rows_done: type[Supervising] = SupervisorProxy  # mypy: what a RowWorker is given
 
 
 def _succeeded(write: Future[bool]) -> bool:

@@ -21,7 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pykka
 
@@ -33,9 +33,6 @@ from daemon.executors import Executors, Lane
 from daemon.executors.lane import LeaseLost, lease_lost
 from daemon.upstream.ioloop import IOLoop
 
-if TYPE_CHECKING:  # the supervisor's module imports this one
-    from daemon.actors.supervisor import SupervisorProxy
-
 log = logging.getLogger("relay.worker")
 
 Done = list[tuple[int, RowOutcome]]
@@ -44,9 +41,16 @@ REPORT_S = 0.01  # the longest an outcome waits on the I/O loop for company
 DRAIN_S = 1.0  # the longest a shutdown waits for the I/O loop to hand them back
 
 
+class Supervising(Protocol):
+    """What a row worker tells its job's supervisor (a `SupervisorProxy` is one; that
+    module imports this one)."""
+
+    def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> object: ...
+
+
 class RowWorker(pykka.ThreadingActor):
     def __init__(self, *, job_seq: int, executors: Executors, io_loop: IOLoop,
-                 supervisor: SupervisorProxy, lane: Lane, report_rows: int = 1) -> None:
+                 supervisor: Supervising, lane: Lane, report_rows: int = 1) -> None:
         super().__init__()
         self.job_seq = job_seq
         self.executors = executors
@@ -80,7 +84,7 @@ class RowWorker(pykka.ThreadingActor):
             self.io_loop.submit(self.executors.release(self.job_seq))
 
     @staticmethod
-    def _report(supervisor: SupervisorProxy) -> Report:
+    def _report(supervisor: Supervising) -> Report:
         def report(done: Done) -> None:
             try:
                 supervisor.rows_done(done)
