@@ -22,7 +22,6 @@ import pykka
 from daemon.actors.health import Health, HealthProbe, HealthProbeProxy
 from daemon.actors.membership import Membership
 from daemon.actors.notifier import Notifier, NotifierProxy
-from daemon.actors.proxies import typed_proxy
 from daemon.actors.scheduler import Scheduler, SchedulerProxy
 from daemon.actors.supervisor import JobSupervisor, SupervisorProxy
 from daemon.actors.sweeper import FileSweeper, FileSweeperProxy, sweep_leftovers
@@ -175,29 +174,28 @@ class Daemon:
         self.io_loop.add_cleanup(self.outbound.aclose)
         self.health = Health()  # before the executors, which report storage faults to it
         self.executors = self._executors()
-        self.notifier = typed_proxy(Notifier.start(
+        self.notifier = NotifierProxy.of(Notifier.start(
             repo=self.repo, publish=self.hub.publish, deliver=self._deliver, clock=self.clock,
-            broadcast=self._broadcast, node=self.membership.id), NotifierProxy)
+            broadcast=self._broadcast, node=self.membership.id))
         self.files = FileStore(self.config.server.data_dir)
         sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
-        self.sweeper = typed_proxy(FileSweeper.start(repo=self.repo, files=self.files),
-                                   FileSweeperProxy)
-        self.prober = typed_proxy(HealthProbe.start(repo=self.repo, files=self.files,
-                                                    health=self.health), HealthProbeProxy)
-        self.scheduler = typed_proxy(Scheduler.start(
+        self.sweeper = FileSweeperProxy.of(FileSweeper.start(repo=self.repo, files=self.files))
+        self.prober = HealthProbeProxy.of(HealthProbe.start(repo=self.repo, files=self.files,
+                                                            health=self.health))
+        self.scheduler = SchedulerProxy.of(Scheduler.start(
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models, node=self.membership,
-            tell_cancel=self._tell_cancel), SchedulerProxy)
+            tell_cancel=self._tell_cancel))
         self.bus.start(self._hear)
         # A node that joined before the bus listened was not heard: shrink for it now
         # rather than at the next heartbeat (it waits for that beat to dispatch).
         self.membership.beat(self.clock())
-        self.validator = typed_proxy(Validator.start(
+        self.validator = ValidatorProxy.of(Validator.start(
             repo=self.repo, files=self.files, scheduler=self.scheduler, resolve=self.resolve,
             allow_private=self.config.security.allow_private_targets,
             notifier=self.notifier, models=self.models, node=self.membership,
-            clock=self.clock), ValidatorProxy)
+            clock=self.clock))
         for job in self.repo.unclaimed_validations(  # left by a previous process
                 node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)
@@ -278,7 +276,7 @@ class Daemon:
         try:
             return self.scheduler.drain().get(timeout=timeout) or []
         except pykka.ActorDeadError:
-            return [typed_proxy(ref, SupervisorProxy).drain()
+            return [SupervisorProxy.of(ref).drain()
                     for ref in pykka.ActorRegistry.get_by_class(JobSupervisor)]
 
     def _executors(self) -> Executors:
@@ -303,12 +301,12 @@ class Daemon:
                          workflows=MeteredExecutor(workflows, self.meters))
 
     def _start_supervisor(self, job: Job, scheduler: SchedulerProxy) -> SupervisorProxy:
-        return typed_proxy(JobSupervisor.start(
+        return SupervisorProxy.of(JobSupervisor.start(
             job, repo=self.repo, files=self.files, executors=self.executors,
             io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
-            clock=self.clock, health=self.health, node=self.membership), SupervisorProxy)
+            clock=self.clock, health=self.health, node=self.membership))
 
     def _share(self, part: Part) -> None:
         """The live nodes changed (on the heartbeat thread): the router, on the I/O loop,

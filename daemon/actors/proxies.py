@@ -9,14 +9,15 @@ against `TheActor.tick` and returns a `pykka.Future` of its result, `proxy.tick.
 `pykka.typing.proxy_method` types the call but not `defer`, which the ticker and the
 actors use.
 
-A started actor's untyped proxy becomes its typed one with `typed_proxy`; at run time
-it is the same object (the typed class only informs mypy).
+A started actor's proxy, typed: `SchedulerProxy.of(Scheduler.start(...))` (mypy
+checks that the ref is the proxy's actor's). At run time it is Pykka's own proxy: the
+typed class only informs mypy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, cast
 
 import pykka
 
@@ -33,8 +34,10 @@ class ActorProxyOf(pykka.ActorProxy[A]):
         # would pass; declared None here, mypy reports it as a missing attribute.
         __getattr__: None  # type: ignore[assignment, misc]
 
-
-Proxy = TypeVar("Proxy", bound=ActorProxyOf[Any])
+    @classmethod
+    def of(cls, ref: pykka.ActorRef[A]) -> Self:
+        """`ref`'s proxy, typed as this class."""
+        return cast(Self, ref.proxy())
 
 
 class Message(Protocol[P, T]):
@@ -53,8 +56,3 @@ class _Member(Protocol[P, T]):
 def message(method: Callable[Concatenate[Any, P], T]) -> _Member[P, T]:
     """Declare `method` (the actor's, unbound) as a message of the actor's proxy."""
     return cast("_Member[P, T]", method)
-
-
-def typed_proxy(ref: pykka.ActorRef[Any], kind: type[Proxy]) -> Proxy:
-    """`ref`'s proxy, typed as `kind` (the actor's `...Proxy`)."""
-    return cast(Proxy, ref.proxy())

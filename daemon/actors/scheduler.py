@@ -25,7 +25,7 @@ from daemon.actors.contained import attempt, contained
 from daemon.actors.ending import end_job
 from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
-from daemon.actors.proxies import ActorProxyOf, message, typed_proxy
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.actors.supervisor import Scheduling, SupervisorProxy
 from daemon.dialects import dialect_of
 from daemon.domain import cron
@@ -84,7 +84,7 @@ class Scheduler(pykka.ThreadingActor):
         self.cancels_told: set[int] = set()  # supervisors told of a cancel the store holds
 
     def on_start(self) -> None:
-        self._me = typed_proxy(self.actor_ref, SchedulerProxy)
+        self._me = SchedulerProxy.of(self.actor_ref)
         self._recover(self.clock())
         self.tick(self.clock())
 

@@ -26,7 +26,7 @@ from daemon.actors.ending import end_job
 from daemon.actors.health import Health
 from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
-from daemon.actors.proxies import ActorProxyOf, message, typed_proxy
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.actors.worker import RowWorker, RowWorkerProxy, Supervising
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
@@ -104,10 +104,10 @@ class JobSupervisor(pykka.ThreadingActor):
         self.epoch = self.node.epoch  # the node's lease epoch the queued rows were leased in
 
     def on_start(self) -> None:
-        self._me = me = typed_proxy(self.actor_ref, SupervisorProxy)
-        self.worker = typed_proxy(RowWorker.start(
+        self._me = me = SupervisorProxy.of(self.actor_ref)
+        self.worker = RowWorkerProxy.of(RowWorker.start(
             job_seq=self.job.seq, executors=self.executors, io_loop=self.io_loop,
-            lane=self.lane, supervisor=me, report_rows=self.run.flush_rows), RowWorkerProxy)
+            lane=self.lane, supervisor=me, report_rows=self.run.flush_rows))
         self._pump()
 
     def on_stop(self) -> None:

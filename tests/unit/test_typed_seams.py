@@ -1,7 +1,8 @@
-"""The typed seams, found by mypy before any test runs: an actor's proxy takes only its
-actor's messages with their arguments (a call answers a `pykka.Future` of the method's
-result, `defer` is a tell), and the TUI's screens take any `RelayApi`, which
-`RelayClient` is and a client lacking most of its calls is not."""
+"""The typed seams, found by mypy before any test runs: an actor's proxy is made only
+of its actor's ref and takes only its actor's messages with their arguments (a call
+answers a `pykka.Future` of the method's result, `defer` is a tell), and the TUI's
+screens take any `RelayApi`, which `RelayClient` is and a client lacking most of its
+calls is not."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def scheduler(proxy: SchedulerProxy, notifier: NotifierProxy) -> None:
     drained: list[pykka.Future[None]] = proxy.drain().get(timeout=1)
     alive: bool = proxy.actor_ref.is_alive()
     told: Scheduling = proxy
+    wrong = NotifierProxy.of(proxy.actor_ref)  # E8
     proxy.tick.defer("now")  # E1
     proxy.cancel(7)  # E2
     proxy.wakeup()  # E3
@@ -62,6 +64,8 @@ EXPECTED = {
        'type "NotifierProxy")',
     6: 'Unexpected keyword argument "now" for "__call__" of "Message"',
     7: 'Argument 1 to "NodesScreen" has incompatible type "Halfway"; expected "RelayApi"',
+    8: 'Argument 1 to "of" of "ActorProxyOf" has incompatible type "ActorRef[Scheduler]"; '
+       'expected "ActorRef[Notifier]"',
 }
 
 
