@@ -19,13 +19,13 @@ from typing import Any
 
 import pykka
 
-from daemon.actors.health import Health, HealthProbe
+from daemon.actors.health import Health, HealthProbe, HealthProbeProxy
 from daemon.actors.membership import Membership
-from daemon.actors.notifier import Notifier
-from daemon.actors.scheduler import Scheduler
-from daemon.actors.supervisor import JobSupervisor
-from daemon.actors.sweeper import FileSweeper, sweep_leftovers
-from daemon.actors.validator import Validator
+from daemon.actors.notifier import Notifier, NotifierProxy
+from daemon.actors.scheduler import Scheduler, SchedulerProxy
+from daemon.actors.supervisor import JobSupervisor, SupervisorProxy
+from daemon.actors.sweeper import FileSweeper, FileSweeperProxy, sweep_leftovers
+from daemon.actors.validator import Validator, ValidatorProxy
 from daemon.actors.vitals import EX_SOFTWARE, Vitals
 from daemon.api.app import create_app
 from daemon.api.context import Services
@@ -174,30 +174,28 @@ class Daemon:
         self.io_loop.add_cleanup(self.outbound.aclose)
         self.health = Health()  # before the executors, which report storage faults to it
         self.executors = self._executors()
-        self.notifier = Notifier.start(repo=self.repo, publish=self.hub.publish,
-                                       deliver=self._deliver, clock=self.clock,
-                                       broadcast=self._broadcast,
-                                       node=self.membership.id).proxy()
+        self.notifier = NotifierProxy.of(Notifier.start(
+            repo=self.repo, publish=self.hub.publish, deliver=self._deliver, clock=self.clock,
+            broadcast=self._broadcast, node=self.membership.id))
         self.files = FileStore(self.config.server.data_dir)
         sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
-        self.sweeper = FileSweeper.start(repo=self.repo, files=self.files).proxy()
-        self.prober = HealthProbe.start(repo=self.repo, files=self.files,
-                                        health=self.health).proxy()
-        self.scheduler = Scheduler.start(
+        self.sweeper = FileSweeperProxy.of(FileSweeper.start(repo=self.repo, files=self.files))
+        self.prober = HealthProbeProxy.of(HealthProbe.start(repo=self.repo, files=self.files,
+                                                            health=self.health))
+        self.scheduler = SchedulerProxy.of(Scheduler.start(
             repo=self.repo, files=self.files, slots=self.config.gateway.max_running_jobs,
             start_supervisor=self._start_supervisor, notifier=self.notifier,
             clock=self.clock, models=self.models, node=self.membership,
-            tell_cancel=self._tell_cancel).proxy()
+            tell_cancel=self._tell_cancel))
         self.bus.start(self._hear)
         # A node that joined before the bus listened was not heard: shrink for it now
         # rather than at the next heartbeat (it waits for that beat to dispatch).
         self.membership.beat(self.clock())
-        self.validator = Validator.start(repo=self.repo, files=self.files,
-                                         scheduler=self.scheduler, resolve=self.resolve,
-                                         allow_private=self.config.security.allow_private_targets,
-                                         notifier=self.notifier, models=self.models,
-                                         node=self.membership,
-                                         clock=self.clock).proxy()
+        self.validator = ValidatorProxy.of(Validator.start(
+            repo=self.repo, files=self.files, scheduler=self.scheduler, resolve=self.resolve,
+            allow_private=self.config.security.allow_private_targets,
+            notifier=self.notifier, models=self.models, node=self.membership,
+            clock=self.clock))
         for job in self.repo.unclaimed_validations(  # left by a previous process
                 node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)
@@ -272,13 +270,13 @@ class Daemon:
                 "heartbeat": self.membership.thread.is_alive,
                 "I/O loop": self.io_loop.alive}
 
-    def _drain_jobs(self, *, timeout: float) -> list[Any]:
+    def _drain_jobs(self, *, timeout: float) -> list[pykka.Future[None]]:
         """Ask the supervisors to stop dispatching and store what finished; their
         futures. Through the scheduler, or each supervisor if the scheduler died."""
         try:
             return self.scheduler.drain().get(timeout=timeout) or []
         except pykka.ActorDeadError:
-            return [ref.proxy().drain()
+            return [SupervisorProxy.of(ref).drain()
                     for ref in pykka.ActorRegistry.get_by_class(JobSupervisor)]
 
     def _executors(self) -> Executors:
@@ -302,13 +300,13 @@ class Daemon:
                          tools=MeteredExecutor(tool_loop, self.meters),
                          workflows=MeteredExecutor(workflows, self.meters))
 
-    def _start_supervisor(self, job: Job, scheduler: Any) -> Any:
-        return JobSupervisor.start(
+    def _start_supervisor(self, job: Job, scheduler: SchedulerProxy) -> SupervisorProxy:
+        return SupervisorProxy.of(JobSupervisor.start(
             job, repo=self.repo, files=self.files, executors=self.executors,
             io_loop=self.io_loop,
             scheduler=scheduler, notifier=self.notifier,
             concurrency=self.config.gateway.batch_concurrency, models=self.models,
-            clock=self.clock, health=self.health, node=self.membership).proxy()
+            clock=self.clock, health=self.health, node=self.membership))
 
     def _share(self, part: Part) -> None:
         """The live nodes changed (on the heartbeat thread): the router, on the I/O loop,

@@ -8,12 +8,13 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual.app import App
 from textual.binding import BindingType
 
 from relaytui import settings as settings_file
+from relaytui.api import RelayApi
 from relaytui.client import RelayClient, RelayError
 from relaytui.commands import RelayCommands
 from relaytui.health import EVERY_S
@@ -36,9 +37,9 @@ class RelayApp(App[int]):
     COMMANDS = App.COMMANDS | {RelayCommands}
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
-    def __init__(self, client: Any | None, settings: Settings, *,
+    def __init__(self, client: RelayApi | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
-                 connect: Callable[[str, str], Any], start_dir: Path,
+                 connect: Callable[[str, str], RelayApi], start_dir: Path,
                  health_every: float = EVERY_S, stats_every: float = EVERY_S,
                  nodes_every: float = NODES_EVERY_S, read_only: bool = False) -> None:
         super().__init__()
@@ -68,9 +69,7 @@ class RelayApp(App[int]):
         client = self.connect(chosen.url, chosen.key or "")
         problem = await asyncio.to_thread(key_problem, client)
         if problem is not None:  # never saved: ask again, saying why
-            client_close = getattr(client, "close", None)
-            if client_close is not None:
-                client_close()
+            client.close()
             self.push_screen(ConnectScreen(chosen.url, chosen.key, reason=problem),
                              self._connected)
             return
@@ -80,10 +79,10 @@ class RelayApp(App[int]):
             self.notify(f"could not save the settings: {exc}", severity="warning")
         self.settings = chosen
         self.client = client
-        self._clients.append(self.client)
-        self._open(self.client)
+        self._clients.append(client)
+        self._open(client)
 
-    def _open(self, client: Any) -> None:
+    def _open(self, client: RelayApi) -> None:
         """A fresh jobs screen (and live feed) for this connection."""
         screen = JobsScreen(client, url=self.settings.url, workspace=key_hint(
             self.settings.key), clock=self.clock, start_dir=self.start_dir,
@@ -158,12 +157,10 @@ class RelayApp(App[int]):
 
     def on_unmount(self) -> None:
         for client in self._clients:
-            close = getattr(client, "close", None)
-            if close is not None:
-                close()
+            client.close()
 
 
-def key_problem(client: Any) -> str | None:
+def key_problem(client: RelayApi) -> str | None:
     """Why relayd would not take this key (a call that needs one: `GET /v1/models`), or
     None when it does. A key is checked so before it is saved."""
     try:
@@ -175,18 +172,19 @@ def key_problem(client: Any) -> str | None:
     return None
 
 
-def build_app(client: Any | None, settings: Settings, *,
+def build_app(client: RelayApi | None, settings: Settings, *,
               clock: Callable[[], float] = time.time,
               save: Callable[[Settings], object] = settings_file.save,
-              connect: Callable[[str, str], Any] = RelayClient,
+              connect: Callable[[str, str], RelayApi] = RelayClient,
               start_dir: Path | None = None, health_every: float = EVERY_S,
               stats_every: float = EVERY_S, nodes_every: float = NODES_EVERY_S,
               read_only: bool = False) -> RelayApp:
-    """The app with its collaborators: a `RelayClient` (or a stand-in such as
-    `relaytui.testing.FakeRelay`; None asks for a key), where settings are saved, the
-    clock that ages and rates are read from, how often relayd's health, the workspace's
-    stats and the nodes view are asked, and whether it only watches (`read_only`: nothing
-    is submitted, cancelled, re-driven or discarded, and the key is not changed)."""
+    """The app with its collaborators: a `RelayApi` (a `RelayClient`; in tests, one over
+    `relaytui.testing.FakeRelay`'s mock transport; None asks for a key), where settings
+    are saved, the clock that ages and rates are read from, how often relayd's health,
+    the workspace's stats and the nodes view are asked, and whether it only watches
+    (`read_only`: nothing is submitted, cancelled, re-driven or discarded, and the key
+    is not changed)."""
     return RelayApp(client, settings, clock=clock, save=save, connect=connect,
                     start_dir=start_dir or Path.cwd(), health_every=health_every,
                     stats_every=stats_every, nodes_every=nodes_every,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.every import Every
 from daemon.store.faults import StoreError, StoreUnavailable
 from daemon.store.files import FileStore
@@ -101,3 +102,7 @@ class HealthProbe(pykka.ThreadingActor):
     def tick(self, now: float) -> None:
         if self.every.due(now):
             self.health.record(probe(self.repo, self.files, now=now), now=now)
+
+
+class HealthProbeProxy(ActorProxyOf[HealthProbe]):
+    tick = message(HealthProbe.tick)

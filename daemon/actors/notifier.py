@@ -17,6 +17,7 @@ from typing import Any
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.dialects import event_view
 from daemon.domain.jobs import Job
 from daemon.store.faults import log_failure
@@ -123,3 +124,13 @@ class Notifier(pykka.ThreadingActor):
                 if wait is None or self.stopping.wait(wait):  # the next start records
                     return  # it as interrupted
 
+
+class NotifierProxy(ActorProxyOf[Notifier]):
+    """What the API and the other actors tell the notifier."""
+
+    job_created = message(Notifier.job_created)
+    job_changed = message(Notifier.job_changed)
+    progress = message(Notifier.progress)
+    job_ended = message(Notifier.job_ended)
+    send_webhook = message(Notifier.send_webhook)
+    tick = message(Notifier.tick)

@@ -18,13 +18,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection
-from typing import Any
 
 import pykka
 
 from daemon.actors.contained import attempt, contained
 from daemon.actors.ending import end_job
 from daemon.actors.membership import Node
+from daemon.actors.notifier import NotifierProxy
+from daemon.actors.proxies import ActorProxyOf, message
+from daemon.actors.supervisor import Scheduling, SupervisorProxy
 from daemon.dialects import dialect_of
 from daemon.domain import cron
 from daemon.domain.cluster import Share, alive_ids
@@ -45,7 +47,8 @@ from daemon.store.interface import Store
 
 log = logging.getLogger("relay.scheduler")
 
-SupervisorFactory = Callable[[Job, Any], Any]  # (job, scheduler proxy) -> supervisor proxy
+# (job, the scheduler's proxy) -> the job's supervisor, started
+SupervisorFactory = Callable[[Job, "SchedulerProxy"], SupervisorProxy]
 WATCH_S = 5.0  # how often the watchdog looks for running jobs that nothing here runs
 
 
@@ -57,7 +60,7 @@ class Scheduler(pykka.ThreadingActor):
         files: FileStore,
         slots: int,
         start_supervisor: SupervisorFactory,
-        notifier: Any,
+        notifier: NotifierProxy,
         clock: Callable[[], float],
         models: Collection[str] = (),
         node: Node | None = None,
@@ -73,7 +76,7 @@ class Scheduler(pykka.ThreadingActor):
         self.start_supervisor = start_supervisor
         self.notifier = notifier
         self.clock = clock
-        self.running: dict[int, Any] = {}
+        self.running: dict[int, SupervisorProxy] = {}
         self.acks: dict[int, list[threading.Event]] = {}  # cancels forwarded to supervisors
         self.draining = False
         self.recovered = False  # what a previous process left is dealt with (`_recover`)
@@ -82,7 +85,7 @@ class Scheduler(pykka.ThreadingActor):
         self.cancels_told: set[int] = set()  # supervisors told of a cancel the store holds
 
     def on_start(self) -> None:
-        self._me = self.actor_ref.proxy()
+        self._me = SchedulerProxy.of(self.actor_ref)
         self.tick(self.clock())  # recovers first: an exception here would kill the actor
 
     def _recover(self, now: float) -> None:
@@ -166,7 +169,7 @@ class Scheduler(pykka.ThreadingActor):
         self._admit()
 
     @contained
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[pykka.Future[None]]:
         """Shutdown: admit nothing more; ask every supervisor to stop dispatching."""
         self.draining = True
         return [s.drain() for s in self.running.values() if s.actor_ref.is_alive()]
@@ -282,6 +285,19 @@ class Scheduler(pykka.ThreadingActor):
             self.repo.release_rows(seq, node=self.node.id)
         else:
             self._end_unless_held(seq, _ENDS[job.status])
+
+
+class SchedulerProxy(ActorProxyOf[Scheduler]):
+    """What the API, the validator, the supervisors and the daemon tell the scheduler."""
+
+    wake = message(Scheduler.wake)
+    job_finished = message(Scheduler.job_finished)
+    cancel = message(Scheduler.cancel)
+    tick = message(Scheduler.tick)
+    drain = message(Scheduler.drain)
+
+
+_hears_job_finished: type[Scheduling] = SchedulerProxy  # mypy: what a JobSupervisor is given
 
 
 # How a job left in a state of ending ends when nobody is on it.

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Protocol
 
 import pykka
 
@@ -25,7 +25,9 @@ from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.health import Health
 from daemon.actors.membership import Node
-from daemon.actors.worker import RowWorker
+from daemon.actors.notifier import NotifierProxy
+from daemon.actors.proxies import ActorProxyOf, message
+from daemon.actors.worker import RowWorker, RowWorkerProxy, Supervising
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
 from daemon.domain.cluster import Share, lease_size
@@ -48,6 +50,13 @@ FINISH_RETRY_S = 2.0
 LEASE_RETRY_S = 1.0  # after the store refused a lease
 
 
+class Scheduling(Protocol):
+    """What a supervisor tells the scheduler (a `SchedulerProxy` is one; that module
+    imports this one)."""
+
+    def job_finished(self, seq: int) -> object: ...
+
+
 class JobSupervisor(pykka.ThreadingActor):
     def __init__(
         self,
@@ -57,8 +66,8 @@ class JobSupervisor(pykka.ThreadingActor):
         files: FileStore,
         executors: Executors,
         io_loop: IOLoop,
-        scheduler: Any,
-        notifier: Any,
+        scheduler: Scheduling,
+        notifier: NotifierProxy,
         concurrency: int,
         models: Mapping[str, ModelConfig],
         clock: Callable[[], float],
@@ -79,7 +88,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.clock = clock
         slots = max(1, min(concurrency, job.total or 1))
         self.run = JobRun(concurrency=slots, ahead=slots, load_rows=lease_size(slots))
-        self.worker: Any = None
+        self.worker: RowWorkerProxy | None = None  # both from on_start on
         # Requests in flight, whatever the rows; and fencing: a row goes on only while
         # this node surely holds its lease.
         self.lane = Lane(max(1, concurrency), holds=self.node.holds)
@@ -87,7 +96,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.ending: Status = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
         self.write: Future[bool] | None = None  # the write under way
-        self._me: Any = None
+        self._me: SupervisorProxy | None = None
         self.finished = False
         self.finish_at = 0.0  # after an ending the store refused, the next try waits
         self.lease_at = 0.0  # after a lease the store refused, the next try waits
@@ -95,11 +104,10 @@ class JobSupervisor(pykka.ThreadingActor):
         self.epoch = self.node.epoch  # the node's lease epoch the queued rows were leased in
 
     def on_start(self) -> None:
-        self._me = self.actor_ref.proxy()
-        self.worker = RowWorker.start(job_seq=self.job.seq, executors=self.executors,
-                                      io_loop=self.io_loop, lane=self.lane,
-                                      supervisor=self._me,
-                                      report_rows=self.run.flush_rows).proxy()
+        self._me = me = SupervisorProxy.of(self.actor_ref)
+        self.worker = RowWorkerProxy.of(RowWorker.start(
+            job_seq=self.job.seq, executors=self.executors, io_loop=self.io_loop,
+            lane=self.lane, supervisor=me, report_rows=self.run.flush_rows))
         self._pump()
 
     def on_stop(self) -> None:
@@ -172,6 +180,7 @@ class JobSupervisor(pykka.ThreadingActor):
         in the store, so the next start requeues it and runs its pending rows."""
         self.run.stop()
         self.lane.drain()  # rows waiting for a slot start nothing more
+        assert self.worker is not None
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
         self._store_all(self.clock())
@@ -194,6 +203,7 @@ class JobSupervisor(pykka.ThreadingActor):
             self._lease(now)
         starting = self.run.take_dispatch()
         if starting:
+            assert self.worker is not None
             self.worker.run_rows(starting)
         self._flush(now)
         self._give_up(now)
@@ -233,6 +243,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.write.add_done_callback(self._tell_stored)
 
     def _tell_stored(self, write: Future[bool]) -> None:
+        assert self._me is not None
         with contextlib.suppress(pykka.ActorDeadError):
             self._me.stored(write)
 
@@ -341,6 +352,19 @@ class JobSupervisor(pykka.ThreadingActor):
         self.scheduler.job_finished(self.job.seq)
         self.stop()
 
+
+class SupervisorProxy(ActorProxyOf[JobSupervisor]):
+    """What the scheduler, the job's row worker and its writer thread tell a supervisor."""
+
+    rows_done = message(JobSupervisor.rows_done)
+    tick = message(JobSupervisor.tick)
+    stored = message(JobSupervisor.stored)
+    cancel = message(JobSupervisor.cancel)
+    expire = message(JobSupervisor.expire)
+    drain = message(JobSupervisor.drain)
+
+
+_tells_rows_done: type[Supervising] = SupervisorProxy  # mypy: what a RowWorker is given
 
 
 def _succeeded(write: Future[bool]) -> bool:

@@ -13,6 +13,7 @@ import logging
 import pykka
 
 from daemon.actors.contained import contained
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.every import Every
 from daemon.domain.files import FileRecord
 from daemon.domain.leftovers import leftovers, orphan_candidates
@@ -63,3 +64,7 @@ class FileSweeper(pykka.ThreadingActor):
     def tick(self, now: float) -> None:
         if self.every.due(now):
             expire_files(self.repo, self.files, now=now)
+
+
+class FileSweeperProxy(ActorProxyOf[FileSweeper]):
+    tick = message(FileSweeper.tick)

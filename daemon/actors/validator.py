@@ -16,13 +16,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
 
 import pykka
 
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.membership import Node
+from daemon.actors.notifier import NotifierProxy
+from daemon.actors.proxies import ActorProxyOf, message
+from daemon.actors.scheduler import SchedulerProxy
 from daemon.domain.every import Every
 from daemon.domain.jobs import FAILED, VALIDATING
 from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
@@ -36,8 +38,8 @@ WATCH_S = 5.0  # how often it looks for batches a lost node was validating
 
 
 class Validator(pykka.ThreadingActor):
-    def __init__(self, *, repo: Store, files: FileStore, scheduler: Any, notifier: Any,
-                 models: Collection[str], clock: Callable[[], float],
+    def __init__(self, *, repo: Store, files: FileStore, scheduler: SchedulerProxy,
+                 notifier: NotifierProxy, models: Collection[str], clock: Callable[[], float],
                  allow_private: bool = False, resolve: Resolver = system_resolver,
                  node: Node | None = None) -> None:
         super().__init__()
@@ -95,6 +97,13 @@ class Validator(pykka.ThreadingActor):
         except OSError as exc:
             log.warning("input file %s unreadable: %s", file_id, exc)
             return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")
+
+
+class ValidatorProxy(ActorProxyOf[Validator]):
+    """What the API and the daemon tell the validator."""
+
+    validate = message(Validator.validate)
+    tick = message(Validator.tick)
 
 
 def _unreadable(message: str) -> ParsedRecords:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
-from typing import Any
+from typing import Protocol
 
 import pykka
 
+from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.unstorable import INTERNAL
@@ -35,13 +36,21 @@ from daemon.upstream.ioloop import IOLoop
 log = logging.getLogger("relay.worker")
 
 Done = list[tuple[int, RowOutcome]]
+Report = Callable[[Done], None]  # sends a group of outcomes to the supervisor
 REPORT_S = 0.01  # the longest an outcome waits on the I/O loop for company
 DRAIN_S = 1.0  # the longest a shutdown waits for the I/O loop to hand them back
 
 
+class Supervising(Protocol):
+    """What a row worker tells its job's supervisor (a `SupervisorProxy` is one; that
+    module imports this one)."""
+
+    def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> object: ...
+
+
 class RowWorker(pykka.ThreadingActor):
     def __init__(self, *, job_seq: int, executors: Executors, io_loop: IOLoop,
-                 supervisor: Any, lane: Lane, report_rows: int = 1) -> None:
+                 supervisor: Supervising, lane: Lane, report_rows: int = 1) -> None:
         super().__init__()
         self.job_seq = job_seq
         self.executors = executors
@@ -75,7 +84,7 @@ class RowWorker(pykka.ThreadingActor):
             self.io_loop.submit(self.executors.release(self.job_seq))
 
     @staticmethod
-    def _report(supervisor: Any) -> Any:
+    def _report(supervisor: Supervising) -> Report:
         def report(done: Done) -> None:
             try:
                 supervisor.rows_done(done)
@@ -85,11 +94,18 @@ class RowWorker(pykka.ThreadingActor):
         return report
 
 
+class RowWorkerProxy(ActorProxyOf[RowWorker]):
+    """What the job's supervisor tells its row worker."""
+
+    run_rows = message(RowWorker.run_rows)
+    drain = message(RowWorker.drain)
+
+
 class RowRunner:
     """The I/O-loop side of a worker: one task per row, outcomes sent in groups.
     Everything here runs on the I/O loop's thread."""
 
-    def __init__(self, executors: Executors, lane: Lane, *, report: Any,
+    def __init__(self, executors: Executors, lane: Lane, *, report: Report,
                  report_rows: int = 1, report_s: float = REPORT_S) -> None:
         self.executors = executors
         self.lane = lane

@@ -1,4 +1,5 @@
-"""What the HTTP layer is given: the store, the actors to `tell`, the config, a clock."""
+"""What the HTTP layer is given: the store, the actors to `tell` (their typed proxies),
+the config, a clock."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from aiohttp import web
 
 from daemon.actors.health import Health
 from daemon.actors.membership import Node
+from daemon.actors.notifier import NotifierProxy
+from daemon.actors.scheduler import SchedulerProxy
+from daemon.actors.validator import ValidatorProxy
 from daemon.api.events import EventHub
 from daemon.config import Config
 from daemon.metering import Meters
@@ -23,10 +27,10 @@ from daemon.store.interface import Store
 class Services:
     repo: Store
     config: Config
-    scheduler: Any  # proxy: wake(), cancel(seq, ack)
-    notifier: Any  # proxy: job_created(job), job_changed(seq)
+    scheduler: SchedulerProxy
+    notifier: NotifierProxy
     files: FileStore
-    validator: Any = None  # proxy: validate(seq)
+    validator: ValidatorProxy
     hub: EventHub = field(default_factory=EventHub)
     clock: Callable[[], float] = time.time
     resolve: Resolver = system_resolver
@@ -38,8 +42,8 @@ class Services:
 
     def actors_alive(self) -> bool:
         """The actors a new job is handed to are there to take it."""
-        return all(actor is not None and actor.actor_ref.is_alive()
-                   for actor in (self.scheduler, self.validator))
+        return (self.scheduler.actor_ref.is_alive()
+                and self.validator.actor_ref.is_alive())
 
 
 SERVICES = web.AppKey("services", Services)

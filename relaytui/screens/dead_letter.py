@@ -16,6 +16,7 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, LoadingIndicator, Static
 
+from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
 from relaytui.screens.base import RelayScreen
@@ -44,7 +45,7 @@ class DeadLetterScreen(RelayScreen):
                 "first)"),
     ]
 
-    def __init__(self, client: Any, job: JobView | None = None) -> None:
+    def __init__(self, client: RelayApi, job: JobView | None = None) -> None:
         super().__init__()
         self.client, self.job = client, job
         self.entries: list[dict[str, Any]] = []

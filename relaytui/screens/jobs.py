@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
+from relaytui.api import RelayApi
 from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
 from relaytui.health import EVERY_S, HealthWatch, StoreHealth
@@ -64,7 +65,7 @@ class JobsScreen(RelayScreen):
                 tooltip="The header's window: the last 15 min, 60 min, 6 h or 24 h"),
     ]
 
-    def __init__(self, client: Any, *, url: str, workspace: str,
+    def __init__(self, client: RelayApi, *, url: str, workspace: str,
                  clock: Callable[[], float], start_dir: Path,
                  health_every: float = EVERY_S, stats_every: float = EVERY_S) -> None:
         super().__init__()

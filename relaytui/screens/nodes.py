@@ -6,7 +6,7 @@ read, and its words made, in `relaytui/nodes.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -16,6 +16,7 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import DataTable, LoadingIndicator, Static
 
+from relaytui.api import RelayApi
 from relaytui.models import age_text
 from relaytui.nodes import EVERY_S, NodeList, NodesWatch, NodeView
 from relaytui.screens.base import RelayScreen
@@ -43,7 +44,7 @@ class NodesScreen(RelayScreen):
     class Listed(Message):
         nodes: NodeList
 
-    def __init__(self, client: Any, *, every: float = EVERY_S) -> None:
+    def __init__(self, client: RelayApi, *, every: float = EVERY_S) -> None:
         super().__init__()
         self.nodes_watch = NodesWatch(
             client, lambda nodes: self.post_message(self.Listed(nodes)), every=every)

@@ -19,6 +19,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, LoadingIndicator, Static
 from textual.worker import get_current_worker
 
+from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
 from relaytui.models import JobView
@@ -56,7 +57,7 @@ class ResultsScreen(RelayScreen):
         Binding("s", "save", "Save", tooltip="Save every result to a .jsonl or .csv file"),
     ]
 
-    def __init__(self, client: Any, job: JobView) -> None:
+    def __init__(self, client: RelayApi, job: JobView) -> None:
         super().__init__()
         self.client, self.job = client, job
         self.items: list[dict[str, Any]] = []

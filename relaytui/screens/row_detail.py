@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import LoadingIndicator, Static
 
+from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
 from relaytui.rows import error_text, summary_text, tool_summary
@@ -62,7 +63,7 @@ class RowDetailScreen(RelayScreen):
         Binding("escape", "app.pop_screen", "Back", tooltip="Close the row, back to the list"),
     ]
 
-    def __init__(self, client: Any, job: JobView, custom_id: str) -> None:
+    def __init__(self, client: RelayApi, job: JobView, custom_id: str) -> None:
         super().__init__()
         self.client, self.job, self.custom_id = client, job, custom_id
         self.detail: dict[str, Any] | None = None

@@ -28,6 +28,7 @@ from textual.widgets import (
     Static,
 )
 
+from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
@@ -75,7 +76,7 @@ class UploadScreen(RelayScreen):
         Binding("ctrl+s", "submit", "Submit", tooltip="Submit the file as one job"),
     ]
 
-    def __init__(self, client: Any, *, start_dir: Path) -> None:
+    def __init__(self, client: RelayApi, *, start_dir: Path) -> None:
         super().__init__()
         self.client, self.start_dir = client, start_dir
         self.source: InputFile | None = None

@@ -17,6 +17,7 @@ from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 from textual.worker import Worker
 
+from relaytui.api import RelayApi
 from relaytui.board import JobBoard
 from relaytui.client import RelayError
 from relaytui.models import (
@@ -40,7 +41,7 @@ WORKFLOWS_EVERY = 5.0  # seconds between fetches of a running job's workflow cou
 
 
 class JobDetail(Vertical):
-    def __init__(self, client: Any, board: JobBoard, *, clock: Callable[[], float],
+    def __init__(self, client: RelayApi, board: JobBoard, *, clock: Callable[[], float],
                  id: str | None = None) -> None:
         super().__init__(id=id)
         self.client, self.board, self.clock = client, board, clock

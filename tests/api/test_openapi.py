@@ -62,7 +62,7 @@ def test_the_document_is_valid_openapi_3_1():
 
 def test_the_document_lists_exactly_the_routes_the_app_serves(tmp_path: Path):
     app = create_app(Services(repo=None, config=make_config(tmp_path), scheduler=None,
-                              notifier=None, files=None))  # routes only: nothing runs
+                              notifier=None, files=None, validator=None))  # routes only
     served = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}  # HEAD: aiohttp's, per GET
     documented = {(op.method, op.template) for op in OPERATIONS}
