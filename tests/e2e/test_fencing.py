@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 
 ROUNDS = 3  # each record: ROUNDS + 1 model calls and ROUNDS executor calls
 RECORDS = 60
-LEASE = 5.0  # long enough that the nodes not frozen keep theirs on a loaded machine
+LEASE = 4.0  # long enough that the nodes not frozen keep theirs on a loaded machine
 FROZEN_S = LEASE * 2.5  # well past the lease: the others take the rows over
 
 

@@ -4,6 +4,7 @@ operator sees and does, end to end."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -168,21 +169,22 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         assert app.is_running and not upload.submitting
 
         upload.query_one("#cron").value = ""
-        upload.client.submit = slow(upload.client.submit)
+        answered = threading.Event()
+        upload.client.submit = held(upload.client.submit, answered)
         await pilot.press("ctrl+s")
         await pilot.click("#submit")
         await pilot.press("ctrl+s")
+        answered.set()  # the daemon answers only after the presses
         await wait_for(pilot, lambda: app.screen is app.jobs_screen)
     with relayd.client(workspace) as http:
         assert [j["total"] for j in http.get(EVERY_JOB).json()["data"]] == [1]
 
 
-def slow(submit):
-    """The daemon answering after a moment: presses meanwhile must not send again."""
-    import time
-
+def held(submit, answered: threading.Event):
+    """The daemon answering once `answered` is set: presses meanwhile must not send
+    again (an event, not a pause: on a loaded machine a pause may end first)."""
     def wrapped(**form):
-        time.sleep(0.3)
+        assert answered.wait(timeout=30)
         return submit(**form)
     return wrapped
 
