@@ -181,13 +181,14 @@ async def test_a_thousand_jobs_stay_smooth():
         started = time.monotonic()
         for step in range(20):  # 1,000 progress events
             for i in range(50):
-                data = job_event(fake.jobs_by_id[f"{i:032x}"])
-                data["completed"] = 160 + step
+                job = fake.jobs_by_id[f"{i:032x}"]
+                job["completed"] = 160 + step  # relayd's state agrees with its events
+                data = job_event(job)
                 jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
         for i in range(50, 150):  # 100 jobs start: their rows move
             job = fake.jobs_by_id[f"{i:032x}"]
-            job["status"] = "running"  # relayd's state agrees with its events (a refresh
-            data = job_event(job)  # that reads it mid-test must not undo them)
+            job["status"] = "running"  # (a listing read mid-test must not undo them)
+            data = job_event(job)
             jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
         await wait_for(pilot, lambda: jobs.board.get(f"{149:032x}").status == "running")
         elapsed = time.monotonic() - started
