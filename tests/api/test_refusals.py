@@ -78,13 +78,15 @@ def bomb_field(boundary: str, name: str, payload: bytes, encoding: str | None) -
     return f"--{boundary}\r\n{headers}\r\n".encode() + payload + b"\r\n"
 
 
-@pytest.mark.parametrize(("payload", "encoding", "says"), [
-    (gzip.compress(b"batch" + b" " * 50_000_000), "gzip", "must not be compressed"),
-    (b"b" * 5_000, None, "longer than 4096 bytes"),
+@pytest.mark.parametrize(("kind", "encoding", "says"), [
+    ("gzip-bomb", "gzip", "must not be compressed"),
+    ("long", None, "longer than 4096 bytes"),
 ])
-async def test_a_form_field_is_read_small_and_never_inflated(relay, payload, encoding, says):
+async def test_a_form_field_is_read_small_and_never_inflated(relay, kind, encoding, says):
     """A compressed `purpose` part used to be inflated whole into memory (an upload is
     exempt from the body budget)."""
+    payload = (gzip.compress(b"batch" + b" " * 50_000_000, mtime=0) if kind == "gzip-bomb"
+               else b"b" * 5_000)
     boundary = "relayboundary"
     body = (bomb_field(boundary, "purpose", payload, encoding)
             + bomb_field(boundary, "file", b'{"x": 1}\n', None) + f"--{boundary}--\r\n".encode())
