@@ -15,10 +15,11 @@ demo *ARGS:
 cluster n="3" url="postgresql://postgres@127.0.0.1:5432/test" *ARGS:
     python -m relaytui.cluster --nodes {{n}} --url {{quote(url)}} {{ARGS}}
 
-# The whole test suite (unit, store, actors, api, end-to-end), on two workers, each
-# test file on one of them (`just test -n 0` runs it in one process).
+# The whole test suite (unit, store, actors, api, end-to-end), on three workers, each
+# test file on one of them (`just test -n 0` runs it in one process). Three on two
+# cores: the end-to-end tests wait on their processes much of the time.
 test *ARGS:
-    python -m pytest -q -n 2 --dist loadfile {{ARGS}}
+    python -m pytest -q -n 3 --dist loadfile {{ARGS}}
 
 # Run the daemon (default: the demo config, pointing at the simulator).
 serve config="sample_data/demo.toml":

@@ -4,10 +4,11 @@ form, failures as notifications, the command palette, and a thousand jobs."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from relaytui.app import build_app
-from relaytui.client import RelayError
+from relaytui.client import Event, RelayError
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
 from relaytui.screens.connect import ConnectScreen
@@ -167,6 +168,11 @@ class ThousandJobs(FakeRelay):
             job = dict(base, id=f"{i:032x}", name=f"job {i}", status=status,
                        created_at=base["created_at"] - i)
             self.jobs_by_id[job["id"]] = job
+
+    def replay(self) -> Iterator[Event]:
+        """No snapshots: one generated before the test's events but delivered after them
+        (the stream's thread is slow on a loaded machine) would undo them."""
+        return iter(())
 
 
 async def test_a_thousand_jobs_stay_smooth():
