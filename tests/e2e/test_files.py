@@ -290,6 +290,10 @@ def test_too_many_uploads_at_once_is_429(simulator_factory, relayd_factory):
     for thread in threads:
         thread.start()
     try:
+        # All four hold their slot (each writes its partial file) before any probe: a
+        # probe in progress as a held upload arrived would have it refused instead.
+        wait_until(lambda: len(list(files_dir(relayd).glob("*.partial"))) == 4)
+
         def probe() -> openai.RateLimitError | None:
             try:
                 extra = client.files.create(file=("x.jsonl", records(1)), purpose="batch")
