@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -76,6 +77,17 @@ def check_every_record_completed_once(client: OpenAI, done: Any, sim: Simulator,
     assert prompts == {"tool": tools * (ROUNDS + 1), "flow": workflows * 5}
 
 
+def fill_mid_run(relayd: Relayd, sim: Simulator) -> Path:
+    """Fill the data directory once both kinds of record are under way (on a loaded
+    machine the workflows could be done by the 10th tool call), and return the filler
+    once both have met the full disk on a write and wait."""
+    wait_until(lambda: sim.workflow_events() and len(sim.tool_calls()) >= 2)
+    filler = fill(relayd.data)
+    wait_until(lambda: all(f"{what}: {WAITING}" in relayd.log.read_text()
+                           for what in ("tool rounds", "workflow states")))
+    return filler
+
+
 def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
         simulator_factory, relayd_factory):
     sim = simulator_factory("--latency-ms", "40")
@@ -86,15 +98,9 @@ def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
             relayd.start()
             enable(relayd)
             client, batch_id = start(relayd, records(sim, tools=tools, workflows=workflows))
-            # Mid-run, both kinds under way: rounds and states being stored.
-            wait_until(lambda: sim.workflow_events() and len(sim.tool_calls()) >= 2)
-
-            filler = fill(relayd.data)
+            filler = fill_mid_run(relayd, sim)
             with relayd.client() as api:
                 wait_until(lambda: health(api)[0] == 503)
-                # Both kinds of rows met the full disk on their writes and wait.
-                wait_until(lambda: all(f"{what}: {WAITING}" in relayd.log.read_text()
-                                       for what in ("tool rounds", "workflow states")))
                 assert client.batches.retrieve(batch_id).status == "in_progress"
 
                 os.unlink(filler)
@@ -120,12 +126,7 @@ def test_a_stop_while_records_wait_for_the_store_resumes_them_from_what_is_store
             relayd.start()
             enable(relayd)
             client, batch_id = start(relayd, records(sim, tools=tools, workflows=workflows))
-            # Mid-run, both kinds under way (on a loaded machine the workflows could be
-            # done by the 10th tool call): rounds and states being stored.
-            wait_until(lambda: sim.workflow_events() and len(sim.tool_calls()) >= 2)
-            filler = fill(relayd.data)
-            wait_until(lambda: all(f"{what}: {WAITING}" in relayd.log.read_text()
-                                   for what in ("tool rounds", "workflow states")))
+            filler = fill_mid_run(relayd, sim)
 
             assert relayd.terminate() < 15  # SIGTERM while rows wait: they stay pending
             os.unlink(filler)
