@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
@@ -29,6 +30,7 @@ class ServerConfig:
     body_timeout_s: float = 30.0  # a request body with no byte for this long is cut off
     max_connections: int = 1024  # open at once; past it, connections not in a request close
     max_parsing_mb: int = 128  # request bodies read at once, in MB (default 2 * max_body_mb)
+    public_url: str = ""  # how clients reach it behind a proxy (absolute URLs in answers)
 
 
 # The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/clients.py).
@@ -187,7 +189,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
 def _server(t: dict[str, Any]) -> ServerConfig:
     _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb", "max_upload_mb",
                         "max_concurrent_uploads", "header_timeout_s", "body_timeout_s",
-                        "max_connections", "max_parsing_mb"}, "server.")
+                        "max_connections", "max_parsing_mb", "public_url"}, "server.")
     port = _typed(t, "port", int, 8080, "server.")
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0–65535, got {port}")
@@ -206,7 +208,11 @@ def _server(t: dict[str, Any]) -> ServerConfig:
                           f"never be read; got {sizes['max_parsing_mb']}")
     head_s, body_s = (_seconds(t, key, default) for key, default in
                       (("header_timeout_s", 10.0), ("body_timeout_s", 30.0)))
+    public_url = _typed(t, "public_url", str, "", "server.")
+    if public_url and urlsplit(public_url).scheme not in ("http", "https"):
+        raise ConfigError(f"server.public_url: must be an http(s) URL, got {public_url!r}")
     return ServerConfig(
+        public_url=public_url,
         host=_typed(t, "host", str, "127.0.0.1", "server."),
         port=port,
         data_dir=Path(_typed(t, "data_dir", str, "relay-data", "server.")),

@@ -15,7 +15,7 @@ from daemon.api.middleware import WORKSPACE
 from daemon.domain.cluster import NodeRecord
 from daemon.domain.errors import no_batch_access
 from daemon.domain.jobs import Job
-from daemon.domain.render import iso
+from daemon.domain.stamps import iso
 from daemon.store.interface import Store, WorkspaceRecord
 
 

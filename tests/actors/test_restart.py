@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+from daemon.dialects.relay.render import relay_result
 from daemon.domain import cron, ids
 from daemon.domain.jobs import JobDraft, RowDraft
-from daemon.domain.render import relay_result
 from daemon.store.faults import StoreUnavailable
 from daemon.store.sqlite import SqliteStore
 from tests.actors.harness import PRIMARY, Upstream, answer, wait_until

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 from openai.types import Batch, BatchUsage
 
-from daemon.domain.files import FileRecord
-from daemon.domain.jobs import STATUSES, Job, RowRecord
-from daemon.domain.render_openai import (
+from daemon.dialects.openai.render import (
     batch,
     error_line,
     file_object,
@@ -19,6 +17,8 @@ from daemon.domain.render_openai import (
     output_line,
     request_line,
 )
+from daemon.domain.files import FileRecord
+from daemon.domain.jobs import STATUSES, Job, RowRecord
 
 CREATED = 1_791_105_164.0  # 2026-10-04T09:12:44Z
 BATCH_ID = "batch_" + "9f2c1b7e4a8d4e51b0c6d3f2a1e5c7b9"

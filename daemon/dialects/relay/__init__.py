@@ -1,26 +1,67 @@
 """The Relay Batches API: `{model, requests: [{custom_id?, messages}], priority, cron,
-webhookUrl}`, checked whole at submit; seed 000's job view, six status names and
-`{custom_id, content | error}` results. Cron templates belong to this dialect."""
+webhookUrl}`, checked whole at submit; its job view, six status names and
+`{custom_id, content | error}` results. Cron templates belong to this dialect, and
+Relay's own routes (results, the dead letter, rows, workflows) speak its shapes for
+every dialect's jobs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake, Redrive
-from daemon.domain import cron, ids, render
+from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.openai.shapes import Error
+from daemon.dialects.relay import render
+from daemon.dialects.relay.shapes import RelayJob, RelaySubmit
+from daemon.domain import cron, ids
+from daemon.domain.errors import RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
+from daemon.domain.openai_input import CheckUrl, ParsedRecords
 from daemon.domain.relay_input import CHAT, Submission, parse_submission
+from daemon.domain.routes import Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
 NAME = "relay"
 
 
+BATCHES = "/v1/batches"
+ONE = BATCHES + "/{job_id}"
+JOB_ID = Param("job_id", "path", str, "A job id: Relay's (32 hex), OpenAI's (batch_…) or "
+                                      "Anthropic's (msgbatch_…).")
+
+
 class RelayDialect:
     name = NAME
+    capabilities = frozenset({Capability.RESULTS, Capability.DEAD_LETTER, Capability.WEBHOOKS,
+                              Capability.CRON})
+    auth: KeyScheme = Bearer()
+    prefixes: tuple[str, ...] = ()  # its paths are Relay's own
+    job_shape = RelayJob
+    error_shape = Error
     writes_result_files = False  # results are read from the rows (`GET .../results`)
+
+    def routes(self) -> Sequence[Route]:
+        """`/v1/batches`, which the OpenRelay batch API shares (a body is told apart by
+        its keys, a job by its id)."""
+        return [
+            Route("POST", BATCHES, Action.SUBMIT, Operation(
+                "createBatch", "Submit a batch in either dialect", "Batches",
+                answer=RelayJob, answer_description="The new job, in its dialect's shape.",
+                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507),
+                description="A body with endpoint, input_file_id or completion_window is "
+                            "the OpenRelay batch API; any other is the Relay Batches API.")),
+            Route("GET", ONE, Action.GET, Operation(
+                "getBatch", "A job's status", "Batches", answer=RelayJob, errors=(401, 404),
+                params=(JOB_ID,))),
+            Route("POST", ONE + "/cancel", Action.CANCEL, Operation(
+                "cancelBatch", "Cancel a scheduled, queued or running job", "Batches",
+                answer=RelayJob, errors=(401, 404, 409, 503, 507), params=(JOB_ID,))),
+        ]
+
+    def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
+        return openai_error(error)
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict)  # what is not another dialect's body is ours
@@ -48,7 +89,7 @@ class RelayDialect:
     def new_id(self) -> str:
         return ids.relay_job_id()
 
-    def render(self, job: Job) -> dict[str, Any]:
+    def render(self, job: Job, *, origin: str = "") -> RelayJob:
         return render.relay_job(job)
 
     def status_name(self, status: str) -> str:
@@ -68,10 +109,14 @@ class RelayDialect:
         """Every row runs on the job's one model, so without it nothing can run."""
         return None if job.model in models else f"model '{job.model}' is no longer configured"
 
-    def webhook_payload(self, job: Job) -> dict[str, Any]:
+    def parse_input(self, job: Job, data: Any, *, models: Collection[str],
+                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+        raise NotImplementedError("a Relay job is checked whole at submit, never validating")
+
+    def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         return render.webhook_payload(job)
 
-    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
+    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, Mapping[str, Any]]:
         name = "output" if row.status == ROW_COMPLETED else "errors"
         return name, render.relay_result(row)
 
