@@ -16,7 +16,13 @@ from daemon.simulator.faults import (
     DIRECTIVE_PATTERN,
     parse_directive,
 )
-from daemon.simulator.tools import ToolContext, final_answer, next_tool_calls
+from daemon.simulator.tools import (
+    ToolContext,
+    ToolTurn,
+    final_answer,
+    next_turn,
+    openai_tool_calls,
+)
 
 
 class BadRequest(ValueError):
@@ -34,11 +40,13 @@ _ECHO_WORDS = 8
 class Call:
     """One parsed generation request."""
 
-    endpoint: str  # "chat", "completions" or "embeddings"
+    endpoint: str  # "chat", "completions", "embeddings" or "messages"
     model: str
     prompt: str  # what directives and the request log read
     inputs: tuple[str, ...]  # every text sent: message contents, prompts or inputs
     tooling: ToolContext | None = None  # chat with `tools` or tool messages
+    max_tokens: int | None = None  # messages: the answer stops after this many words
+    stop_sequences: tuple[str, ...] = ()  # messages: the answer stops before the first
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -59,12 +67,19 @@ def _common(body: dict[str, Any]) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("you must provide a model parameter", param="model")
-    if body.get("stream") is True:
-        raise BadRequest("stream=true is not supported by the Relay simulator.", param="stream")
-    for key in _NOT_UPSTREAM:  # as a real provider would: Relay must strip these
-        if key in body:
-            raise BadRequest(f"Unrecognized request argument supplied: {key}", param=key)
+    refuse_unserved(body, stream="stream=true is not supported by the Relay simulator.",
+                    unknown="Unrecognized request argument supplied: {key}")
     return model
+
+
+def refuse_unserved(body: dict[str, Any], *, stream: str, unknown: str) -> None:
+    """Refuse `stream: true` and Relay's own keys (as a real provider would: Relay must
+    strip them), with each API's wording (`unknown` names the key as `{key}`)."""
+    if body.get("stream") is True:
+        raise BadRequest(stream, param="stream")
+    for key in _NOT_UPSTREAM:
+        if key in body:
+            raise BadRequest(unknown.format(key=key), param=key)
 
 
 def parse_chat(body: dict[str, Any]) -> Call:
@@ -266,24 +281,33 @@ def count_tokens(texts: tuple[str, ...] | list[str]) -> int:
     return sum(len(t.split()) for t in texts)
 
 
+def next_reply(call: Call) -> ToolTurn | str:
+    """The next assistant turn of a chat or messages call: a round of tool calls, the
+    final answer quoting the tool results, or the canned reply."""
+    tooling = call.tooling
+    turn = next_turn(tooling) if tooling is not None else None
+    if turn is not None:
+        return turn
+    if tooling is not None and tooling.results:
+        return final_answer(tooling.results)
+    return compose_reply(call.model, call.prompt, context=call.inputs)
+
+
 def chat_body(call: Call, n: int, now: int) -> dict[str, Any]:
     """The canned answer; with tools, a round of tool calls or the final answer that
     quotes the tool results."""
-    tooling = call.tooling
-    calls = next_tool_calls(tooling) if tooling is not None else None
+    reply = next_reply(call)
     message: dict[str, Any]
-    if calls is not None:
-        message = {"role": "assistant", "content": None, "tool_calls": calls}
-        replies = [f"{c['function']['name']} {c['function']['arguments']}" for c in calls]
+    if isinstance(reply, ToolTurn):
+        message = {"role": "assistant", "content": None, "tool_calls": openai_tool_calls(reply)}
+        replies = reply.texts
     else:
-        reply = (final_answer(tooling.results) if tooling is not None and tooling.results
-                 else compose_reply(call.model, call.prompt, context=call.inputs))
         message, replies = {"role": "assistant", "content": reply}, [reply]
     return {
         "id": f"chatcmpl-sim{n:012d}", "object": "chat.completion", "created": now,
         "model": call.model, "system_fingerprint": "relay-simulator",
         "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "stop" if calls is None else "tool_calls"}],
+                     "finish_reason": "tool_calls" if isinstance(reply, ToolTurn) else "stop"}],
         "usage": _usage(call.inputs, replies),
     }
 
@@ -313,14 +337,3 @@ def _usage(inputs: tuple[str, ...], replies: list[str]) -> dict[str, int]:
     prompt, completion = count_tokens(inputs), count_tokens(replies)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}
-
-
-def with_usage(usage: dict[str, int], reported: dict[str, int]) -> dict[str, int]:
-    """An answer's usage with the counts a directive gives, total_tokens their sum."""
-    usage = usage | reported
-    usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-    return usage
-
-
-BODIES = {"chat": chat_body, "completions": completion_body, "embeddings": embedding_body}
-PARSERS = {"chat": parse_chat, "completions": parse_completion, "embeddings": parse_embedding}
