@@ -268,15 +268,15 @@ def _read_tool_turns(messages: list[dict[str, Any]]) -> tuple[int, tuple[str, ..
     pending: set[str] = set()  # the previous message's tool_use ids
     for i, message in enumerate(messages):
         blocks = _blocks(message["content"])
-        answered = [b for b in blocks if b["type"] == "tool_result"]
-        for j, block in enumerate(answered):
+        answered = [(j, b) for j, b in enumerate(blocks) if b["type"] == "tool_result"]
+        for j, block in answered:
             if block.get("tool_use_id") not in pending:
                 raise BadRequest(f"messages.{i}.content.{j}: unexpected `tool_use_id` found "
                                  f"in `tool_result` blocks: {block.get('tool_use_id')}. Each "
                                  "`tool_result` block must have a corresponding `tool_use` "
                                  "block in the previous message.", param="messages")
             results.append(_result_text(block))
-        _all_answered(i, pending - {b["tool_use_id"] for b in answered})
+        _all_answered(i, pending - {b["tool_use_id"] for _, b in answered})
         pending = {_tool_use_id(i, b) for b in blocks if b["type"] == "tool_use"}
         rounds += bool(pending) and message["role"] == "assistant"
     _all_answered(len(messages), pending)
