@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,27 +92,33 @@ def parse_chat(body: dict[str, Any]) -> Call:
                          param="messages")
     texts = tuple(content_text(m.get("content")) for m in messages)
     users = [t for m, t in zip(messages, texts, strict=True) if m.get("role") == "user"]
-    tooling = _tool_context(body, messages, texts, users[0] if users else "")
+    tools = _read_tools(body.get("tools"))
+    tooling = tool_context(users[0] if users else "", tools=tools,
+                           turns=_read_tool_turns(messages, texts),
+                           choice=lambda: _read_tool_choice(body, tools))
     return Call("chat", model, users[-1] if users else "", texts, tooling)
 
 
-def _tool_context(body: dict[str, Any], messages: list[dict[str, Any]],
-                  texts: tuple[str, ...], prompt: str) -> ToolContext | None:
-    """What the request says about tool calling; None when it neither offers tools nor
-    carries tool calls."""
-    tools = _read_tools(body.get("tools"))
-    rounds_done, results = _read_tool_turns(messages, texts)
+ToolChoice = tuple[str | None, bool, bool]  # (the tool forced, "none", calls in parallel)
+
+
+def tool_context(prompt: str, *, tools: tuple[dict[str, Any], ...],
+                 turns: tuple[int, tuple[str, ...]],
+                 choice: Callable[[], ToolChoice]) -> ToolContext | None:
+    """What a chat or messages request says about tool calling, from its `tools`, its
+    (tool rounds done, tool results) and its tool choice (read only when needed); None
+    when it neither offers tools nor carries tool calls."""
+    rounds_done, results = turns
     if not tools and not rounds_done:
         return None
     try:
         directive = parse_directive(prompt)
     except ValueError as exc:
         raise BadRequest(str(exc), param="messages") from None
-    forced, choice_none = _read_tool_choice(body.get("tool_choice"), tools)
+    forced, choice_none, parallel = choice()
     return ToolContext(tools=tools, prompt=prompt, directive=directive,
                        rounds_done=rounds_done, results=results, forced=forced,
-                       choice_none=choice_none,
-                       parallel=body.get("parallel_tool_calls") is not False)
+                       choice_none=choice_none, parallel=parallel)
 
 
 def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
@@ -133,17 +140,17 @@ def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(functions)
 
 
-def _read_tool_choice(value: Any, tools: tuple[dict[str, Any], ...]
-                      ) -> tuple[str | None, bool]:
-    """(the function tool_choice forces, whether it is "none")."""
+def _read_tool_choice(body: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> ToolChoice:
+    """OpenAI's `tool_choice` and `parallel_tool_calls`."""
+    value, parallel = body.get("tool_choice"), body.get("parallel_tool_calls") is not False
     if value is None or value in ("auto", "required"):
-        return None, False
+        return None, False, parallel
     if value == "none":
-        return None, True
+        return None, True, parallel
     function = value.get("function") if isinstance(value, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     if isinstance(name, str) and name in {t["name"] for t in tools}:
-        return name, False
+        return name, False, parallel
     raise BadRequest("'tool_choice' must be none, auto, required or name one of 'tools'.",
                      param="tool_choice")
 

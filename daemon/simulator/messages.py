@@ -28,12 +28,13 @@ from typing import Any
 from daemon.simulator.content import (
     BadRequest,
     Call,
+    ToolChoice,
     count_tokens,
     next_reply,
     refuse_unserved,
+    tool_context,
 )
-from daemon.simulator.faults import parse_directive
-from daemon.simulator.tools import ToolContext, ToolTurn
+from daemon.simulator.tools import ToolTurn
 
 ROLES = ("user", "assistant")
 TOOL_CHOICES = ("auto", "any", "tool", "none")
@@ -49,7 +50,10 @@ def parse_messages(body: dict[str, Any]) -> Call:
     _check_sampling(body)
     texts = (_system_text(body.get("system")), *(_message_text(m) for m in messages))
     users = [_block_text(m["content"]) for m in messages if _is_user_turn(m)]
-    tooling = _tool_context(body, messages, users[0] if users else "")
+    tools = _read_tools(body.get("tools"))
+    tooling = tool_context(users[0] if users else "", tools=tools,
+                           turns=_read_tool_turns(messages),
+                           choice=lambda: _read_tool_choice(body.get("tool_choice"), tools))
     return Call("messages", model, users[-1] if users else "", texts, tooling,
                 max_tokens=max_tokens, stop_sequences=_stop_sequences(body))
 
@@ -206,24 +210,6 @@ def _is_user_turn(message: dict[str, Any]) -> bool:
 # --- tools ----------------------------------------------------------------------
 
 
-def _tool_context(body: dict[str, Any], messages: list[dict[str, Any]],
-                  prompt: str) -> ToolContext | None:
-    """What the request says about tool calling; None when it neither offers tools nor
-    carries tool_use blocks."""
-    tools = _read_tools(body.get("tools"))
-    rounds_done, results = _read_tool_turns(messages)
-    if not tools and not rounds_done:
-        return None
-    try:
-        directive = parse_directive(prompt)
-    except ValueError as exc:
-        raise BadRequest(str(exc), param="messages") from None
-    forced, choice_none, parallel = _read_tool_choice(body.get("tool_choice"), tools)
-    return ToolContext(tools=tools, prompt=prompt, directive=directive,
-                       rounds_done=rounds_done, results=results, forced=forced,
-                       choice_none=choice_none, parallel=parallel)
-
-
 def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
     """Custom tools as `{"name", "parameters"}` (their `input_schema`)."""
     if value is None:
@@ -241,8 +227,7 @@ def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(tools)
 
 
-def _read_tool_choice(value: Any, tools: tuple[dict[str, Any], ...]
-                      ) -> tuple[str | None, bool, bool]:
+def _read_tool_choice(value: Any, tools: tuple[dict[str, Any], ...]) -> ToolChoice:
     """(the tool it forces, whether it is "none", whether calls may be parallel)."""
     if value is None:
         return None, False, True
