@@ -336,6 +336,12 @@ async def messages(request: web.Request) -> web.StreamResponse:
     return await _generate(request, "messages")
 
 
+async def messages_not_found(request: web.Request) -> web.Response:
+    """Anything else under /v1/messages (batches, count_tokens...): Anthropic's 404."""
+    return error_response(404, f"Not found: {request.method} {request.path} is not served "
+                          "by the Relay simulator.", api=ANTHROPIC)
+
+
 async def list_models(request: web.Request) -> web.Response:
     data = [{"id": m, "object": "model", "created": _MODELS_CREATED,
              "owned_by": "relay-simulator"} for m in MODELS]
@@ -517,6 +523,7 @@ def build_app(options: SimOptions) -> web.Application:
         web.post("/v1/completions", completions),
         web.post("/v1/embeddings", embeddings),
         web.post("/v1/messages", messages),
+        web.route("*", "/v1/messages/{rest:.*}", messages_not_found),
         web.get("/v1/models", list_models),
         web.get("/healthz", healthz),
         web.get("/_sim/stats", sim_stats),

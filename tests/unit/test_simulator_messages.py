@@ -340,3 +340,11 @@ async def test_the_request_log_names_the_route(make_sim: Any) -> None:
     data = (await (await client.get("/_sim/requests")).json())["data"]
     assert [(r["path"], r["model"], r["prompt"], r["status"]) for r in data] == [
         ("/v1/messages", "sim-small", "logged", 200), ("/v1/messages", None, "", 400)]
+
+
+async def test_other_paths_under_messages_are_anthropic_s_404(make_sim: Any) -> None:
+    client = await make_sim()
+    resp = await client.get("/v1/messages/batches", headers=HEADERS)
+    envelope = await resp.json()
+    assert (resp.status, envelope["type"], envelope["error"]["type"]) == (
+        404, "error", "not_found_error")
