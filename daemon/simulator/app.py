@@ -1,8 +1,7 @@
 """The simulator's aiohttp application: the OpenAI routes and Anthropic's
-`/v1/messages` (one pipeline of faults and limits, each API's envelopes from apis.py),
-the HTTP tool executor
-(`POST /_sim/tools`), the workflow callback (`POST /_sim/workflow`), the `/_sim/*`
-introspection routes, and the logs they share."""
+`/v1/messages` (one pipeline of faults and limits; each API's envelopes from apis.py),
+the HTTP tool executor (`POST /_sim/tools`), the workflow callback
+(`POST /_sim/workflow`), the `/_sim/*` introspection routes, and the logs they share."""
 
 from __future__ import annotations
 
