@@ -88,7 +88,7 @@ def _text_of(block: Any, where: str) -> str:
 def _block(block: Any, where: str) -> dict[str, Any]:
     block = as_object(block, where)
     kind = block.get("type")
-    if kind not in BLOCK_KEYS:
+    if not isinstance(kind, str) or kind not in BLOCK_KEYS:
         raise no_counterpart(f"{where}.type", TARGET, value=kind)
     refuse_unknown(block, BLOCK_KEYS[kind], where=f"{where}.", target=TARGET)
     return block
@@ -265,7 +265,8 @@ def _first_choice(completion: Mapping[str, Any]) -> dict[str, Any]:
 
 def _text_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):  # content parts, as some servers answer
-        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+        content = "".join(p["text"] for p in content
+                          if isinstance(p, dict) and isinstance(p.get("text"), str))
     if content is not None and not isinstance(content, str):
         raise BadAnswer("choices[0].message.content that is not text")
     return [{"type": "text", "text": content}] if content else []
@@ -280,8 +281,9 @@ def _calls(message: Mapping[str, Any]) -> list[Any]:
 
 def _tool_use(call: Any) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, dict) else None
-    if not isinstance(function, dict) or not isinstance(call.get("id"), str):
-        raise BadAnswer("a tool call without an id or a function")
+    if not isinstance(function, dict) or not isinstance(call.get("id"), str) or (
+            not isinstance(function.get("name"), str)):
+        raise BadAnswer("a tool call without an id or a function name")
     try:
         arguments = json.loads(function.get("arguments") or "{}")
     except (TypeError, ValueError):

@@ -109,7 +109,7 @@ def _conversation(messages: Any) -> tuple[list[dict[str, Any]], list[dict[str, A
         where = f"messages[{i}]"
         message = as_object(message, where)
         role = message.get("role")
-        if role not in MESSAGE_KEYS:
+        if not isinstance(role, str) or role not in MESSAGE_KEYS:
             raise no_counterpart(f"{where}.role", TARGET, value=role)
         refuse_unknown(message, MESSAGE_KEYS[role], where=f"{where}.", target=TARGET)
         if role in ("system", "developer"):
@@ -278,10 +278,17 @@ def _answer_parts(content: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif kind == "tool_use" and isinstance(block.get("input"), dict):
-            calls.append({"id": block.get("id"), "type": "function", "function": {
-                "name": block.get("name"), "arguments": json.dumps(block["input"])}})
-        elif kind not in UNSHOWN:
+        elif kind == "tool_use":
+            calls.append(_tool_call(block))
+        elif not (isinstance(kind, str) and kind in UNSHOWN):
             raise BadAnswer(f"a content block of type {kind!r}, which a chat completion "
                             f"cannot hold")
     return texts, calls
+
+
+def _tool_call(block: dict[str, Any]) -> dict[str, Any]:
+    if not (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
+            and isinstance(block.get("input"), dict)):
+        raise BadAnswer("a tool_use block without an id, a name or an input object")
+    return {"id": block["id"], "type": "function",
+            "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}
