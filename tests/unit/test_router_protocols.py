@@ -196,3 +196,29 @@ def test_request_headers_follow_the_protocol() -> None:
     assert "x-api-key" not in request_headers(claude())
     assert request_headers(make_model(api_key="sk")) == {
         "Content-Type": "application/json", "Authorization": "Bearer sk"}
+
+
+async def test_a_tool_turn_answered_by_claude_feeds_the_next_chat_turn() -> None:
+    """As the tool loop uses them: the chat answer's assistant message, sent back with the
+    tool's result, reaches Anthropic as tool_use and tool_result blocks."""
+    asked = {"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-up",
+             "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup",
+                          "input": {"q": 1}}],
+             "stop_reason": "tool_use", "usage": {"input_tokens": 20, "output_tokens": 8}}
+    router, upstream, _ = make_router(
+        {"claude": [Reply(200, {}, json.dumps(asked).encode()), message("found it")]},
+        [claude()])
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+    first = await router.call("claude", CHAT, CHAT_BODY | {"tools": tools})
+    assert first.response is not None
+    [choice] = first.response["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    turns = [*CHAT_BODY["messages"], choice["message"],
+             {"role": "tool", "tool_call_id": "toolu_1", "content": "42"}]
+    second = await router.call("claude", CHAT, CHAT_BODY | {"tools": tools, "messages": turns})
+    assert second.ok
+    assert upstream.sent[1][2]["messages"][1:] == [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                           "name": "lookup", "input": {"q": 1}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "42"}]}]
