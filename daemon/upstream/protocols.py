@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from daemon.config import Api, ModelConfig
 from daemon.domain.extensions import EXTENSIONS
@@ -31,7 +31,14 @@ CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
 
 Request = Callable[[Mapping[str, Any], ModelConfig], dict[str, Any]]
-Answer = Callable[..., dict[str, Any]]  # (upstream answer, *, usage, sent, now) -> row's shape
+
+
+class Answer(Protocol):
+    """An upstream's answer in the row's shape; `usage` is the answer's, checked, and
+    `sent` the request it answers. Raises `BadAnswer`."""
+
+    def __call__(self, answer: Mapping[str, Any], /, *, usage: Usage, sent: Mapping[str, Any],
+                 now: float) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -64,12 +71,14 @@ def translation_for(endpoint: str, api: Api) -> Translation:
     found = TRANSLATIONS.get((endpoint, api))
     if found is not None:
         return found
-    return AS_IS if api == "openai" else Translation(_no_endpoint)
+    return AS_IS if api == "openai" else Translation(_refusing(endpoint))
 
 
-def _no_endpoint(body: Mapping[str, Any], model: ModelConfig) -> dict[str, Any]:
-    raise Untranslatable(UNSUPPORTED_ENDPOINT, f"{model.alias} speaks Anthropic's Messages "
-                         f"API (api = \"anthropic\"), which serves chat and messages rows only")
+def _refusing(endpoint: str) -> Request:
+    def refuse(body: Mapping[str, Any], model: ModelConfig) -> dict[str, Any]:
+        raise Untranslatable(UNSUPPORTED_ENDPOINT, f"Anthropic's Messages API has no "
+                             f"{endpoint}; it takes {CHAT} and {MESSAGES} rows")
+    return refuse
 
 
 def usage_reader(api: Api) -> Callable[[Mapping[str, Any]], Usage]:

@@ -135,6 +135,9 @@ async def test_an_embeddings_row_on_an_anthropic_model_is_refused() -> None:
     router, upstream, _ = make_router({"claude": []}, [claude()])
     outcome = await router.call("claude", "/v1/embeddings", {"input": "x"})
     assert upstream.sent == [] and outcome.error_code == "unsupported_endpoint"
+    assert outcome.error == ("unsupported_endpoint: claude cannot take this row (anthropic "
+                             "protocol): Anthropic's Messages API has no /v1/embeddings; it "
+                             "takes /v1/chat/completions and /v1/messages rows")
 
 
 async def test_an_answer_that_cannot_take_the_rows_shape_is_invalid() -> None:
