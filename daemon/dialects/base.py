@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any, Protocol
 
 from daemon.config import Config
@@ -48,9 +49,21 @@ class Redrive:
     expires_at: float | None = None
 
 
+class Capability(StrEnum):
+    """What a dialect's clients can do besides submit and get; the dialect contract
+    suite (tests/dialects/) runs the tests of the capabilities a dialect declares."""
+
+    LIST_PAGING = "list_paging"  # list its jobs, newest first, a page at a time
+    CANCEL = "cancel"  # cancel a job; cancelling an ended one is refused
+    RESULTS = "results"  # read each row's result or error once the job has ended
+    DEAD_LETTER = "dead_letter"  # Relay's dead-letter list, re-drive and discard
+    WEBHOOKS = "webhooks"  # a completion webhook named at submit
+
+
 class Dialect(Protocol):
     name: str  # stored on every job it creates
     writes_result_files: bool  # ending a job writes an output and an error file
+    capabilities: frozenset[Capability]
 
     def recognises(self, body: Any) -> bool:
         """True if a `POST /v1/batches` body is in this dialect."""

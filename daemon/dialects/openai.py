@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake, Redrive
+from daemon.dialects.base import Capability, Intake, Redrive
 from daemon.domain import ids, render_openai
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.files import BATCH, FileRecord
@@ -37,6 +37,8 @@ _UNRUN = {
 class OpenAIDialect:
     name = NAME
     writes_result_files = True
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.DEAD_LETTER})  # no webhook field in its create body
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict) and not _SIGNATURE_KEYS.isdisjoint(body)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake, Redrive
+from daemon.dialects.base import Capability, Intake, Redrive
 from daemon.domain import cron, ids, render
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.relay_input import CHAT, Submission, parse_submission
@@ -21,6 +21,8 @@ NAME = "relay"
 class RelayDialect:
     name = NAME
     writes_result_files = False  # results are read from the rows (`GET .../results`)
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.DEAD_LETTER, Capability.WEBHOOKS})
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict)  # what is not another dialect's body is ours
