@@ -58,6 +58,7 @@ class Capability(StrEnum):
     RESULTS = "results"  # read each row's result or error once the job has ended
     DEAD_LETTER = "dead_letter"  # Relay's dead-letter list, re-drive and discard
     WEBHOOKS = "webhooks"  # a completion webhook named at submit
+    DELETE = "delete"  # delete an ended job (Anthropic's Message Batches API)
 
 
 class Dialect(Protocol):

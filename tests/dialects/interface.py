@@ -178,6 +178,9 @@ class DialectFixture:
     - `unrouted`: requests no route serves, with their status (404, or 405 with
       `Allow`), in the dialect's envelope: `PUT /v1/messages/batches/{id}` 405.
     - `cancel_ended_status`: what cancelling an ended job answers (409).
+    - `delete_path`, for a dialect with DELETE: the route that deletes an ended job
+      (`/v1/messages/batches/{id}`, method DELETE), and `delete_open_status`: what
+      deleting one that has not ended answers (the dialect's 4xx).
     - `extension_auth`: the headers of Relay's own routes the dialect's jobs use
       (`dead_letter_path(id)` and its `/retry` and `/discard`, and `/v1/events`);
       Bearer unless those routes take the dialect's scheme.
@@ -207,6 +210,8 @@ class DialectFixture:
     refusals: Sequence[Refusal] = ()
     line_schema: str | None = None
     cancel_ended_status: int = 409
+    delete_path: str | None = None
+    delete_open_status: int = 400
     extension_auth: Callable[[str | None], Headers] = bearer
     dead_letter_path: Callable[[str], str] = relay_dead_letter
     webhook_schema: str | None = None
@@ -217,3 +222,7 @@ class DialectFixture:
 
     def cancel(self, job_id: str) -> Call:
         return Call("POST", self.cancel_path.format(id=job_id))
+
+    def delete(self, job_id: str) -> Call:
+        assert self.delete_path is not None, f"{self.name} declares DELETE without a path"
+        return Call("DELETE", self.delete_path.format(id=job_id))
