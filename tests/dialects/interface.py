@@ -89,14 +89,14 @@ class ErrorView:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A request the dialect refuses, with the status, the envelope's `type` and the
-    field the error must name (None: no field to name). `headers` replaces the auth
-    headers (a missing `anthropic-version`, say); None keeps them."""
+    """A request the dialect refuses, with its status and the field the error must name
+    (None: no field to name). `headers(key)` replaces the auth headers (a request with
+    the key but no `anthropic-version`, say); None keeps them."""
 
     call: Call
     status: int
     field: str | None = None
-    headers: Headers | None = None
+    headers: Callable[[str], Headers] | None = None
 
 
 def bearer(key: str | None) -> Headers:
