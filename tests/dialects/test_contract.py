@@ -48,11 +48,6 @@ async def test_a_submitted_job_reads_back_and_runs_every_row(face: Face) -> None
     assert face.counts(done) == Counts(total=3, succeeded=3, failed=0)
 
 
-async def test_each_submit_is_a_new_job(face: Face) -> None:
-    first, second = [face.d.job_id(await face.submit(rows("x"))) for _ in range(2)]
-    assert first != second
-
-
 # -- list --------------------------------------------------------------------------------
 
 
