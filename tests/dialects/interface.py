@@ -127,9 +127,13 @@ class DialectFixture:
 
     Recipe for a new dialect (the Anthropic Message Batches API as the example): one
     module `tests/dialects/fixtures/anthropic.py` defining `FIXTURE = DialectFixture(...)`,
-    and its line in `tests/dialects/fixtures/__init__.py`. No test code: the suite runs
-    each test the dialect's `capabilities` allow, and fails if a dialect in `DIALECTS`
-    has no fixture. The fields, in the order the suite needs them:
+    and its line in `tests/dialects/fixtures/__init__.py` (that module is drafted
+    already: check its guesses against the dialect, then register it). No test code:
+    the suite runs each test the dialect's `capabilities` allow, and fails if a dialect
+    in `DIALECTS` has no fixture. The rows run on the scripted upstream of
+    tests/actors/harness.py, which reads the last message's `content` as a string: a
+    dialect whose requests reach the upstream translated must keep a string a string.
+    The fields, in the order the suite needs them:
 
     - `name`: the dialect's `DIALECTS` key (`"anthropic"`).
     - `auth(key)`: the headers of a request on the dialect's own routes; `auth(None)` is
