@@ -15,7 +15,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar, Union
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, hdrs, web
@@ -26,7 +26,14 @@ from daemon.api import paging
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects.openai.render import file_object
-from daemon.dialects.openai.shapes import FileDeleted, FileList, FileObject, FileUpload
+from daemon.dialects.openai.shapes import (
+    BatchRequestRecord,
+    FileDeleted,
+    FileList,
+    FileObject,
+    FileUpload,
+    OutputLine,
+)
 from daemon.domain import ids
 from daemon.domain.errors import (
     InvalidRequest,
@@ -260,6 +267,8 @@ def routes() -> list[Route]:
             errors=(404, 503, 507), params=(file_id,))),
         Route("GET", one + "/content", content, Operation(
             "getFileContent", "A file's content (streamed)", "Files",
-            answer=Media("application/jsonl", description="The file's bytes."),
+            answer=Media("application/jsonl", Union[BatchRequestRecord, OutputLine],  # noqa: UP007
+                          description="The file's lines: a batch's input records, or its "
+                                      "output or error lines."),
             errors=(404,), params=(file_id,))),
     ]

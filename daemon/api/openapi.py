@@ -117,6 +117,12 @@ def generate(table: list[Mounted]) -> dict[str, Any]:
         path = _template(route.path)
         paths.setdefault(path, {})[route.method.lower()] = doc.operation(entry)
     schemes = {d.auth.scheme: dict(d.auth.document) for d in DIALECTS.values()}
+    webhooks = {f"{d.name}.batch_ended": {"post": {
+        "summary": "When a job ends, POSTed to the URL it named (signed: Relay-Signature)",
+        "requestBody": {"required": True,
+                        "content": doc.content(d.webhook_shape)["content"]},
+        "responses": {"200": {"description": "Any 2xx: received."}}}}
+        for d in DIALECTS.values() if d.webhook_shape is not None}
     return {
         "openapi": "3.1.0",
         "info": {"title": "Relay", "version": "1", "description": (
@@ -125,6 +131,7 @@ def generate(table: list[Mounted]) -> dict[str, Any]:
         "security": [{NATIVE.auth.scheme: []}],
         "tags": [{"name": "Batches"}, {"name": "Files"}, {"name": "Service"}],
         "paths": paths,
+        "webhooks": webhooks,
         "components": {"securitySchemes": schemes, "schemas": doc.components.schemas,
                        "responses": doc.responses},
     }

@@ -54,15 +54,18 @@ class Redrive:
 
 
 class Capability(StrEnum):
-    """What of Relay a dialect's jobs take part in, beyond submit, read and cancel."""
+    """What of Relay a dialect's jobs take part in besides submit and get; the dialect
+    contract suite (tests/dialects/) runs the tests of the capabilities a dialect
+    declares."""
 
-    LIST = "list"  # its list route pages through its jobs
-    RESULTS = "results"  # results read from the rows (Relay's `/results`, or its own)
+    LIST_PAGING = "list_paging"  # list its jobs, newest first, a page at a time
+    CANCEL = "cancel"  # cancel a job; cancelling an ended one is refused
+    RESULTS = "results"  # read each row's result or error once the job has ended
     RESULT_FILES = "result_files"  # ending writes output and error files
-    DEAD_LETTER = "dead_letter"  # Relay's dead-letter routes: list, re-drive, discard
-    WEBHOOKS = "webhooks"  # a completion webhook
+    DEAD_LETTER = "dead_letter"  # Relay's dead-letter list, re-drive and discard
+    WEBHOOKS = "webhooks"  # a completion webhook named at submit
     CRON = "cron"  # recurring templates
-    DELETE = "delete"  # an ended batch can be deleted
+    DELETE = "delete"  # delete an ended job (Anthropic's Message Batches API)
 
 
 class KeyScheme(Protocol):
@@ -97,6 +100,7 @@ class Dialect(Protocol):
     prefixes: tuple[str, ...]  # paths only it serves (its envelope answers any of them)
     job_shape: Any  # the shape `render` answers with (a TypedDict)
     error_shape: Any  # the shape `error_body` answers with
+    webhook_shape: Any  # the completion webhook's body (None without WEBHOOKS)
     writes_result_files: bool  # ending a job writes an output and an error file
 
     def routes(self) -> Sequence[Route]:

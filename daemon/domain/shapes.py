@@ -22,6 +22,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, TypeVar, Union, get_args, get_origin
 
 import msgspec
@@ -48,6 +49,13 @@ def schema_extra(extra: Schema) -> Callable[[type[T]], type[T]]:
     return mark
 
 
+@dataclass(frozen=True)
+class Named:
+    """`Annotated[A | B, Named("X")]`: a union that is a component of its own."""
+
+    name: str
+
+
 def is_shape(tp: Any) -> bool:
     return isinstance(tp, type) and typing.is_typeddict(tp)
 
@@ -58,7 +66,7 @@ class Components:
 
     def __init__(self) -> None:
         self.schemas: dict[str, Schema] = {}
-        self.sources: dict[str, type] = {}
+        self.sources: dict[str, Any] = {}
 
     def schema(self, tp: Any) -> Schema:
         """The schema of a type, registering every shape it reaches."""
@@ -74,6 +82,16 @@ class Components:
         self.sources[name] = cls
         self.schemas[name] = {}  # reserved first: a shape may reach itself
         self.schemas[name] = _object(cls, self)
+        return {"$ref": REF.format(name=name)}
+
+    def named(self, name: str, tp: Any) -> Schema:
+        """A named union's component: registered once, under one definition."""
+        known = self.sources.get(name)
+        if known is not None and known is not tp:
+            raise TypeError(f"two shapes are named {name}")
+        if known is None:
+            self.sources[name] = tp
+            self.schemas[name] = _schema(tp, self)
         return {"$ref": REF.format(name=name)}
 
     def add(self, shapes: Iterable[type]) -> None:
@@ -119,7 +137,8 @@ def _schema(tp: Any, components: Components) -> Schema:
     origin = get_origin(tp)
     if origin is typing.Annotated:
         base, *extras = get_args(tp)
-        schema = _schema(base, components)
+        names = [meta.name for meta in extras if isinstance(meta, Named)]
+        schema = components.named(names[0], base) if names else _schema(base, components)
         for meta in extras:
             if isinstance(meta, msgspec.Meta):
                 schema = _constrained(schema, meta)

@@ -47,13 +47,15 @@ _UNRUN = {
 
 class OpenAIDialect:
     name = NAME
-    capabilities = frozenset({Capability.LIST, Capability.RESULTS, Capability.RESULT_FILES,
-                              Capability.DEAD_LETTER, Capability.WEBHOOKS})
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
     job_shape = OpenAIBatch
     error_shape = Error
+    webhook_shape = None
     writes_result_files = True
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.RESULT_FILES, Capability.DEAD_LETTER})
+    # (no webhook: its create body names none)
 
     def routes(self) -> Sequence[Route]:
         """OpenAI's batch routes, on the `/v1/batches` it shares with the Relay Batches

@@ -13,7 +13,7 @@ from typing import Any
 from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
 from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
-from daemon.dialects.relay.shapes import RelayJob, RelaySubmit
+from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
 from daemon.domain import cron, ids
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
@@ -34,13 +34,14 @@ JOB_ID = Param("job_id", "path", str, "A job id: Relay's (32 hex), OpenAI's (bat
 
 class RelayDialect:
     name = NAME
-    capabilities = frozenset({Capability.RESULTS, Capability.DEAD_LETTER, Capability.WEBHOOKS,
-                              Capability.CRON})
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
     job_shape = RelayJob
     error_shape = Error
+    webhook_shape = WebhookSummary
     writes_result_files = False  # results are read from the rows (`GET .../results`)
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.DEAD_LETTER, Capability.WEBHOOKS, Capability.CRON})
 
     def routes(self) -> Sequence[Route]:
         """`/v1/batches`, which the OpenRelay batch API shares (a body is told apart by

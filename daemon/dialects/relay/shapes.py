@@ -10,7 +10,7 @@ from msgspec import Meta
 from daemon.dialects.openai.shapes import BatchRequestRecord, BatchUsage, Count
 from daemon.domain import relay_input
 from daemon.domain.jobs import DeadLetterState, RowStatus
-from daemon.domain.shapes import DateTime, open_shape
+from daemon.domain.shapes import DateTime, Named, open_shape
 
 Stamp = Annotated[str, Meta(description="UTC, ISO 8601 (2026-10-04T09:12:44Z).",
                             extra_json_schema={"format": "date-time"})]
@@ -110,7 +110,7 @@ class RelayFailure(TypedDict):
     error: str
 
 
-RelayResult = RelayContent | RelayFailure
+RelayResult = Annotated[RelayContent | RelayFailure, Named("RelayResult")]
 
 
 class ResultList(TypedDict):
