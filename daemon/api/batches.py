@@ -17,7 +17,7 @@ import msgspec
 import pykka
 from aiohttp import web
 
-from daemon.api import paging
+from daemon.api import paging, respond
 from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
@@ -137,16 +137,16 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         body = await read_json(request)
         job = await asyncio.to_thread(detect(body, among).submit, services, workspace, body)
         announce(services, job)
-        return web.json_response(render(job, request))
+        return respond.json(render(job, request))
 
     async def get(request: web.Request) -> web.StreamResponse:
-        return web.json_response(render(await load_job(request, among), request))
+        return respond.json(render(await load_job(request, among), request))
 
     async def cancel(request: web.Request) -> web.StreamResponse:
         services, _ = context(request)
         job = await load_job(request, among)
         updated = await asyncio.to_thread(request_cancel, services, job)
-        return web.json_response(render(updated, request))
+        return respond.json(render(updated, request))
 
     handlers = {Action.SUBMIT: submit, Action.GET: get, Action.CANCEL: cancel}
     if kind not in handlers:
@@ -179,7 +179,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     jobs, has_more = await asyncio.to_thread(
         services.repo.list_jobs, workspace.id, limit=limit, after=query.get("after") or None,
         statuses=statuses, template_id=query.get("template_id") or None, dialects=dialects)
-    return web.json_response(paging.page([render(j, request) for j in jobs],
+    return respond.json(paging.page([render(j, request) for j in jobs],
                                          has_more=has_more))
 
 
@@ -251,7 +251,7 @@ async def results(request: web.Request) -> web.Response:
               "data": [relay_result(r) for r in rows]}
     if "limit" in query or "after" in query:
         answer |= {"has_more": has_more, "last_id": rows[-1].custom_id if rows else None}
-    return web.json_response(answer)
+    return respond.json(answer)
 
 
 def _result_rows(services: Services, job: Job, *, limit: int | None,
@@ -278,7 +278,7 @@ async def dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
     rows = await asyncio.to_thread(services.repo.dead_letter_rows, job.seq)
-    return web.json_response({"id": job.id, "object": "list",
+    return respond.json({"id": job.id, "object": "list",
                               "data": [dead_letter_entry(r) for r in rows]})
 
 
@@ -295,7 +295,7 @@ async def workspace_dead_letter(request: web.Request) -> web.Response:
     states = DL_STATES if state == "all" else (state,)
     found, has_more = await asyncio.to_thread(
         services.repo.workspace_dead_letter, workspace.id, states=states, limit=limit)
-    return web.json_response({"object": "list", "has_more": has_more,
+    return respond.json({"object": "list", "has_more": has_more,
                               "data": [workspace_dead_letter_entry(j, r) for j, r in found]})
 
 
@@ -315,7 +315,7 @@ async def discard_dead_letter(request: web.Request) -> web.Response:
                              code="nothing_to_discard")
     updated = await asyncio.to_thread(services.repo.job_by_seq, job.seq)
     services.notifier.job_changed(job.seq)
-    return web.json_response({"id": job.id, "object": "batch.dead_letter.discard",
+    return respond.json({"id": job.id, "object": "batch.dead_letter.discard",
                               "discarded": discarded,
                               "dead_letter_open": (updated or job).dead_letter_open})
 
@@ -335,14 +335,14 @@ async def row(request: web.Request) -> web.Response:
     detail = await asyncio.to_thread(read)
     if detail is None:
         raise not_found("row", custom_id)
-    return web.json_response(detail)
+    return respond.json(detail)
 
 
 async def workflows(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
     states = await asyncio.to_thread(services.repo.workflow_states, job.seq)
-    return web.json_response(workflow_counters(job, states))
+    return respond.json(workflow_counters(job, states))
 
 
 async def retry_dead_letter(request: web.Request) -> web.Response:
@@ -361,7 +361,7 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
                              code="nothing_to_retry")
     announce(services, created)
     services.notifier.job_changed(job.seq)  # its rows left the open dead letter
-    return web.json_response(render(created, request))
+    return respond.json(render(created, request))
 
 
 def redrive(services: Services, job: Job, *, custom_ids: list[str] | None,

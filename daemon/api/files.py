@@ -22,7 +22,7 @@ from aiohttp import BodyPartReader, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage
 from msgspec import Meta
 
-from daemon.api import paging
+from daemon.api import paging, respond
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects.openai.render import file_object
@@ -80,7 +80,7 @@ async def upload(request: web.Request) -> web.Response:
     except BaseException:
         services.files.remove(record.path)  # no record: the bytes are nobody's
         raise
-    return web.json_response(file_object(record))
+    return respond.json(file_object(record))
 
 
 async def _receive(request: web.Request, services: Services,
@@ -202,7 +202,7 @@ async def _load(request: web.Request) -> FileRecord:
 
 
 async def retrieve(request: web.Request) -> web.Response:
-    return web.json_response(file_object(await _load(request)))
+    return respond.json(file_object(await _load(request)))
 
 
 async def content(request: web.Request) -> web.StreamResponse:
@@ -224,7 +224,7 @@ async def delete(request: web.Request) -> web.Response:
     if record is None:
         raise not_found("file", file_id)
     services.files.remove(record.path)
-    return web.json_response({"id": record.id, "object": "file", "deleted": True})
+    return respond.json({"id": record.id, "object": "file", "deleted": True})
 
 
 async def list_files(request: web.Request) -> web.Response:
@@ -237,7 +237,7 @@ async def list_files(request: web.Request) -> web.Response:
         services.repo.list_files, workspace.id, limit=limit,
         after=request.query.get("after") or None, purpose=request.query.get("purpose") or None,
         ascending=order == "asc", now=services.clock())
-    return web.json_response(paging.page([file_object(f) for f in files], has_more=has_more))
+    return respond.json(paging.page([file_object(f) for f in files], has_more=has_more))
 
 
 def setup(app: web.Application) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.web_urldispatcher import AbstractRoute
 
+from daemon.api import respond
 from daemon.api.context import SERVICES
 from daemon.dialects import DIALECTS, NATIVE, Dialect
 from daemon.domain.errors import (
@@ -59,7 +60,7 @@ def owner(request: web.Request) -> Dialect:
 def answer(request: web.Request, error: RelayError, status: int, *,
            headers: dict[str, str] | None = None) -> web.Response:
     body = owner(request).error_body(error, status)
-    return web.json_response(body, status=status, headers=headers)
+    return respond.json(body, status=status, headers=headers)
 
 
 def envelope(status: int, message: str, *, param: str | None = None,
@@ -71,7 +72,7 @@ def envelope(status: int, message: str, *, param: str | None = None,
     error.type = type or _HTTP_TYPES.get(status, "invalid_request_error")
     if request is not None:
         return answer(request, error, status)
-    return web.json_response(NATIVE.error_body(error, status), status=status)
+    return respond.json(NATIVE.error_body(error, status), status=status)
 
 
 @web.middleware

@@ -7,6 +7,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from daemon.actors.vitals import EX_SOFTWARE
+from daemon.api import respond
 from daemon.api.context import SERVICES
 from daemon.domain.errors import Unavailable
 
@@ -16,7 +17,7 @@ DOCUMENT = web.AppKey("openapi", bytes)
 async def healthz(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     if (death := services.health.death) is not None:  # before "shutting down": it says why
-        return web.json_response({
+        return respond.json({
             "status": "degraded", "reason": "actor_dead", "actors": list(death.parts),
             "detail": f"{', '.join(death.parts)} died; relayd exits with status "
                       f"{EX_SOFTWARE} for its manager to restart it",
@@ -25,9 +26,9 @@ async def healthz(request: web.Request) -> web.Response:
         raise Unavailable("relayd is shutting down.")
     fault, since = services.health.state
     if fault is not None:
-        return web.json_response({"status": "degraded", "reason": fault.code,
+        return respond.json({"status": "degraded", "reason": fault.code,
                                   "detail": fault.detail, "since": since}, status=503)
-    return web.json_response({"status": "ok"})
+    return respond.json({"status": "ok"})
 
 
 async def models(request: web.Request) -> web.Response:
@@ -39,7 +40,7 @@ async def models(request: web.Request) -> web.Response:
          "adaptive": m.adaptive, "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
         for m in services.config.models
     ]
-    return web.json_response({"object": "list", "data": data})
+    return respond.json({"object": "list", "data": data})
 
 
 async def document(request: web.Request) -> web.Response:
