@@ -341,8 +341,15 @@ def test_auth_errors_are_the_sdks_typed_errors(simulator_factory, relayd_factory
             assert reply.json() == {"type": "error", "error": {
                 "type": "authentication_error", "message": reply.json()["error"]["message"]}}
             assert "x-api-key" in reply.json()["error"]["message"]
-    with raw(relayd, **{"Authorization": f"Bearer {relayd.key('acme')}"}, **VERSION) as bearer:
-        assert bearer.get("/v1/messages/batches").status_code == 401  # this API's header only
+    # The SDK sends its key as `Authorization: Bearer` (2.x) or `x-api-key` (0.x, and the
+    # API reference): both are read.
+    key = relayd.key("acme")
+    with raw(relayd, **{"Authorization": f"Bearer {key}"}, **VERSION) as bearer:
+        assert [b["id"] for b in bearer.get("/v1/messages/batches").json()["data"]] == [
+            batch.id]
+    header_style = anthropic.Anthropic(api_key=None, auth_token=None, base_url=relayd.url,
+                                       max_retries=0, default_headers={"x-api-key": key})
+    assert [b.id for b in header_style.messages.batches.list()] == [batch.id]
 
     with raw(relayd, **{"x-api-key": relayd.key("acme")}) as unversioned:
         reply = unversioned.get("/v1/messages/batches")

@@ -67,14 +67,32 @@ def test_every_error_object_of_the_sdk_has_its_type_in_the_enum() -> None:
     assert sdk_types <= RESULT_ERROR_TYPES
 
 
-def test_the_key_is_read_from_x_api_key() -> None:
-    assert auth.api_key({"x-api-key": " rk_abc "}) == "rk_abc"
-    assert auth.api_key({"x-api-key": "  "}) is None
-    assert auth.api_key({"authorization": "Bearer rk_abc"}) is None
+@pytest.mark.parametrize(("headers", "key"), [
+    ({"x-api-key": " rk_abc "}, "rk_abc"),
+    ({"Authorization": "Bearer rk_abc"}, "rk_abc"),  # the SDK's 2.x releases
+    ({"Authorization": "bearer rk_abc"}, "rk_abc"),
+    ({"x-api-key": "rk_first", "Authorization": "Bearer rk_second"}, "rk_first"),
+    ({"x-api-key": "  "}, None),
+    ({"Authorization": "Basic cms6"}, None),
+    ({"Authorization": "Bearer  "}, None),
+    ({}, None),
+])
+def test_the_key_is_read_from_x_api_key_or_bearer(headers: dict[str, str],
+                                                  key: str | None) -> None:
+    assert auth.api_key(headers) == key
+
+
+def test_the_installed_sdk_sends_a_key_and_a_version_relay_reads() -> None:
+    import anthropic
+    client = anthropic.Anthropic(api_key="rk_abc", base_url="http://127.0.0.1:9")
+    headers = {k: v for k, v in client.default_headers.items() if isinstance(v, str)}
+    assert auth.api_key(headers) == "rk_abc"
+    auth.check_version(headers)
 
 
 @pytest.mark.parametrize("headers", [{}, {"anthropic-version": ""},
-                                     {"anthropic-version": "2099-01-01"}])
+                                     {"anthropic-version": "latest"},
+                                     {"anthropic-version": "2023-06-01; drop"}])
 def test_anthropic_version_is_required_and_known(headers: dict[str, str]) -> None:
     with pytest.raises(InvalidRequest) as caught:
         auth.check_version(headers)
@@ -82,8 +100,9 @@ def test_anthropic_version_is_required_and_known(headers: dict[str, str]) -> Non
     assert "anthropic-version" in caught.value.message
 
 
-def test_the_sdks_version_is_accepted() -> None:
-    auth.check_version({"anthropic-version": "2023-06-01"})
+@pytest.mark.parametrize("version", ["2023-01-01", "2023-06-01", "2026-10-21"])
+def test_the_sdks_versions_are_accepted(version: str) -> None:
+    auth.check_version({"anthropic-version": version})
 
 
 def components() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from daemon.dialects.anthropic.parse import (
     MESSAGES,
     MODEL_NOT_FOUND,
     STREAM_UNSUPPORTED,
+    job_draft,
     parse_create,
 )
 from daemon.domain.errors import InvalidRequest
@@ -155,3 +156,14 @@ def test_a_model_this_server_does_not_serve_fails_that_request_alone() -> None:
 
 def test_without_a_model_list_any_model_is_taken() -> None:
     assert parse_create(body(request(model="anything"))).rows[0].error is None
+
+
+def test_the_job_is_queued_on_the_messages_endpoint_with_its_window() -> None:
+    submission = parse_create(body(request("a"), request("b")))
+    draft = job_draft(submission, job_id="msgbatch_x", workspace_id=7, dialect="anthropic",
+                      now=1_000.5, completion_window_s=86_400)
+    assert (draft.id, draft.workspace_id, draft.dialect) == ("msgbatch_x", 7, "anthropic")
+    assert (draft.status, draft.endpoint, draft.model) == ("queued", MESSAGES, MODEL)
+    assert (draft.created_at, draft.expires_at) == (1_000.5, 87_400.5)
+    assert draft.name == "message batch of 2 requests"
+    assert draft.webhook_url is None and draft.cron is None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.domain.errors import InvalidRequest, shown
-from daemon.domain.jobs import RowDraft
+from daemon.domain.jobs import QUEUED, JobDraft, RowDraft
 
 MESSAGES = "/v1/messages"  # every row's endpoint
 MAX_REQUESTS = 100_000  # this dialect's row cap: `[limits] max_batch_rows`'s default here
@@ -50,6 +50,19 @@ def parse_create(body: Any, *, models: Collection[str] | None = None,
     rows = [_row(request, f"requests[{i}]", models) for i, request in enumerate(requests)]
     _reject_duplicates(rows)
     return Submission(rows=rows, model=str(requests[0]["params"]["model"]))
+
+
+def job_draft(submission: Submission, *, job_id: str, workspace_id: int, dialect: str,
+              now: float, completion_window_s: int) -> JobDraft:
+    """The job a checked submission is stored as, with its rows: queued at once (the
+    body was checked whole), expiring a completion window after creation."""
+    count = len(submission.rows)
+    return JobDraft(
+        id=job_id, workspace_id=workspace_id, dialect=dialect,
+        name=f"message batch of {count:,} request{'s' if count != 1 else ''}",
+        model=submission.model, endpoint=MESSAGES, status=QUEUED, priority=0,
+        created_at=now, expires_at=now + completion_window_s,
+    )
 
 
 def _requests(requests: Any, most: int) -> list[Any]:
