@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import Any, Final, get_args
 
 from daemon.dialects.anthropic.parse import MODEL_NOT_FOUND, STREAM_UNSUPPORTED
-from daemon.dialects.anthropic.shapes import ErrorObject, ErrorResponse, ErrorType
+from daemon.dialects.anthropic.shapes import AnthropicErrorObject, AnthropicErrorResponse, ErrorType
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import RowRecord
 
 ERROR_TYPES: frozenset[str] = frozenset(get_args(ErrorType))
-# The types an errored result may carry: the SDK's `ErrorObject` union has no
+# The types an errored result may carry: the SDK's `AnthropicErrorObject` union has no
 # `request_too_large` (a status-only error of the HTTP API).
 RESULT_ERROR_TYPES: frozenset[str] = ERROR_TYPES - {"request_too_large"}
 
@@ -55,17 +55,18 @@ def type_for_status(status: int) -> ErrorType:
     return "api_error" if status >= 500 else "invalid_request_error"
 
 
-def envelope(error_type: ErrorType, message: str) -> ErrorResponse:
-    return ErrorResponse(type="error", error=ErrorObject(type=error_type, message=message))
+def envelope(error_type: ErrorType, message: str) -> AnthropicErrorResponse:
+    return AnthropicErrorResponse(type="error",
+                                  error=AnthropicErrorObject(type=error_type, message=message))
 
 
-def error_response(error: RelayError, *, status: int) -> ErrorResponse:
+def error_response(error: RelayError, *, status: int) -> AnthropicErrorResponse:
     """A Relay error as this dialect answers it, given the status the API gives its class
     (the route's answer uses the same status)."""
     return envelope(type_for_status(status), error.message)
 
 
-def row_error(row: RowRecord) -> ErrorResponse:
+def row_error(row: RowRecord) -> AnthropicErrorResponse:
     """A failed row's error as its `errored` result carries it."""
     upstream = _anthropic_error(row.response)
     if upstream is not None:
@@ -86,7 +87,7 @@ def _row_type(row: RowRecord) -> ErrorType:
     return "api_error"
 
 
-def _anthropic_error(response: dict[str, Any] | None) -> ErrorResponse | None:
+def _anthropic_error(response: dict[str, Any] | None) -> AnthropicErrorResponse | None:
     """The upstream's answer, if it is Anthropic's error envelope with a type a result
     may carry."""
     if not isinstance(response, dict) or response.get("type") != "error":

@@ -15,11 +15,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.dialects.anthropic.shapes import MAX_REQUESTS
 from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.jobs import QUEUED, JobDraft, RowDraft
 
 MESSAGES = "/v1/messages"  # every row's endpoint
-MAX_REQUESTS = 100_000  # this dialect's row cap: `[limits] max_batch_rows`'s default here
 MAX_BODY_MB = 256  # this dialect's body limit, beside `[server] max_body_mb`
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 STREAM_UNSUPPORTED = "stream_unsupported"

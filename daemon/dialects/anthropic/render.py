@@ -14,18 +14,18 @@ from datetime import UTC, datetime
 
 from daemon.dialects.anthropic.errors import envelope, row_error
 from daemon.dialects.anthropic.shapes import (
-    CanceledResult,
+    AnthropicErrorResponse,
     DeletedMessageBatch,
-    ErroredResult,
-    ErrorResponse,
-    ExpiredResult,
     MessageBatch,
+    MessageBatchCanceledResult,
+    MessageBatchErroredResult,
+    MessageBatchExpiredResult,
     MessageBatchIndividualResponse,
     MessageBatchPage,
     MessageBatchRequestCounts,
     MessageBatchResult,
+    MessageBatchSucceededResult,
     ProcessingStatus,
-    SucceededResult,
 )
 from daemon.domain.jobs import (
     CANCELLED,
@@ -57,8 +57,8 @@ UNRUN = {
     CANCELLED: ("canceled", "The batch was canceled before this request ran."),
     EXPIRED: ("expired", "The batch expired before this request ran."),
 }
-_UNRUN_RESULTS: dict[str, MessageBatchResult] = {"canceled": CanceledResult(),
-                                                 "expired": ExpiredResult()}
+_UNRUN_RESULTS: dict[str, MessageBatchResult] = {"canceled": MessageBatchCanceledResult(),
+                                                 "expired": MessageBatchExpiredResult()}
 RESULTS_PATH = "/v1/messages/batches/{id}/results"
 
 
@@ -139,14 +139,14 @@ def result_line(job: Job, row: RowRecord) -> MessageBatchIndividualResponse:
 
 def _result(job: Job, row: RowRecord) -> MessageBatchResult:
     if row.status == ROW_COMPLETED and row.response is not None:
-        return SucceededResult(message=row.response)
+        return MessageBatchSucceededResult(message=row.response)
     unrun = _UNRUN_RESULTS.get(row.error_code or "")
     if unrun is not None and row.attempts == 0:
         return unrun
     if row.status == ROW_PENDING:  # an ended job that could not run at all
-        return ErroredResult(error=_unstarted(job))
-    return ErroredResult(error=row_error(row))
+        return MessageBatchErroredResult(error=_unstarted(job))
+    return MessageBatchErroredResult(error=row_error(row))
 
 
-def _unstarted(job: Job) -> ErrorResponse:
+def _unstarted(job: Job) -> AnthropicErrorResponse:
     return envelope("api_error", job.error or "The batch ended before this request ran.")

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 CUSTOM_ID_PATTERN = "^[a-zA-Z0-9_-]{1,64}$"
+MAX_REQUESTS = 100_000  # this dialect's row cap: `[limits] max_batch_rows`'s default here
 
 ProcessingStatus = Literal["in_progress", "canceling", "ended"]
 
@@ -86,22 +87,22 @@ class DeletedMessageBatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
     type: Literal["message_batch_deleted"]
 
 
-class ErrorObject(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class AnthropicErrorObject(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What went wrong: its type and a message for a person."""
 
     type: ErrorType
     message: str
 
 
-class ErrorResponse(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class AnthropicErrorResponse(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Anthropic's error envelope: the body of every 4xx and 5xx, and an errored result."""
 
     type: Literal["error"]
-    error: ErrorObject
+    error: AnthropicErrorObject
 
 
-class SucceededResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                      tag_field="type", tag="succeeded"):
+class MessageBatchSucceededResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
+                                  tag_field="type", tag="succeeded"):
     """The request succeeded: the Message it produced."""
 
     message: Annotated[dict[str, Any], msgspec.Meta(
@@ -109,24 +110,25 @@ class SucceededResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
                     "translated from an OpenAI-compatible one.")]
 
 
-class ErroredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                    tag_field="type", tag="errored"):
+class MessageBatchErroredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
+                                tag_field="type", tag="errored"):
     """The request ran, or was refused, and failed: the error it met."""
 
-    error: ErrorResponse
+    error: AnthropicErrorResponse
 
 
-class CanceledResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                     tag_field="type", tag="canceled"):
+class MessageBatchCanceledResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
+                                 tag_field="type", tag="canceled"):
     """The batch was canceled before this request ran."""
 
 
-class ExpiredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                    tag_field="type", tag="expired"):
+class MessageBatchExpiredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
+                                tag_field="type", tag="expired"):
     """The batch expired before this request ran."""
 
 
-MessageBatchResult = SucceededResult | ErroredResult | CanceledResult | ExpiredResult
+MessageBatchResult = (MessageBatchSucceededResult | MessageBatchErroredResult
+                      | MessageBatchCanceledResult | MessageBatchExpiredResult)
 
 
 class MessageBatchIndividualResponse(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -170,10 +172,10 @@ class MessageBatchCreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fiel
     """The body of `POST /v1/messages/batches`."""
 
     requests: Annotated[list[MessageBatchRequest], msgspec.Meta(min_length=1,
-                                                                max_length=100_000)]
+                                                                max_length=MAX_REQUESTS)]
 
 
 SHAPES: tuple[type[msgspec.Struct], ...] = (
-    MessageBatch, MessageBatchPage, DeletedMessageBatch, ErrorResponse,
+    MessageBatch, MessageBatchPage, DeletedMessageBatch, AnthropicErrorResponse,
     MessageBatchIndividualResponse, MessageBatchCreateParams,
-)
+)  # the roots: the rest are reached from them
