@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,9 @@ pytestmark = [pytest.mark.skip(reason="wired by the dialect seam"), pytest.mark.
 MODEL = "gpt-4o-mini"
 BATCH_ID = re.compile(r"msgbatch_[0-9A-Za-z]{24}")
 VERSION = {"anthropic-version": "2023-06-01"}
-RESULT_TYPES = ("succeeded", "errored", "canceled", "expired")
+SimulatorFactory = Callable[..., Simulator]
+RelaydFactory = Callable[..., Relayd]
+RESULT_TYPES: tuple[str, ...] = ("succeeded", "errored", "canceled", "expired")
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -65,7 +68,7 @@ def results(client: anthropic.Anthropic,
 
 
 def tally(lines: dict[str, MessageBatchIndividualResponse]) -> dict[str, int]:
-    counted = Counter(line.result.type for line in lines.values())
+    counted: Counter[str] = Counter(line.result.type for line in lines.values())
     return {kind: counted[kind] for kind in RESULT_TYPES}
 
 
@@ -102,7 +105,8 @@ def raw(relayd: Relayd, **headers: str) -> httpx.Client:
 # -- the whole trip ------------------------------------------------------------------------
 
 
-def test_create_retrieve_and_results_of_every_kind(simulator_factory, relayd_factory):
+def test_create_retrieve_and_results_of_every_kind(simulator_factory: SimulatorFactory,
+                                                   relayd_factory: RelaydFactory) -> None:
     sim = simulator_factory("--latency-ms", "20")
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -159,7 +163,8 @@ def test_create_retrieve_and_results_of_every_kind(simulator_factory, relayd_fac
         assert reply.text.endswith("\n") and len(reply.text.splitlines()) == 6
 
 
-def test_results_are_not_there_before_the_end(simulator_factory, relayd_factory):
+def test_results_are_not_there_before_the_end(simulator_factory: SimulatorFactory,
+                                              relayd_factory: RelaydFactory) -> None:
     relayd = relayd_factory(simulator_factory(), concurrency=1, running=1).start()
     client = sdk(relayd)
     slow = create(client, ask("slow", "Classify: slow [sim:sleep=3000]"))
@@ -169,7 +174,8 @@ def test_results_are_not_there_before_the_end(simulator_factory, relayd_factory)
     ended(client, slow.id)
 
 
-def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
+def test_list_pages_through_every_batch(simulator_factory: SimulatorFactory,
+                                        relayd_factory: RelaydFactory) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     made = [create(client, ask("r", f"Classify: item {i}")).id for i in range(5)]
@@ -198,7 +204,8 @@ def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
     assert list(sdk(relayd, "globex").messages.batches.list()) == []
 
 
-def test_cancel_ends_unrun_requests_as_canceled(simulator_factory, relayd_factory):
+def test_cancel_ends_unrun_requests_as_canceled(simulator_factory: SimulatorFactory,
+                                                relayd_factory: RelaydFactory) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     client = sdk(relayd)
@@ -236,7 +243,8 @@ def test_cancel_ends_unrun_requests_as_canceled(simulator_factory, relayd_factor
     assert counts(client.messages.batches.retrieve(never_ran.id)) == counts(never_ran)
 
 
-def test_expiry_ends_unrun_requests_as_expired(simulator_factory, relayd_factory):
+def test_expiry_ends_unrun_requests_as_expired(simulator_factory: SimulatorFactory,
+                                               relayd_factory: RelaydFactory) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1,
                             gateway={"completion_window_s": 2}).start()
@@ -259,7 +267,8 @@ def test_expiry_ends_unrun_requests_as_expired(simulator_factory, relayd_factory
     assert not any(p.startswith("queued") for p in prompts_seen(sim))
 
 
-def test_delete_only_an_ended_batch(simulator_factory, relayd_factory):
+def test_delete_only_an_ended_batch(simulator_factory: SimulatorFactory,
+                                    relayd_factory: RelaydFactory) -> None:
     relayd = relayd_factory(simulator_factory(), concurrency=1, running=1).start()
     client = sdk(relayd)
     done = ended(client, create(client, ask("a", "Classify: fine")).id)
@@ -289,7 +298,8 @@ def test_delete_only_an_ended_batch(simulator_factory, relayd_factory):
 # -- refusals ----------------------------------------------------------------------------
 
 
-def test_create_refusals_name_their_field(simulator_factory, relayd_factory):
+def test_create_refusals_name_their_field(simulator_factory: SimulatorFactory,
+                                          relayd_factory: RelaydFactory) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     one = ask("a", "hi")
@@ -314,7 +324,8 @@ def test_create_refusals_name_their_field(simulator_factory, relayd_factory):
     assert list(client.messages.batches.list()) == []  # nothing half-created
 
 
-def test_auth_errors_are_the_sdks_typed_errors(simulator_factory, relayd_factory):
+def test_auth_errors_are_the_sdks_typed_errors(simulator_factory: SimulatorFactory,
+                                               relayd_factory: RelaydFactory) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     acme = sdk(relayd)
     batch = create(acme, ask("a", "Classify: fine"))
@@ -363,13 +374,14 @@ def test_auth_errors_are_the_sdks_typed_errors(simulator_factory, relayd_factory
         for call in (lambda c=client, b=batch_id: c.messages.batches.retrieve(b),
                      lambda c=client, b=batch_id: c.messages.batches.cancel(b),
                      lambda c=client, b=batch_id: c.messages.batches.delete(b)):
-            with pytest.raises(anthropic.NotFoundError) as refused:
+            with pytest.raises(anthropic.NotFoundError) as missed:
                 call()
-            assert refused.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+            assert missed.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
     assert ended(acme, batch.id).request_counts.succeeded == 1
 
 
-def test_anthropic_batches_run_beside_the_other_dialects(simulator_factory, relayd_factory):
+def test_anthropic_batches_run_beside_the_other_dialects(simulator_factory: SimulatorFactory,
+                                                         relayd_factory: RelaydFactory) -> None:
     """One queue: an OpenAI batch and a Relay job, listed where each belongs."""
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)

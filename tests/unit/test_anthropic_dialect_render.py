@@ -6,7 +6,7 @@ SDK's types accept it."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -184,6 +184,17 @@ def test_a_running_batch_has_no_end_no_cancel_and_no_results() -> None:
     data = wire(render.message_batch(make_job(), base_url=BASE, completion_window_s=WINDOW))
     assert (data["ended_at"], data["cancel_initiated_at"], data["results_url"]) == \
         (None, None, None)
+
+
+@pytest.mark.parametrize("created", [1_764_614_763.372420, 1_791_105_164.000001,
+                                     1_700_000_000.999999, 1_764_614_763.1234567])
+def test_expires_at_is_exactly_the_window_after_created(created: float) -> None:
+    """Rendered to the microsecond, the window is exact (seconds of one binade add exactly)."""
+    for window in (2, 86_400):
+        job = make_job(created_at=created, expires_at=created + window)
+        parsed = SdkMessageBatch.model_validate(wire(render.message_batch(
+            job, base_url=BASE, completion_window_s=WINDOW)))
+        assert parsed.expires_at - parsed.created_at == timedelta(seconds=window)
 
 
 def test_expires_at_is_created_plus_the_window_when_the_job_has_none() -> None:
