@@ -21,7 +21,7 @@ MB = 1024 * 1024
 def create_app(services: Services) -> web.Application:
     server = services.config.server
     app = web.Application(middlewares=[errors, auth, body_budget],
-                          client_max_size=server.max_body_mb * MB)
+                          client_max_size=server.max_body_mb * MB)  # a dialect's: body_cap
     app[SERVICES] = services
     app[BODY_BUDGET] = BodyBudget(server.max_parsing_mb * MB)
     app[DOCUMENT] = openapi.encoded()

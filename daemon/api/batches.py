@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict, cast
 
 import msgspec
 import pykka
@@ -25,7 +25,10 @@ from daemon.dialects import (
     DIALECTS,
     EVERY_DIALECT,
     LISTED_BY_DEFAULT,
+    Deletes,
     Dialect,
+    ListsJobs,
+    ResultLines,
     detect,
     dialect_of,
     job_shapes,
@@ -50,6 +53,7 @@ from daemon.dialects.relay.shapes import (
     WorkflowCounters,
     WorkspaceDeadLetterList,
 )
+from daemon.domain import codec
 from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
 from daemon.domain.jobs import (
     CANCELLING,
@@ -67,6 +71,7 @@ from daemon.store.interface import WorkspaceRecord
 log = logging.getLogger("relay.api")
 
 ROUTE_ID = "job_id"
+RESULTS_STREAM_PAGE = 1000  # rows read at a time for a results stream
 LARGE_BODY = 256 * 1024
 CANCEL_WAIT_S = 5.0
 RESULTS_PAGE_MOST = 10_000  # `?limit=` of the results
@@ -129,6 +134,10 @@ async def load_job(request: web.Request, among: Sequence[Dialect] | None = None)
 def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
     """The handler of a dialect route doing `kind` for `dialects`."""
     among = tuple(dialects)
+    owner = among[0]
+    hooks = {Action.LIST: ListsJobs, Action.RESULTS: ResultLines, Action.DELETE: Deletes}
+    if kind in hooks and not isinstance(owner, hooks[kind]):
+        raise TypeError(f"{owner.name} serves a {kind} route it has no hooks for")
 
     async def submit(request: web.Request) -> web.StreamResponse:
         services, workspace = context(request)
@@ -148,10 +157,59 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         updated = await asyncio.to_thread(request_cancel, services, job)
         return respond.json(render(updated, request))
 
-    handlers = {Action.SUBMIT: submit, Action.GET: get, Action.CANCEL: cancel}
-    if kind not in handlers:
-        raise TypeError(f"no handler performs {kind}")
+    async def list_page(request: web.Request) -> web.StreamResponse:
+        services, workspace = context(request)
+        dialect = cast(ListsJobs, owner)
+        pages, query = dialect.paging, request.query
+        limit = paging.limit(query.get("limit"), default=pages.default, most=pages.most)
+        after = query.get(pages.after) or None
+        before = (query.get(pages.before) or None) if pages.before else None
+        jobs, has_more = await asyncio.to_thread(
+            services.repo.list_jobs, workspace.id, limit=limit, after=after, before=before,
+            dialects=[d.name for d in among])
+        return respond.json(dialect.render_list(jobs, has_more=has_more,
+                                                origin=origin(request)))
+
+    async def results_lines(request: web.Request) -> web.StreamResponse:
+        """Every row's line, in input order, streamed a page at a time: a million rows
+        never sit in memory at once."""
+        services, _ = context(request)
+        dialect = cast(ResultLines, owner)
+        job = await load_job(request, among)
+        if not job.terminal:
+            raise InvalidRequest(f"Batch {job.id} has not ended yet; its results are ready "
+                                 "once it has (results_url is set then).", code="not_ended")
+        response = web.StreamResponse(headers={"Content-Type": "application/x-jsonl"})
+        await response.prepare(request)
+        def page(after: int) -> list[RowRecord]:
+            return list(services.repo.rows(job.seq, after_position=after,
+                                           limit=RESULTS_STREAM_PAGE))
+
+        position = 0
+        while True:
+            rows = await asyncio.to_thread(page, position)
+            if not rows:
+                break
+            await response.write(b"".join(codec.dumps(dialect.result_line(job, r)) + b"\n"
+                                          for r in rows))
+            position = rows[-1].position
+        await response.write_eof()
+        return response
+
+    async def delete(request: web.Request) -> web.StreamResponse:
+        services, _ = context(request)
+        dialect = cast(Deletes, owner)
+        job = await load_job(request, among)
+        if not job.terminal or not await asyncio.to_thread(services.repo.delete_job, job.seq):
+            raise Conflict(f"Batch {job.id} has not ended; only an ended batch can be "
+                           "deleted (cancel it first).", code="batch_not_ended")
+        services.notifier.job_changed(job.seq)
+        return respond.json(dialect.deleted(job))
+
+    handlers = {Action.SUBMIT: submit, Action.GET: get, Action.CANCEL: cancel,
+                Action.LIST: list_page, Action.RESULTS: results_lines, Action.DELETE: delete}
     return handlers[kind]
+
 
 
 def announce(services: Services, job: Job) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from daemon.api.middleware import Handler
+from daemon.api.middleware import Handler, body_cap
 from daemon.domain.errors import TooMany
 
 MB = 1024 * 1024
@@ -55,7 +55,7 @@ def body_size(request: web.Request) -> int:
     `read_body` enforces with a 413; the cap when the decoded length is unknown."""
     if not request.body_exists or (request.method, request.path) in STREAMED:
         return 0
-    cap = request.client_max_size
+    cap = body_cap(request)
     length = request.content_length
     return cap if length is None or compressed(request) else min(length, cap)
 
@@ -69,7 +69,7 @@ async def read_body(request: web.Request) -> bytearray:
     """The decoded body, read as it arrives and never held past the body cap: a 413
     (`HTTPRequestEntityTooLarge`) as soon as the decoded bytes pass it. A bytearray, so
     the whole body is never copied once more at the end (`request.read()` does)."""
-    cap = request.client_max_size
+    cap = body_cap(request)
     body = bytearray()
     async for piece in request.content.iter_any():
         body += piece

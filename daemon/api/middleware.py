@@ -31,6 +31,7 @@ log = logging.getLogger("relay.api")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 WORKSPACE = "workspace"
 API_KEY = "api_key"
+MB = 1024 * 1024
 OWNERS = web.AppKey("owners", dict[AbstractRoute, Dialect])  # each mounted route's dialect
 
 # The one place an error's class becomes its HTTP status: the first class of its MRO
@@ -49,7 +50,7 @@ def status_of(error: RelayError) -> int:
 def owner(request: web.Request) -> Dialect:
     """The dialect whose envelope and key scheme a request's route uses: the route's
     owner, or for a path no route matched, the dialect serving its longest prefix."""
-    found = request.app[OWNERS].get(request.match_info.route)
+    found = request.app.get(OWNERS, {}).get(request.match_info.route)
     if found is not None:
         return found
     prefixes = [(len(p), d) for d in DIALECTS.values() for p in d.prefixes
@@ -57,10 +58,21 @@ def owner(request: web.Request) -> Dialect:
     return max(prefixes, key=lambda pair: pair[0])[1] if prefixes else NATIVE
 
 
+def body_cap(request: web.Request) -> int:
+    """The most a request's body may be, in bytes: its dialect's own limit (within the
+    parsing budget, which must hold one body), else `[server] max_body_mb` (the app's
+    `client_max_size`)."""
+    own = owner(request).max_body_mb
+    if not own:
+        return request.client_max_size
+    return min(own, request.app[SERVICES].config.server.max_parsing_mb) * MB
+
+
 def answer(request: web.Request, error: RelayError, status: int, *,
            headers: dict[str, str] | None = None) -> web.Response:
-    body = owner(request).error_body(error, status)
-    return respond.json(body, status=status, headers=headers)
+    dialect = owner(request)
+    status = dialect.error_status(error, status)
+    return respond.json(dialect.error_body(error, status), status=status, headers=headers)
 
 
 def envelope(status: int, message: str, *, param: str | None = None,
@@ -87,7 +99,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         refused = answer(request, exc, status_of(exc), headers=headers)
         return _unread_rest(request, refused) if isinstance(exc, TooLarge) else refused
     except web.HTTPRequestEntityTooLarge:
-        limit = request.app[SERVICES].config.server.max_body_mb
+        limit = body_cap(request) // MB
         return _unread_rest(request, envelope(413, f"The request body exceeds the {limit} MB "
                                               "limit.", code="request_too_large",
                                               request=request))

@@ -18,17 +18,28 @@ from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any, Union
 
-from daemon.dialects.base import Capability, Dialect, Intake, Redrive
+from daemon.dialects.anthropic import AnthropicDialect
+from daemon.dialects.base import (
+    Capability,
+    Deletes,
+    Dialect,
+    Intake,
+    ListsJobs,
+    Redrive,
+    ResultLines,
+)
 from daemon.dialects.openai import OpenAIDialect
 from daemon.dialects.relay import RelayDialect
 from daemon.dialects.relay.render import event_fields
 from daemon.domain.jobs import Job
-from daemon.domain.routes import Operation, Route
+from daemon.domain.routes import Action, Operation, Route
 
-__all__ = ["DIALECTS", "NATIVE", "Capability", "Dialect", "Intake", "Mounted", "Redrive",
+__all__ = ["DIALECTS", "NATIVE", "Capability", "Deletes", "Dialect", "Intake", "ListsJobs",
+           "Mounted", "Redrive", "ResultLines",
            "detect", "dialect_of", "event_view", "listed", "mounted", "statuses_for"]
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (RelayDialect(), OpenAIDialect())}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (RelayDialect(), OpenAIDialect(),
+                                                   AnthropicDialect())}
 
 # The Relay Batches API defines no list route, so `GET /v1/batches` is OpenAI's list:
 # an OpenAI client must only ever read OpenAI batches from it unless it asks otherwise.
@@ -82,7 +93,17 @@ def mounted() -> list[Mounted]:
                                 f"{route.method} {route.path}, differently")
             found[key] = Mounted(replace(known.route, op=_merged(known.route.op, route.op)),
                                  (*known.dialects, dialect))
-    return list(found.values())
+    return [_any_job(entry) for entry in found.values()]
+
+
+def _any_job(entry: Mounted) -> Mounted:
+    """Relay's own read and cancel of a job (`/v1/batches/{id}`, which the Relay
+    dialect serves) take any dialect's job, each read in its own shape, as Relay's
+    dead-letter routes do; a dialect's own routes take only its jobs."""
+    if NATIVE not in entry.dialects or entry.route.handler not in (Action.GET, Action.CANCEL):
+        return entry
+    return Mounted(replace(entry.route, op=replace(entry.route.op, answer=job_shapes())),
+                   tuple(DIALECTS.values()))
 
 
 def _merged(first: Operation, other: Operation) -> Operation:

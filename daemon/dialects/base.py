@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from daemon.config import Config
 from daemon.domain.errors import RelayError
@@ -93,11 +93,51 @@ class Bearer:
         return key.strip() or None if scheme.lower() == "bearer" else None
 
 
+@dataclass(frozen=True)
+class Paging:
+    """How a dialect's own list route pages: its cursor parameters and page sizes."""
+
+    after: str  # the query parameter naming the job a page starts after (older ones)
+    before: str | None = None  # the one naming the job a page ends before (newer ones)
+    default: int = 20
+    most: int = 100
+
+
+@runtime_checkable
+class ListsJobs(Protocol):
+    """A dialect with a list route of its own (`Action.LIST`)."""
+
+    paging: Paging
+
+    def render_list(self, jobs: Sequence[Job], *, has_more: bool,
+                    origin: str) -> Mapping[str, Any]:
+        """A page of its jobs, newest first, in its list envelope."""
+
+
+@runtime_checkable
+class ResultLines(Protocol):
+    """A dialect whose results route streams a line per row (`Action.RESULTS`)."""
+
+    line_shape: Any
+
+    def result_line(self, job: Job, row: RowRecord) -> Mapping[str, Any]:
+        """A row's line of the results of an ended job."""
+
+
+@runtime_checkable
+class Deletes(Protocol):
+    """A dialect whose ended jobs can be deleted (`Action.DELETE`)."""
+
+    def deleted(self, job: Job) -> Mapping[str, Any]:
+        """The answer to deleting `job`."""
+
+
 class Dialect(Protocol):
     name: str  # stored on every job it creates
     capabilities: frozenset[Capability]
     auth: KeyScheme
     prefixes: tuple[str, ...]  # paths only it serves (its envelope answers any of them)
+    max_body_mb: int | None  # its own body limit; None: `[server] max_body_mb`
     job_shape: Any  # the shape `render` answers with (a TypedDict)
     error_shape: Any  # the shape `error_body` answers with
     webhook_shape: Any  # the completion webhook's body (None without WEBHOOKS)
@@ -108,6 +148,10 @@ class Dialect(Protocol):
 
     def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
         """An error in this dialect's envelope."""
+
+    def error_status(self, error: RelayError, status: int) -> int:
+        """The status this dialect answers an error with (`status`: Relay's own, which
+        a dialect whose API knows fewer statuses maps to its nearest)."""
 
     def recognises(self, body: Any) -> bool:
         """True if a `POST /v1/batches` body is in this dialect."""

@@ -84,14 +84,17 @@ class Components:
         self.schemas[name] = _object(cls, self)
         return {"$ref": REF.format(name=name)}
 
-    def named(self, name: str, tp: Any) -> Schema:
+    def named(self, name: str, tp: Any, metas: Iterable[msgspec.Meta] = ()) -> Schema:
         """A named union's component: registered once, under one definition."""
         known = self.sources.get(name)
         if known is not None and known is not tp:
             raise TypeError(f"two shapes are named {name}")
         if known is None:
             self.sources[name] = tp
-            self.schemas[name] = _schema(tp, self)
+            schema = _schema(tp, self)
+            for meta in metas:
+                schema = _constrained(schema, meta)
+            self.schemas[name] = schema
         return {"$ref": REF.format(name=name)}
 
     def add(self, shapes: Iterable[type]) -> None:
@@ -138,10 +141,12 @@ def _schema(tp: Any, components: Components) -> Schema:
     if origin is typing.Annotated:
         base, *extras = get_args(tp)
         names = [meta.name for meta in extras if isinstance(meta, Named)]
-        schema = components.named(names[0], base) if names else _schema(base, components)
-        for meta in extras:
-            if isinstance(meta, msgspec.Meta):
-                schema = _constrained(schema, meta)
+        metas = [meta for meta in extras if isinstance(meta, msgspec.Meta)]
+        if names:
+            return components.named(names[0], base, metas)
+        schema = _schema(base, components)
+        for meta in metas:
+            schema = _constrained(schema, meta)
         return schema
     if tp is Any:
         return {}

@@ -66,27 +66,45 @@ class JobQueries(SqlBase):
         *,
         limit: int,
         after: str | None = None,
+        before: str | None = None,
         statuses: Sequence[str] | None = None,
         template_id: str | None = None,
         dialects: Sequence[str] | None = None,
     ) -> tuple[list[Job], bool]:
         """Newest first; returns the page and whether more follow. Every filter is part
-        of the query, so a page is always full when more jobs match."""
-        query = self.JobModel.select().where(self.JobModel.workspace == workspace_id)
+        of the query, so a page is always full when more jobs match. `after`: the jobs
+        older than that one; `before`: the newest `limit` of the jobs newer than it
+        (still newest first; "more" then means newer ones)."""
+        model = self.JobModel
+        query = model.select().where(model.workspace == workspace_id)
         if dialects is not None:
-            query = query.where(self.JobModel.dialect.in_(list(dialects)))
-        if after:
-            cursor = self.JobModel.get_or_none(self.JobModel.id == after,
-                                               self.JobModel.workspace == workspace_id)
-            if cursor is None:
-                return [], False
-            query = query.where(self.JobModel.seq < cursor.seq)
+            query = query.where(model.dialect.in_(list(dialects)))
+        for cursor_id, older in ((after, True), (before, False)):
+            if cursor_id:
+                cursor = model.get_or_none(model.id == cursor_id,
+                                           model.workspace == workspace_id)
+                if cursor is None:
+                    return [], False
+                query = query.where(model.seq < cursor.seq if older else model.seq > cursor.seq)
         if statuses is not None:
-            query = query.where(self.JobModel.status.in_(list(statuses)))
+            query = query.where(model.status.in_(list(statuses)))
         if template_id is not None:
-            query = query.where(self.JobModel.template_id == template_id)
-        rows = list(query.order_by(self.JobModel.seq.desc()).limit(limit + 1))
-        return [job_record(r) for r in rows[:limit]], len(rows) > limit
+            query = query.where(model.template_id == template_id)
+        backwards = bool(before) and not after  # the newer side of the cursor
+        order = model.seq.asc() if backwards else model.seq.desc()
+        rows = list(query.order_by(order).limit(limit + 1))
+        page = rows[:limit][::-1] if backwards else rows[:limit]
+        return [job_record(r) for r in page], len(rows) > limit
+
+    def delete_job(self, seq: int) -> bool:
+        """Delete an ended job and everything of it (its rows, their attempts, rounds and
+        workflow state go with it); False if it has not ended (or is gone)."""
+        with self.db.atomic():
+            deleted = (self.JobModel.delete()
+                       .where(self.JobModel.seq == seq,
+                              self.JobModel.status.in_(list(TERMINAL)))
+                       .execute())
+        return deleted > 0
 
 
     def queued_jobs(self, limit: int) -> list[Job]:

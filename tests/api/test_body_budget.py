@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
 from daemon.api.body_budget import BODY_BUDGET, BodyBudget, body_size
+from daemon.api.middleware import OWNERS
 from tests.actors.harness import wait_for
 from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch
 from tests.api.raw_http import Raw, chunk, post_head
@@ -33,7 +34,10 @@ def request(method: str = "POST", path: str = "/v1/batches", *, length: int | No
         headers["Content-Encoding"] = encoding
     payload: Any = mock.Mock() if body else None
     kwargs = {"payload": payload} if body else {}
-    return make_mocked_request(method, path, headers=headers, client_max_size=CAP, **kwargs)
+    app = web.Application()
+    app[OWNERS] = {}  # no route matched: the path's dialect (the native one) owns it
+    return make_mocked_request(method, path, headers=headers, client_max_size=CAP, app=app,
+                               **kwargs)
 
 
 @pytest.mark.parametrize(("req", "size"), [

@@ -104,6 +104,7 @@ async def test_every_route_of_both_dialects_answers_as_documented(make_relay: Ma
     await service_routes(contract)
     await relay_dialect(contract)
     await openai_dialect(contract)
+    await anthropic_dialect(contract)
     await refusals(contract)
     await event_stream(contract)
     await operator_routes(contract)
@@ -180,6 +181,46 @@ async def relay_dialect(c: Contract) -> None:
     for query in ("?dialect=relay", "?dialect=all&limit=1", "?dialect=relay&status=running",
                   f"?dialect=relay&template_id={template['id']}"):
         await c.ok("GET", "/v1/batches" + query)
+
+
+async def anthropic_dialect(c: Contract) -> None:
+    """The Message Batches API, its answers and its error envelope."""
+    version = {"anthropic-version": "2023-06-01"}
+    base = "/v1/messages/batches"
+
+    def request(custom_id: str, prompt: str) -> dict[str, Any]:
+        return {"custom_id": custom_id, "params": {"model": PRIMARY, "max_tokens": 16,
+                                                   "messages": [{"role": "user",
+                                                                 "content": prompt}]}}
+
+    async def reaching(path: str, status: str) -> dict[str, Any]:
+        async def reached() -> dict[str, Any] | None:
+            found: dict[str, Any] = await c.ok("GET", path, headers=version)
+            return found if found["processing_status"] == status else None
+        return await wait_for(reached, timeout=5.0, what=f"{path} {status}")
+
+    created = await c.ok("POST", base, headers=version, json={"requests": [
+        request("a", "fine"), request("b", "REFUSE")]})
+    one = f"{base}/{created['id']}"
+    ended = await reaching(one, "ended")
+    assert ended["processing_status"] == "ended" and ended["results_url"].endswith("/results")
+    lines = await c.ok("GET", one + "/results", headers=version)
+    assert lines.count(b"\n") == 2
+    await c.ok("GET", base + "?limit=1", headers=version)
+    await c.ok("GET", f"{base}?before_id={created['id']}", headers=version)
+    assert (await c.ok("GET", f"/v1/batches/{created['id']}"))["id"] == created["id"]
+    assert (await c.call("POST", one + "/cancel", headers=version))[0] == 400  # ended
+    await c.ok("DELETE", one, headers=version)
+    assert (await c.call("GET", one, headers=version))[0] == 404
+    held = await c.ok("POST", base, headers=version, json={"requests": [
+        request("h", "held BLOCK")]})
+    assert (await c.call("GET", f"{base}/{held['id']}/results", headers=version))[0] == 400
+    assert (await c.call("DELETE", f"{base}/{held['id']}", headers=version))[0] == 400
+    await c.ok("POST", f"{base}/{held['id']}/cancel", headers=version)
+    c.relay.upstream.gate.set()  # the held rows (this batch's and the Relay job's) go
+    await reaching(f"{base}/{held['id']}", "ended")
+    assert (await c.call("GET", base))[0] == 400  # no anthropic-version
+    assert (await c.call("POST", base, headers=version, json={"requests": []}))[0] == 400
 
 
 async def openai_dialect(c: Contract) -> None:

@@ -22,7 +22,7 @@ from anthropic.types.messages import MessageBatch, MessageBatchIndividualRespons
 
 from tests.e2e.harness import Relayd, Simulator, wait_until
 
-pytestmark = [pytest.mark.skip(reason="wired by the dialect seam"), pytest.mark.e2e]
+pytestmark = pytest.mark.e2e
 
 MODEL = "gpt-4o-mini"
 BATCH_ID = re.compile(r"msgbatch_[0-9A-Za-z]{24}")
@@ -385,7 +385,7 @@ def test_anthropic_batches_run_beside_the_other_dialects(simulator_factory: Simu
     """One queue: an OpenAI batch and a Relay job, listed where each belongs."""
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
-    mine = create(client, ask("a", "Classify: fine"))
+    mine = create(client, ask("a", "Classify: a great day"))
     with relayd.client() as http:
         native = http.post("/v1/batches", json={"model": MODEL, "requests": [
             {"custom_id": "n", "messages": [{"role": "user", "content": "Classify: ok"}]}]})

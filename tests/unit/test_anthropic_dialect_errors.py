@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
 import pytest
 from anthropic.types import ErrorResponse as SdkErrorResponse
 
 from daemon.dialects.anthropic import auth, shapes
 from daemon.dialects.anthropic.errors import RESULT_ERROR_TYPES, error_response, type_for_status
+from daemon.domain import codec
 from daemon.domain.errors import (
     Conflict,
     InsufficientStorage,
@@ -22,6 +22,7 @@ from daemon.domain.errors import (
     TooMany,
     Unavailable,
 )
+from daemon.domain.shapes import Components
 
 
 @pytest.mark.parametrize(("status", "kind"), [
@@ -49,7 +50,7 @@ def test_the_type_follows_the_status(status: int, kind: str) -> None:
 ])
 def test_relay_errors_in_anthropics_envelope(error: RelayError, status: int,
                                              kind: str) -> None:
-    data = json.loads(msgspec.json.encode(error_response(error, status=status)))
+    data = json.loads(codec.dumps(error_response(error, status=status)))
     assert data == {"type": "error", "error": {"type": kind, "message": error.message}}
     if kind != "request_too_large":  # the SDK's union knows it by its status only
         SdkErrorResponse.model_validate(data)
@@ -106,8 +107,9 @@ def test_the_sdks_versions_are_accepted(version: str) -> None:
 
 
 def components() -> dict[str, Any]:
-    _, found = msgspec.json.schema_components(shapes.SHAPES, ref_template="#/$defs/{name}")
-    return found
+    found = Components()
+    found.add(shapes.SHAPES)
+    return found.schemas
 
 
 def test_each_component_has_its_docstrings_description() -> None:
@@ -131,8 +133,9 @@ def test_the_parsers_cap_is_the_documents() -> None:
         MAX_REQUESTS
 
 
-def test_the_result_union_is_tagged_by_type() -> None:
-    result = components()["MessageBatchIndividualResponse"]["properties"]["result"]
-    assert result["discriminator"]["propertyName"] == "type"
-    assert set(result["discriminator"]["mapping"]) == {"succeeded", "errored", "canceled",
-                                                       "expired"}
+def test_the_result_union_is_told_apart_by_type() -> None:
+    found = components()
+    result = found["MessageBatchResult"]
+    kinds = [found[option["$ref"].rsplit("/", 1)[1]]["properties"]["type"]["enum"]
+             for option in result["anyOf"]]
+    assert kinds == [["succeeded"], ["errored"], ["canceled"], ["expired"]]

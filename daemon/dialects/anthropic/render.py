@@ -1,5 +1,4 @@
-"""Jobs and rows as the Message Batches API shows them. Pure: records in, Structs out
-(`msgspec.json.encode` writes them).
+"""Jobs and rows as the Message Batches API shows them. Pure: records in, shapes out.
 
 A batch's `request_counts` move live, where Anthropic's stay zero until the end:
 `succeeded` are the completed rows, `canceled` or `expired` the rows the job's ending
@@ -57,8 +56,9 @@ UNRUN = {
     CANCELLED: ("canceled", "The batch was canceled before this request ran."),
     EXPIRED: ("expired", "The batch expired before this request ran."),
 }
-_UNRUN_RESULTS: dict[str, MessageBatchResult] = {"canceled": MessageBatchCanceledResult(),
-                                                 "expired": MessageBatchExpiredResult()}
+_UNRUN_RESULTS: dict[str, MessageBatchResult] = {
+    "canceled": MessageBatchCanceledResult(type="canceled"),
+    "expired": MessageBatchExpiredResult(type="expired")}
 RESULTS_PATH = "/v1/messages/batches/{id}/results"
 
 
@@ -124,8 +124,8 @@ def page(jobs: Sequence[Job], *, has_more: bool, base_url: str,
     data = [message_batch(job, base_url=base_url, completion_window_s=completion_window_s)
             for job in jobs]
     return MessageBatchPage(data=data, has_more=has_more,
-                            first_id=data[0].id if data else None,
-                            last_id=data[-1].id if data else None)
+                            first_id=data[0]["id"] if data else None,
+                            last_id=data[-1]["id"] if data else None)
 
 
 def deleted(job: Job) -> DeletedMessageBatch:
@@ -139,13 +139,13 @@ def result_line(job: Job, row: RowRecord) -> MessageBatchIndividualResponse:
 
 def _result(job: Job, row: RowRecord) -> MessageBatchResult:
     if row.status == ROW_COMPLETED and row.response is not None:
-        return MessageBatchSucceededResult(message=row.response)
+        return MessageBatchSucceededResult(type="succeeded", message=row.response)
     unrun = _UNRUN_RESULTS.get(row.error_code or "")
     if unrun is not None and row.attempts == 0:
         return unrun
     if row.status == ROW_PENDING:  # an ended job that could not run at all
-        return MessageBatchErroredResult(error=_unstarted(job))
-    return MessageBatchErroredResult(error=row_error(row))
+        return MessageBatchErroredResult(type="errored", error=_unstarted(job))
+    return MessageBatchErroredResult(type="errored", error=row_error(row))
 
 
 def _unstarted(job: Job) -> AnthropicErrorResponse:

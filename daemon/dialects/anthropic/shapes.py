@@ -1,17 +1,16 @@
 """The wire shapes of Anthropic's Message Batches API, as Relay serves them: one
-`msgspec.Struct` each, checked field for field against the official SDK's types
-(`anthropic.types.messages`, `anthropic.types.shared`). The renderers build these; the
-OpenAPI components are generated from them.
-
-Conventions: a nullable field that is always present is `T | None` with no default; a
-field that may be absent is `T | UnsetType = UNSET`; enums are `Literal`s.
+`TypedDict` each (`daemon/domain/shapes.py`), checked field for field against the
+official SDK's types (`anthropic.types.messages`, `anthropic.types.shared`). The
+renderers build these; the OpenAPI components are generated from them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import msgspec
+
+from daemon.domain.shapes import Named, open_shape
 
 CUSTOM_ID_PATTERN = "^[a-zA-Z0-9_-]{1,64}$"
 MAX_REQUESTS = 100_000  # this dialect's row cap: `[limits] max_batch_rows`'s default here
@@ -37,7 +36,7 @@ Timestamp = Annotated[str, msgspec.Meta(description="An RFC 3339 date-time, in U
                                         extra_json_schema={"format": "date-time"})]
 
 
-class MessageBatchRequestCounts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MessageBatchRequestCounts(TypedDict):
     """A batch's requests by where they stand; the five always add up to the total."""
 
     processing: Annotated[int, msgspec.Meta(ge=0, description="Requests not yet ended.")]
@@ -49,7 +48,7 @@ class MessageBatchRequestCounts(msgspec.Struct, kw_only=True, forbid_unknown_fie
         ge=0, description="Requests still unrun when the batch expired.")]
 
 
-class MessageBatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MessageBatch(TypedDict):
     """A Message Batch: a set of Messages API requests processed asynchronously."""
 
     id: Annotated[str, msgspec.Meta(description="The batch id: `msgbatch_` and 24 characters.")]
@@ -69,7 +68,7 @@ class MessageBatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         description="The absolute URL of the results (JSONL); null until the batch has ended.")]
 
 
-class MessageBatchPage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MessageBatchPage(TypedDict):
     """A page of Message Batches, newest first."""
 
     data: list[MessageBatch]
@@ -80,86 +79,92 @@ class MessageBatchPage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
         description="The last batch's id (the `after_id` of the next page); null if empty.")]
 
 
-class DeletedMessageBatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class DeletedMessageBatch(TypedDict):
     """The answer to deleting a Message Batch."""
 
     id: str
     type: Literal["message_batch_deleted"]
 
 
-class AnthropicErrorObject(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class AnthropicErrorObject(TypedDict):
     """What went wrong: its type and a message for a person."""
 
     type: ErrorType
     message: str
 
 
-class AnthropicErrorResponse(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class AnthropicErrorResponse(TypedDict):
     """Anthropic's error envelope: the body of every 4xx and 5xx, and an errored result."""
 
     type: Literal["error"]
     error: AnthropicErrorObject
 
 
-class MessageBatchSucceededResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                                  tag_field="type", tag="succeeded"):
+class MessageBatchSucceededResult(TypedDict):
     """The request succeeded: the Message it produced."""
+
+    type: Literal["succeeded"]
 
     message: Annotated[dict[str, Any], msgspec.Meta(
         description="An Anthropic Message (`type: message`), as the upstream answered or as "
                     "translated from an OpenAI-compatible one.")]
 
 
-class MessageBatchErroredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                                tag_field="type", tag="errored"):
+class MessageBatchErroredResult(TypedDict):
     """The request ran, or was refused, and failed: the error it met."""
+
+    type: Literal["errored"]
 
     error: AnthropicErrorResponse
 
 
-class MessageBatchCanceledResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                                 tag_field="type", tag="canceled"):
+class MessageBatchCanceledResult(TypedDict):
     """The batch was canceled before this request ran."""
 
+    type: Literal["canceled"]
 
-class MessageBatchExpiredResult(msgspec.Struct, kw_only=True, forbid_unknown_fields=True,
-                                tag_field="type", tag="expired"):
+
+class MessageBatchExpiredResult(TypedDict):
     """The batch expired before this request ran."""
 
-
-MessageBatchResult = (MessageBatchSucceededResult | MessageBatchErroredResult
-                      | MessageBatchCanceledResult | MessageBatchExpiredResult)
+    type: Literal["expired"]
 
 
-class MessageBatchIndividualResponse(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+MessageBatchResult = Annotated[
+    MessageBatchSucceededResult | MessageBatchErroredResult | MessageBatchCanceledResult
+    | MessageBatchExpiredResult, Named("MessageBatchResult"),
+    msgspec.Meta(description="How a request ended, told apart by `type`.")]
+
+
+class MessageBatchIndividualResponse(TypedDict):
     """One line of a batch's results: a request's `custom_id` and its result."""
 
     custom_id: str
     result: MessageBatchResult
 
 
-class MessageCreateParams(msgspec.Struct, kw_only=True):
+@open_shape
+class MessageCreateParams(TypedDict):
     """A Messages API request body; parameters past these pass to the upstream, which
     refuses, for that request alone, what it cannot serve."""
 
     model: Annotated[str, msgspec.Meta(description="A model alias configured on this server.")]
     max_tokens: Annotated[int, msgspec.Meta(ge=1)]
     messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
-    system: str | list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
-    metadata: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    stop_sequences: list[str] | msgspec.UnsetType = msgspec.UNSET
-    stream: Annotated[bool, msgspec.Meta(
-        description="`true` fails this request: batches do not stream.")] | \
-        msgspec.UnsetType = msgspec.UNSET
-    temperature: float | msgspec.UnsetType = msgspec.UNSET
-    top_p: float | msgspec.UnsetType = msgspec.UNSET
-    top_k: int | msgspec.UnsetType = msgspec.UNSET
-    tools: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
-    tool_choice: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    thinking: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    system: NotRequired[str | list[dict[str, Any]]]
+    metadata: NotRequired[dict[str, Any]]
+    stop_sequences: NotRequired[list[str]]
+    stream: NotRequired[Annotated[bool, msgspec.Meta(
+        description="`true` fails this request: batches do not stream.")]]
+    temperature: NotRequired[float]
+    top_p: NotRequired[float]
+    top_k: NotRequired[int]
+    tools: NotRequired[list[dict[str, Any]]]
+    tool_choice: NotRequired[dict[str, Any]]
+    thinking: NotRequired[dict[str, Any]]
 
 
-class MessageBatchRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MessageBatchRequest(TypedDict):
     """One request of a batch: its id in the batch and its Messages API parameters."""
 
     custom_id: Annotated[str, msgspec.Meta(
@@ -168,14 +173,14 @@ class MessageBatchRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
     params: MessageCreateParams
 
 
-class MessageBatchCreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MessageBatchCreateParams(TypedDict):
     """The body of `POST /v1/messages/batches`."""
 
     requests: Annotated[list[MessageBatchRequest], msgspec.Meta(min_length=1,
                                                                 max_length=MAX_REQUESTS)]
 
 
-SHAPES: tuple[type[msgspec.Struct], ...] = (
+SHAPES: tuple[type, ...] = (
     MessageBatch, MessageBatchPage, DeletedMessageBatch, AnthropicErrorResponse,
     MessageBatchIndividualResponse, MessageBatchCreateParams,
 )  # the roots: the rest are reached from them

@@ -49,6 +49,7 @@ class OpenAIDialect:
     name = NAME
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
+    max_body_mb: int | None = None
     job_shape = OpenAIBatch
     error_shape = Error
     webhook_shape = None
@@ -75,6 +76,9 @@ class OpenAIDialect:
 
     def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
         return openai_error(error)
+
+    def error_status(self, error: RelayError, status: int) -> int:
+        return status
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict) and not _SIGNATURE_KEYS.isdisjoint(body)

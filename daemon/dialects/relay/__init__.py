@@ -36,6 +36,7 @@ class RelayDialect:
     name = NAME
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
+    max_body_mb: int | None = None
     job_shape = RelayJob
     error_shape = Error
     webhook_shape = WebhookSummary
@@ -63,6 +64,9 @@ class RelayDialect:
 
     def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
         return openai_error(error)
+
+    def error_status(self, error: RelayError, status: int) -> int:
+        return status
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict)  # what is not another dialect's body is ours
