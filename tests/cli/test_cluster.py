@@ -31,7 +31,7 @@ SIMULATOR = re.compile(r"^  simulator  \S+ \(pid (\d+)\)")
 KEY = re.compile(r"^API key \(workspace demo\): (\S+)$")
 
 
-def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
+def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path: Path) -> None:
     with postgres.fresh_schema() as url:
         runner = start(url, tmp_path)
         try:
@@ -61,7 +61,7 @@ def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
             assert conn.execute("SELECT id FROM node").fetchall() == []  # each one left
 
 
-def test_an_unreachable_database_is_said_in_one_line(tmp_path):
+def test_an_unreachable_database_is_said_in_one_line(tmp_path: Path) -> None:
     with closed_port() as closed:  # nothing listens there
         done = subprocess.run(
             [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
@@ -75,7 +75,7 @@ def test_an_unreachable_database_is_said_in_one_line(tmp_path):
     assert "refused" in done.stderr
 
 
-def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
+def test_taken_ports_are_swapped_for_the_next_free_ones_all_different() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", free_port()))
         busy.listen()
@@ -86,7 +86,7 @@ def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
     assert nodes[0] > base  # the next free one above, not one the OS picks
 
 
-def test_a_node_config_shares_the_database_and_data_dir():
+def test_a_node_config_shares_the_database_and_data_dir() -> None:
     node = cluster.Node(2, 18082)
     text = cluster.node_config((cluster.SAMPLES / "demo.toml").read_text(), node,
                                sim_port=19900, url="postgresql://u:secret@db:5432/relay")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.harness import rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +35,7 @@ def _started_job(relayd):  # type: ignore[no-untyped-def]
 
 
 def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", str(LATENCY_MS))
     relayd = relayd_factory(sim, concurrency=CONCURRENCY).start()
     client, job = _started_job(relayd)
@@ -50,7 +52,8 @@ def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
     client.close()
 
 
-def test_sigterm_stops_within_10_seconds_and_the_job_resumes(simulator_factory, relayd_factory):
+def test_sigterm_stops_within_10_seconds_and_the_job_resumes(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", str(LATENCY_MS))
     relayd = relayd_factory(sim, concurrency=CONCURRENCY).start()
     client, job = _started_job(relayd)

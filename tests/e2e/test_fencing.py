@@ -29,7 +29,7 @@ FROZEN_S = LEASE * 2.5  # well past the lease: the others take the rows over
 
 
 @pytest.mark.timeout(120)
-def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(cluster):  # noqa: F811
+def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(cluster) -> None:  # noqa: F811
     nodes = cluster("--latency-ms", "150")
     for _ in range(3):
         nodes.add(concurrency=6, lease_s=LEASE)

@@ -10,13 +10,13 @@ import errno
 import os
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from daemon.testing import Relayd
+from daemon.testing import Relayd, Simulator
 from tests.e2e.harness import rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -60,7 +60,7 @@ def health(client: httpx.Client) -> tuple[int, dict]:  # type: ignore[type-arg]
 
 
 def test_a_disk_that_fills_mid_run_and_frees_loses_nothing_and_needs_no_restart(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     with small_filesystem(relayd.data):

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def fill_mid_run(relayd: Relayd, sim: Simulator) -> Path:
 
 
 def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     tools, workflows = 60, 30
@@ -117,7 +118,7 @@ def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
 
 
 def test_a_stop_while_records_wait_for_the_store_resumes_them_from_what_is_stored(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     tools, workflows = 40, 20
@@ -156,8 +157,8 @@ def terminate_backends(application: str) -> int:
     return len(killed)
 
 
-def test_connections_the_server_drops_mid_record_are_waited_out(simulator_factory,
-                                                                relayd_factory):
+def test_connections_the_server_drops_mid_record_are_waited_out(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim)
     tools, workflows = 48, 24  # the run had 90 and 45: fewer, for the suite's time

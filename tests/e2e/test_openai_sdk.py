@@ -10,7 +10,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
@@ -157,7 +157,8 @@ def prompts_seen(sim: Simulator) -> list[str]:
 # -- the whole trip ------------------------------------------------------------------------
 
 
-def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
+def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Simulator],
+                                            relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "20")
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -272,7 +273,8 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert refusal.value.body["param"] == "input_file_id"  # type: ignore[index]
 
 
-def test_embeddings_and_completions_batches(simulator_factory, relayd_factory):
+def test_embeddings_and_completions_batches(simulator_factory: Callable[..., Simulator],
+                                            relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "10")
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -314,7 +316,8 @@ def test_embeddings_and_completions_batches(simulator_factory, relayd_factory):
     assert sorted(r["model"] for r in sim.requests()) == ["sim-small"] * 4
 
 
-def test_inline_requests_become_an_input_file(simulator_factory, relayd_factory):
+def test_inline_requests_become_an_input_file(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     requests = [chat(f"r-{i}", f"Classify: great product {i}") for i in range(3)]
@@ -335,8 +338,8 @@ def test_inline_requests_become_an_input_file(simulator_factory, relayd_factory)
                for i in output.values())
 
 
-def test_file_lifetimes_expires_after_and_output_expires_after(simulator_factory,
-                                                               relayd_factory):
+def test_file_lifetimes_expires_after_and_output_expires_after(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """The SDK's `expires_after` on an upload and `output_expires_after` on a batch set
     `expires_at` on the file objects (anchor: each file's own `created_at`)."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -372,7 +375,8 @@ def test_file_lifetimes_expires_after_and_output_expires_after(simulator_factory
     assert refused.value.body["param"] == "output_expires_after.seconds"  # type: ignore[index]
 
 
-def test_an_untidy_file_still_runs(simulator_factory, relayd_factory):
+def test_an_untidy_file_still_runs(simulator_factory: Callable[..., Simulator],
+                                   relayd_factory: Callable[..., Relayd]) -> None:
     """Blank lines, CRLF endings, a 10 MB line and a last line without a newline."""
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
@@ -390,7 +394,8 @@ def test_an_untidy_file_still_runs(simulator_factory, relayd_factory):
     assert len(sim.requests()) == 3
 
 
-def test_a_batch_whose_every_record_is_refused_completes(simulator_factory, relayd_factory):
+def test_a_batch_whose_every_record_is_refused_completes(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -406,7 +411,8 @@ def test_a_batch_whose_every_record_is_refused_completes(simulator_factory, rela
     assert sim.requests() == []
 
 
-def test_expedited_goes_first_and_pays_full_price(simulator_factory, relayd_factory):
+def test_expedited_goes_first_and_pays_full_price(simulator_factory: Callable[..., Simulator],
+                                                  relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "5")
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     client = sdk(relayd)
@@ -438,7 +444,8 @@ def test_expedited_goes_first_and_pays_full_price(simulator_factory, relayd_fact
     assert exp_cost == 2 * std_cost > 0
 
 
-def test_cancel_keeps_partial_output(simulator_factory, relayd_factory):
+def test_cancel_keeps_partial_output(simulator_factory: Callable[..., Simulator],
+                                     relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     client = sdk(relayd)
@@ -487,7 +494,8 @@ def test_cancel_keeps_partial_output(simulator_factory, relayd_factory):
     assert client.batches.retrieve(never_ran.id).status == "cancelled"
 
 
-def test_expiry_ends_unfinished_records(simulator_factory, relayd_factory):
+def test_expiry_ends_unfinished_records(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1,
                             gateway={"completion_window_s": 2}).start()
@@ -520,7 +528,8 @@ def test_expiry_ends_unfinished_records(simulator_factory, relayd_factory):
     assert not any(p.startswith("queued") for p in prompts_seen(sim))
 
 
-def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
+def test_list_pages_through_every_batch(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     made = [create(client, requests=[chat("r", f"Classify: item {i}")]).id for i in range(5)]
@@ -543,8 +552,8 @@ def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
             assert reply.status_code == 400 and reply.json()["error"]["param"] == "limit"
 
 
-def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(simulator_factory,
-                                                                       relayd_factory):
+def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """An OpenAI client never reads a Relay job from the list (ISO times, no
     request_counts), and a dead-letter retry reads as a batch like any other."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -581,7 +590,8 @@ def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(simulator
 # -- refusals -----------------------------------------------------------------------------
 
 
-def test_every_create_refusal_names_its_field(simulator_factory, relayd_factory):
+def test_every_create_refusal_names_its_field(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     file_id = upload(client, [chat("a", "hi")])
@@ -625,7 +635,8 @@ def test_every_create_refusal_names_its_field(simulator_factory, relayd_factory)
     assert [f.id for f in client.files.list()] == [file_id]  # no inline file left behind
 
 
-def test_a_broken_file_fails_the_batch_with_an_errors_list(simulator_factory, relayd_factory):
+def test_a_broken_file_fails_the_batch_with_an_errors_list(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -665,7 +676,8 @@ def test_a_broken_file_fails_the_batch_with_an_errors_list(simulator_factory, re
     assert sim.requests() == []  # nothing of a failed batch ever ran
 
 
-def test_auth_and_not_found(simulator_factory, relayd_factory):
+def test_auth_and_not_found(simulator_factory: Callable[..., Simulator],
+                            relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     acme, globex = sdk(relayd, "acme"), sdk(relayd, "globex")
     file_id = upload(acme, [chat("a", "hi")])
@@ -706,7 +718,8 @@ def test_auth_and_not_found(simulator_factory, relayd_factory):
     assert finished(acme, batch.id).status == "completed"
 
 
-def test_workspace_switches(simulator_factory, relayd_factory):
+def test_workspace_switches(simulator_factory: Callable[..., Simulator],
+                            relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     batch = create(client, requests=[chat("a", "hi")])
@@ -739,8 +752,8 @@ def test_workspace_switches(simulator_factory, relayd_factory):
 # -- inputs that must not break the daemon ------------------------------------------------
 
 
-def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(simulator_factory,
-                                                                   relayd_factory):
+def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """`"\\ud800"` is valid JSON syntax; Python reads it as a lone surrogate, which
     cannot be written back as UTF-8."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -756,8 +769,8 @@ def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(simulator_fac
             assert done
 
 
-def test_a_lone_surrogate_custom_id_in_a_file_does_not_wedge_the_batch(simulator_factory,
-                                                                       relayd_factory):
+def test_a_lone_surrogate_custom_id_in_a_file_does_not_wedge_the_batch(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     data = jsonl([chat("a\ud800", "hi"), chat("b", "hi")])

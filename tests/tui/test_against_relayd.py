@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from daemon.testing import Simulator
+from relaytui.app import RelayApp
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
-from tests.e2e.harness import closed_port, rows, wait_for_status
+from tests.e2e.harness import Relayd, closed_port, rows, wait_for_status
 from tests.tui.conftest import SIZE, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +30,8 @@ def cell(app, job_id, column):
     return str(app.jobs_screen.query_one(JobTable).get_cell(job_id, column))
 
 
-async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, workspace, make_app):
+async def test_the_jobs_table_fills_and_follows_a_job_live(
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp]) -> None:
     relayd = shared_relayd
     with relayd.client(workspace) as http:
         old = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Earlier",
@@ -69,7 +74,8 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, worksp
             assert any(n.title and "Live one" in n.title for n in app._notifications)
 
 
-async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, workspace, make_app):
+async def test_dead_letter_rows_are_inspected_and_re_driven(
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp]) -> None:
     relayd = shared_relayd
     doomed = [{"custom_id": "doomed", "messages": [{"role": "user",
                                                     "content": "x [sim:fail=503]"}]}]
@@ -101,8 +107,9 @@ async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, works
             await wait_for(pilot, lambda: retry["id"] in jobs.board)
 
 
-async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_app, tmp_path,
-                                              monkeypatch):
+async def test_an_uploaded_csv_becomes_one_job(shared_relayd: Relayd, workspace: str,
+                                               make_app: Callable[..., RelayApp], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     relayd = shared_relayd
     monkeypatch.chdir(tmp_path)  # a short path to type
     prompts = tmp_path / "p.csv"
@@ -126,7 +133,8 @@ async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_ap
 
 
 async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
-        shared_relayd, workspace, make_app, tmp_path):
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp],
+        tmp_path: Path) -> None:
     relayd = shared_relayd
     bad = {"broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
                             "line 2: not valid JSON"),
@@ -189,8 +197,9 @@ def held(submit, answered: threading.Event):
     return wrapped
 
 
-async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, relayd_factory,
-                                                             make_app):
+async def test_a_running_job_is_cancelled_after_confirmation(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        make_app: Callable[..., RelayApp]) -> None:
     """Its own slow simulator (200 ms a row) and two rows in flight: a long job."""
     relayd = relayd_factory(simulator_factory("--latency-ms", "200"), concurrency=2).start()
     with relayd.client() as http:
@@ -219,8 +228,9 @@ async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, 
         assert http.get(f"/v1/batches/{job['id']}").json()["status"] == "canceled"
 
 
-async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_factory,
-                                                                   relayd_factory, make_app):
+async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        make_app: Callable[..., RelayApp]) -> None:
     relayd = relayd_factory(simulator_factory()).start()  # the OS gives it its port
     key = relayd.key("acme")
     relayd.stop()  # down; it comes back on the same port
@@ -237,7 +247,7 @@ async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_fac
         assert app.is_running and not app.jobs_screen.table.has_class("-stale")
 
 
-async def test_nothing_listening_keeps_the_app_up(make_app):
+async def test_nothing_listening_keeps_the_app_up(make_app: Callable[..., RelayApp]) -> None:
     with closed_port() as port:
         await nothing_listening_keeps_the_app_up(make_app(f"http://127.0.0.1:{port}",
                                                           "rk_nothing_here"))
@@ -255,8 +265,9 @@ async def nothing_listening_keeps_the_app_up(app) -> None:
         assert app.is_running
 
 
-async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, make_app,
-                                                      tmp_path):
+async def test_results_are_browsed_searched_and_saved(shared_relayd: Relayd, workspace: str,
+                                                      make_app: Callable[..., RelayApp],
+                                                      tmp_path: Path) -> None:
     relayd = shared_relayd
     failing = [{"custom_id": "refused", "messages": [{"role": "user",
                                                       "content": "x [sim:fail=400]"}]}]
@@ -290,7 +301,8 @@ LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {
 
 
 async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
-        shared_relayd, workspace, make_app, tools_url):
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp],
+        tools_url: str) -> None:
     """A Relay-dialect batch with one OpenAI chat record running a 2-round tool loop on
     the simulator's executor (its custom_id needs quoting in the row's URL) and one
     plain row."""

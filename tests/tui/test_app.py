@@ -30,7 +30,7 @@ def app_on(fake, saved=None, *, client=None, **options):
                      start_dir=HERE / "fixtures", **options)
 
 
-async def test_without_a_key_it_asks_for_one_and_saves_it():
+async def test_without_a_key_it_asks_for_one_and_saves_it() -> None:
     saved, made = [], []
 
     def connect(url, key):
@@ -50,7 +50,7 @@ async def test_without_a_key_it_asks_for_one_and_saves_it():
         await wait_for(pilot, lambda: len(app.jobs_screen.board) == len(canned_jobs()))
 
 
-async def test_leaving_the_key_dialog_without_a_key_quits_cleanly():
+async def test_leaving_the_key_dialog_without_a_key_quits_cleanly() -> None:
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
@@ -68,7 +68,7 @@ class ForgetfulRelay(FakeRelay):
         return listing
 
 
-async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
+async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form() -> None:
     fake = ForgetfulRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,14 +91,14 @@ async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
 
 
 class BrokenRelay(FakeRelay):
-    def results(self, job_id, **paging):
+    def results(self, job_id, **paging) -> None:
         raise RuntimeError("the disk is on fire")
 
-    def dead_letter(self, job_id):
+    def dead_letter(self, job_id) -> None:
         raise RelayError(404, f"No batch {job_id}.")
 
 
-async def test_a_failing_worker_is_a_notification_not_a_crash():
+async def test_a_failing_worker_is_a_notification_not_a_crash() -> None:
     fake = BrokenRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -115,7 +115,7 @@ async def test_a_failing_worker_is_a_notification_not_a_crash():
         assert app.is_running
 
 
-async def test_actions_on_jobs_that_cannot_take_them_explain_why():
+async def test_actions_on_jobs_that_cannot_take_them_explain_why() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -131,7 +131,7 @@ async def test_actions_on_jobs_that_cannot_take_them_explain_why():
         assert app.screen is jobs and fake.cancelled == []
 
 
-async def test_the_command_palette_runs_every_action_by_name():
+async def test_the_command_palette_runs_every_action_by_name() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -142,7 +142,7 @@ async def test_the_command_palette_runs_every_action_by_name():
         await wait_for(pilot, lambda: app.theme == "textual-light")
 
 
-async def test_search_and_status_filters_narrow_the_table():
+async def test_search_and_status_filters_narrow_the_table() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -159,7 +159,7 @@ async def test_search_and_status_filters_narrow_the_table():
 
 
 class ThousandJobs(FakeRelay):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(replay=False)
         base = canned_jobs()[1]
         self.jobs_by_id = {}
@@ -175,7 +175,7 @@ class ThousandJobs(FakeRelay):
         return iter(())
 
 
-async def test_a_thousand_jobs_stay_smooth():
+async def test_a_thousand_jobs_stay_smooth() -> None:
     fake = ThousandJobs()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -205,11 +205,11 @@ async def test_a_thousand_jobs_stay_smooth():
 
 
 class RefusingRelay(FakeRelay):
-    def jobs(self, **filters):
+    def jobs(self, **filters) -> None:
         raise RelayError(401, "Invalid API key.")
 
 
-async def test_a_refused_key_says_so_and_K_connects_with_another():
+async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
     saved, made = [], []
 
     def connect(url, key):
@@ -241,7 +241,7 @@ async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
                           and app.screen.entries and app.screen)
 
 
-async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
+async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already() -> None:
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
@@ -265,7 +265,7 @@ async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
         assert not isinstance(app.screen, ConfirmScreen) and fake.discarded == []
 
 
-async def test_discarding_asks_first_and_the_row_reads_discarded():
+async def test_discarding_asks_first_and_the_row_reads_discarded() -> None:
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
@@ -278,7 +278,7 @@ async def test_discarding_asks_first_and_the_row_reads_discarded():
         assert fake.jobs_by_id[job_id(5)]["dead_letter_open"] == 2
 
 
-async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay():
+async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=(80, 24)) as pilot:

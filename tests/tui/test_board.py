@@ -7,7 +7,7 @@ from relaytui.models import JobView
 from tests.tui.test_models import event
 
 
-def test_events_add_then_update_and_the_end_is_noticed_once():
+def test_events_add_then_update_and_the_end_is_noticed_once() -> None:
     board = JobBoard()
     created = board.apply_event("job.created", event(completed=0, failed=0), at=1.0)
     assert created.before is None and created.moved and not created.ended
@@ -23,7 +23,7 @@ def test_events_add_then_update_and_the_end_is_noticed_once():
     assert board.apply_event("stream.dropped", {"count": 3}, at=6.0) is None
 
 
-def test_a_job_never_leaves_its_end_for_an_older_answer():
+def test_a_job_never_leaves_its_end_for_an_older_answer() -> None:
     board = JobBoard()
     board.apply_event("job.ended", event(relay_status="canceled"), at=1.0)
     late = JobView.from_batch({"id": "a" * 32, "status": "running"})
@@ -31,7 +31,7 @@ def test_a_job_never_leaves_its_end_for_an_older_answer():
     assert board.get("a" * 32).status == "canceled"
 
 
-def test_replace_all_reports_changes_and_gone_jobs():
+def test_replace_all_reports_changes_and_gone_jobs() -> None:
     board = JobBoard()
     board.apply_event("job.created", event(id="x"), at=1.0)
     board.apply_event("job.created", event(id="y"), at=1.0)
@@ -41,7 +41,7 @@ def test_replace_all_reports_changes_and_gone_jobs():
     assert sorted(c.view.id for c in changes) == ["y", "z"]
 
 
-def test_cancelling_shows_until_the_end_arrives():
+def test_cancelling_shows_until_the_end_arrives() -> None:
     board = JobBoard()
     board.apply_event("job.progress", event(), at=1.0)
     marked = board.mark_cancelling("a" * 32)
@@ -53,7 +53,7 @@ def test_cancelling_shows_until_the_end_arrives():
     assert board.mark_cancelling("a" * 32) is None
 
 
-def test_rates_come_from_progress_samples_then_the_average():
+def test_rates_come_from_progress_samples_then_the_average() -> None:
     board = JobBoard()
     board.apply_event("job.progress", event(completed=0, failed=0, started_at=0.0), at=10.0)
     assert board.rate("a" * 32, now=10.0) is None
@@ -67,7 +67,7 @@ def test_rates_come_from_progress_samples_then_the_average():
     assert board.rate("nope", now=1.0) is None
 
 
-def test_views_are_ordered_running_first_then_newest():
+def test_views_are_ordered_running_first_then_newest() -> None:
     board = JobBoard()
     board.apply_event("job.created", event(id="old", relay_status="completed",
                                            created_at=1.0), at=1.0)

@@ -22,16 +22,16 @@ from tests.tui.conftest import HERE, wait_for
 KEYS = [(7, False), (7, False), (12, False), (5, True), (5, True)]  # 36 cells of labels
 
 
-def test_keys_stay_roomy_while_they_fit():
+def test_keys_stay_roomy_while_they_fit() -> None:
     assert fit(KEYS, 9, 36 + 5 * 3 + 12) == Fit(False, True, (True,) * 5)
 
 
-def test_then_compact_then_without_the_palette():
+def test_then_compact_then_without_the_palette() -> None:
     assert fit(KEYS, 9, 36 + 5 * 2 + 12) == Fit(True, True, (True,) * 5)
     assert fit(KEYS, 9, 36 + 5 * 2) == Fit(True, False, (True,) * 5)
 
 
-def test_then_the_last_screen_keys_leave_and_help_and_quit_stay():
+def test_then_the_last_screen_keys_leave_and_help_and_quit_stay() -> None:
     assert fit(KEYS, 9, 40) == Fit(True, False, (True, True, False, True, True))
     assert fit(KEYS, 9, 20) == Fit(True, False, (False, False, False, True, True))
     assert fit(KEYS, None, 3) == Fit(True, False, (False, False, False, True, True))
@@ -48,7 +48,7 @@ def fits(app, width: int) -> bool:
     return inside and apart
 
 
-async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit():
+async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit() -> None:
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
@@ -76,7 +76,7 @@ async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit()
         assert seen["JobsScreen"] == ["f", "/", "v", "d", "c", "u", "?", "q"]
 
 
-async def test_at_160_columns_the_footer_is_roomy_with_the_palette():
+async def test_at_160_columns_the_footer_is_roomy_with_the_palette() -> None:
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")

@@ -14,7 +14,7 @@ from tests.tui.conftest import SIZE, wait_for
 class KeyedRelay(FakeRelay):
     """Takes one key; any other is refused as relayd refuses it."""
 
-    def __init__(self, key: str, **kwargs):
+    def __init__(self, key: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.key = key
 
@@ -25,11 +25,11 @@ class KeyedRelay(FakeRelay):
 
 
 class DownRelay(FakeRelay):
-    def models(self):
+    def models(self) -> None:
         raise RelayError(None, "cannot reach relayd at http://127.0.0.1:8080: refused")
 
 
-async def test_a_refused_key_is_not_saved_and_the_dialog_says_why():
+async def test_a_refused_key_is_not_saved_and_the_dialog_says_why() -> None:
     saved, made = [], []
 
     def connect(url, key):
@@ -51,7 +51,7 @@ async def test_a_refused_key_is_not_saved_and_the_dialog_says_why():
         assert made == ["rk_bad", "rk_good"]
 
 
-async def test_a_key_that_cannot_be_checked_is_not_saved():
+async def test_a_key_that_cannot_be_checked_is_not_saved() -> None:
     saved: list[Settings] = []
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=saved.append,
                     connect=lambda url, key: DownRelay(url=url, replay=False).client(key))

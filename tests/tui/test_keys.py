@@ -28,14 +28,14 @@ def notes(app):
     return [n.message for n in app._notifications]
 
 
-def test_colon_commands_are_read_loosely():
+def test_colon_commands_are_read_loosely() -> None:
     assert colon_action("jobs") == colon_action(":jobs ") == "show_jobs"
     assert colon_action("DEAD") == "show_dead_letter"
     assert colon_action("q") == colon_action("quit") == "quit"
     assert colon_action("nope") is None
 
 
-async def test_j_k_g_G_move_the_cursor():
+async def test_j_k_g_G_move_the_cursor() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -54,7 +54,7 @@ async def test_j_k_g_G_move_the_cursor():
         assert app.jobs_screen.query_one("#search").value == "j"
 
 
-async def test_the_command_line_opens_views_quits_and_refuses_unknown_words():
+async def test_the_command_line_opens_views_quits_and_refuses_unknown_words() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -76,7 +76,7 @@ async def test_the_command_line_opens_views_quits_and_refuses_unknown_words():
         await wait_for(pilot, lambda: not app.is_running)
 
 
-async def test_the_key_is_changed_with_K_and_k_no_longer_opens_it():
+async def test_the_key_is_changed_with_K_and_k_no_longer_opens_it() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -87,7 +87,7 @@ async def test_the_key_is_changed_with_K_and_k_no_longer_opens_it():
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
 
 
-async def test_read_only_hides_and_refuses_every_write():
+async def test_read_only_hides_and_refuses_every_write() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -112,7 +112,7 @@ async def test_read_only_hides_and_refuses_every_write():
         assert "off: read-only" in str(app.screen.query_one("#help Static").render())
 
 
-async def test_an_upload_screen_opened_before_read_only_cannot_submit():
+async def test_an_upload_screen_opened_before_read_only_cannot_submit() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -124,6 +124,6 @@ async def test_an_upload_screen_opened_before_read_only_cannot_submit():
         assert fake.submitted == []
 
 
-def test_relay_takes_read_only():
+def test_relay_takes_read_only() -> None:
     assert build_parser().parse_args(["--read-only"]).read_only is True
     assert build_parser().parse_args([]).read_only is False

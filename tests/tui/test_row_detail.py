@@ -41,7 +41,7 @@ async def open_row(pilot, key: str) -> RowDetailScreen:
                           what="the row")
 
 
-async def test_the_results_show_each_rows_tool_rounds():
+async def test_the_results_show_each_rows_tool_rounds() -> None:
     app = app_on(FakeRelay(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         results = await open_results(pilot, DIGEST)
@@ -61,7 +61,7 @@ async def test_the_results_show_each_rows_tool_rounds():
             ["custom_id", "Result"]
 
 
-async def test_enter_and_o_open_a_row_with_its_transcript():
+async def test_enter_and_o_open_a_row_with_its_transcript() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -105,7 +105,7 @@ async def test_enter_and_o_open_a_row_with_its_transcript():
                                   (DIGEST, "digest-09")]
 
 
-async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short():
+async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short() -> None:
     app = app_on(FakeRelay(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         await open_results(pilot, DIGEST)
@@ -130,16 +130,16 @@ async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short():
 
 
 class MissingRows(FakeRelay):
-    def row(self, job_id, custom_id):
+    def row(self, job_id, custom_id) -> None:
         raise RelayError(404, f"No row found with id '{custom_id}'.")
 
 
 class BrokenRows(FakeRelay):
-    def row(self, job_id, custom_id):
+    def row(self, job_id, custom_id) -> None:
         raise RuntimeError("the disk is on fire")
 
 
-async def test_a_row_the_daemon_cannot_give_is_said_not_crashed():
+async def test_a_row_the_daemon_cannot_give_is_said_not_crashed() -> None:
     app = app_on(MissingRows(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         await open_results(pilot, DIGEST)
@@ -158,7 +158,7 @@ async def test_a_row_the_daemon_cannot_give_is_said_not_crashed():
         assert app.is_running and isinstance(app.screen, RowDetailScreen)
 
 
-def test_the_client_sends_the_custom_id_quoted_and_raises_on_404():
+def test_the_client_sends_the_custom_id_quoted_and_raises_on_404() -> None:
     asked: list[bytes] = []
 
     def answer(request: httpx.Request) -> httpx.Response:

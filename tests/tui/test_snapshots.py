@@ -4,6 +4,7 @@ Regenerate with `pytest tests/tui --snapshot-update` and look at what changed.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ KEY = "rk_demo7Kq2xLw9Vb4ZpR8sT1uYcN3"
 
 
 @pytest.fixture
-def fake_app(monkeypatch) -> tuple[FakeRelay, RelayApp]:
+def fake_app(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeRelay, RelayApp]:
     monkeypatch.chdir(HERE)  # the upload tree shows a relative, stable root
     fake = FakeRelay()
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
@@ -49,29 +50,32 @@ async def settled(pilot, fake: FakeRelay, *, select: int | None = None) -> None:
     await pilot.pause()
 
 
-def test_jobs_with_the_detail_pane(snap_compare, fake_app):
+def test_jobs_with_the_detail_pane(snap_compare: Callable[..., bool],
+                                   fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_a_cron_template_in_the_light_theme(snap_compare, fake_app):
+def test_a_cron_template_in_the_light_theme(snap_compare: Callable[..., bool],
+                                            fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         app.theme = "textual-light"
         await settled(pilot, fake, select=3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_dead_letter(snap_compare, fake_app):
+def test_dead_letter(snap_compare: Callable[..., bool],
+                     fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
@@ -82,10 +86,11 @@ def test_dead_letter(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_a_dead_lettered_row_and_its_attempts(snap_compare, fake_app):
+def test_a_dead_lettered_row_and_its_attempts(snap_compare: Callable[..., bool],
+                                              fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
@@ -97,12 +102,13 @@ def test_a_dead_lettered_row_and_its_attempts(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_the_workspace_dead_letter_after_a_re_drive(snap_compare, fake_app):
+def test_the_workspace_dead_letter_after_a_re_drive(snap_compare: Callable[..., bool],
+                                                    fake_app: tuple[FakeRelay, RelayApp]) -> None:
     """`D`: open rows of every job; one re-driven (it shows the job it went to)."""
     fake, app = fake_app
     fake.retry_dead_letter(job_id(5), ["review-0042"])
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
         fake.dead_letters[job_id(5)][1]["state"] = "open"  # listed, though re-driven
         await pilot.press("D")
@@ -113,10 +119,10 @@ def test_the_workspace_dead_letter_after_a_re_drive(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_results(snap_compare, fake_app):
+def test_results(snap_compare: Callable[..., bool], fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
@@ -138,20 +144,22 @@ async def digest_results(pilot, fake: FakeRelay, *, down: int) -> None:
         await pilot.press("down")
 
 
-def test_results_with_tool_rounds(snap_compare, fake_app):
+def test_results_with_tool_rounds(snap_compare: Callable[..., bool],
+                                  fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await digest_results(pilot, fake, down=7)  # digest-08: the round limit ended it
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_a_row_and_its_transcript(snap_compare, fake_app):
+def test_a_row_and_its_transcript(snap_compare: Callable[..., bool],
+                                  fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await digest_results(pilot, fake, down=8)  # digest-09: a tool answered an error
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
@@ -161,13 +169,13 @@ def test_a_row_and_its_transcript(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_a_workflow_row(snap_compare, monkeypatch):
+def test_a_workflow_row(snap_compare: Callable[..., bool], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(HERE)
     fake = FakeRelay(workflows=True)  # a running batch of workflow records
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("fixtures"))
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake, select=None)
         view = app.jobs_screen.board.get(WORKFLOW_JOB)
         app.push_screen(RowDetailScreen(app.client, view, "notes-2.4"))  # completed, 2 steps
@@ -178,10 +186,11 @@ def test_a_workflow_row(snap_compare, monkeypatch):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_upload_with_a_preview(snap_compare, fake_app):
+def test_upload_with_a_preview(snap_compare: Callable[..., bool],
+                               fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
         await pilot.press("u")
         upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
@@ -200,10 +209,10 @@ def test_upload_with_a_preview(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_help(snap_compare, fake_app):
+def test_help(snap_compare: Callable[..., bool], fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
         await pilot.press("question_mark")
         await pilot.pause()
@@ -211,10 +220,11 @@ def test_help(snap_compare, fake_app):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_asking_for_a_key(snap_compare, monkeypatch):
+def test_asking_for_a_key(snap_compare: Callable[..., bool],
+                          monkeypatch: pytest.MonkeyPatch) -> None:
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await wait_for(pilot, lambda: app.screen.query("#key"))
         app.screen.query_one("#key").cursor_blink = False
         await pilot.pause()
@@ -225,24 +235,26 @@ def test_asking_for_a_key(snap_compare, monkeypatch):
 NARROW = (80, 24)
 
 
-def test_jobs_at_80_columns(snap_compare, fake_app):
+def test_jobs_at_80_columns(snap_compare: Callable[..., bool],
+                            fake_app: tuple[FakeRelay, RelayApp]) -> None:
     """Status, progress, failed, DL and ETA stay; the name shortens, and age, rows/s,
     priority, model and done/total leave. The header is two lines, without the plot;
     the footer goes compact and keeps every key of the screen."""
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
 
 
-def test_jobs_at_120_columns(snap_compare, fake_app):
+def test_jobs_at_120_columns(snap_compare: Callable[..., bool],
+                             fake_app: tuple[FakeRelay, RelayApp]) -> None:
     """The header keeps its plot and the models; tokens, cost and the queue go to the
     border's foot."""
     fake, app = fake_app
 
-    async def run_before(pilot):
+    async def run_before(pilot) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

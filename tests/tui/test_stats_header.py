@@ -41,13 +41,13 @@ async def header_of(pilot) -> StatsHeader:
     return header
 
 
-def test_the_header_is_wide_medium_or_narrow_by_the_room():
+def test_the_header_is_wide_medium_or_narrow_by_the_room() -> None:
     assert header_mode(160, 45) == "wide"
     assert header_mode(120, 40) == "medium"
     assert header_mode(80, 24) == header_mode(160, 30) == header_mode(100, 45) == "narrow"
 
 
-async def test_the_header_shows_throughput_model_health_cost_and_the_queue():
+async def test_the_header_shows_throughput_model_health_cost_and_the_queue() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -79,7 +79,7 @@ async def test_the_header_shows_throughput_model_health_cost_and_the_queue():
                        in text(detail.query_one("#facts")), what="the job's usage")
 
 
-async def test_the_header_fits_a_small_terminal_and_grows_with_it():
+async def test_the_header_fits_a_small_terminal_and_grows_with_it() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=NARROW) as pilot:
@@ -105,7 +105,7 @@ async def test_the_header_fits_a_small_terminal_and_grows_with_it():
         assert header.query_one("#stats-usage").region and not header.border_subtitle
 
 
-async def test_while_disconnected_the_header_reads_stale():
+async def test_while_disconnected_the_header_reads_stale() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -120,7 +120,7 @@ async def test_while_disconnected_the_header_reads_stale():
         assert not banner.has_class("-stale") and "stale" not in header.border_title
 
 
-async def test_the_narrow_header_says_stale_too():
+async def test_the_narrow_header_says_stale_too() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=NARROW) as pilot:
@@ -131,7 +131,8 @@ async def test_the_narrow_header_says_stale_too():
         assert text(header.query_one("#stats-lines")).startswith("stale 60 min:")
 
 
-async def test_a_model_that_starts_failing_is_announced_and_its_banner_leaves_when_it_heals():
+async def test_a_model_that_starts_failing_is_announced_and_its_banner_leaves_when_it_heals(
+) -> None:
     fake = FakeRelay(replay=False)
     fake.stats_answer = calm()
     app = app_on(fake, stats_every=0.05)
@@ -153,7 +154,7 @@ async def test_a_model_that_starts_failing_is_announced_and_its_banner_leaves_wh
                                           for n in app._notifications))
 
 
-async def test_a_model_failing_at_the_start_is_in_the_banner_without_a_notification():
+async def test_a_model_failing_at_the_start_is_in_the_banner_without_a_notification() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -162,7 +163,7 @@ async def test_a_model_failing_at_the_start_is_in_the_banner_without_a_notificat
         assert not [n for n in app._notifications if n.title == "A model is failing"]
 
 
-async def test_a_relayd_without_stats_shows_no_header():
+async def test_a_relayd_without_stats_shows_no_header() -> None:
     fake = FakeRelay(replay=False)
     fake.stats_answer = RelayError(404, "No route GET /v1/stats.")
     app = app_on(fake)
@@ -174,7 +175,7 @@ async def test_a_relayd_without_stats_shows_no_header():
         assert not app.jobs_screen.query_one(FailingBanner).display
 
 
-async def test_w_widens_the_window():
+async def test_w_widens_the_window() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -186,7 +187,7 @@ async def test_w_widens_the_window():
         assert any(n.message == "The header shows the last 6 h." for n in app._notifications)
 
 
-async def test_the_plot_follows_the_theme_and_uses_the_terminals_colours_in_ansi_themes():
+async def test_the_plot_follows_the_theme_and_uses_the_terminals_colours_in_ansi_themes() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -199,7 +200,7 @@ async def test_the_plot_follows_the_theme_and_uses_the_terminals_colours_in_ansi
         await wait_for(pilot, lambda: plot.theme == "auto")
 
 
-async def test_a_narrow_banner_leaves_out_the_attempts_rather_than_wrap():
+async def test_a_narrow_banner_leaves_out_the_attempts_rather_than_wrap() -> None:
     fake = FakeRelay(replay=False)
     fake.stats_answer = calm() | {"failing": [
         {"model": "backup", "error": "connection", "share": 1.0, "attempts": 30,

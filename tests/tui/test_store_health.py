@@ -19,7 +19,7 @@ FULL = {"status": "degraded", "reason": "insufficient_storage",
         "detail": "No space left on device", "since": 1_791_105_164.0}  # 09:12:44Z
 
 
-def test_a_degraded_answer_reads_as_a_banner():
+def test_a_degraded_answer_reads_as_a_banner() -> None:
     health = StoreHealth.from_answer(FULL)
     assert health.degraded
     assert health.banner() == ("relayd cannot write to its store: insufficient_storage — "
@@ -28,7 +28,7 @@ def test_a_degraded_answer_reads_as_a_banner():
     assert StoreHealth().banner() == ""
 
 
-def test_a_dead_actor_reads_as_a_restart_not_as_the_store():
+def test_a_dead_actor_reads_as_a_restart_not_as_the_store() -> None:
     health = StoreHealth.from_answer({
         "status": "degraded", "reason": "actor_dead", "actors": ["scheduler"],
         "detail": "scheduler died; relayd exits with status 70 for its manager to restart "
@@ -41,7 +41,7 @@ def test_a_dead_actor_reads_as_a_restart_not_as_the_store():
 class Answers:
     """`health()` answering each of `answers` in turn (an exception is raised)."""
 
-    def __init__(self, *answers):
+    def __init__(self, *answers) -> None:
         self.answers = list(answers)
 
     def health(self):
@@ -51,7 +51,7 @@ class Answers:
         return answer
 
 
-def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach():
+def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach() -> None:
     posted = []
     watch = HealthWatch(Answers({"status": "ok"}, {"status": "ok"}, FULL,
                                 RelayError(None, "cannot reach relayd"), ValueError("html"),
@@ -61,7 +61,7 @@ def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reac
     assert posted == [StoreHealth(), StoreHealth.from_answer(FULL), StoreHealth()]
 
 
-def test_stop_ends_the_wait_at_once():
+def test_stop_ends_the_wait_at_once() -> None:
     posted = []
     watch = HealthWatch(Answers({"status": "ok"}, FULL), posted.append, every=3600)
     running = threading.Thread(target=watch.run, daemon=True)
@@ -73,7 +73,7 @@ def test_stop_ends_the_wait_at_once():
     assert posted == [StoreHealth()]  # the second answer was never asked for
 
 
-def test_a_watch_stopped_before_it_runs_asks_nothing():
+def test_a_watch_stopped_before_it_runs_asks_nothing() -> None:
     posted = []
     watch = HealthWatch(Answers({"status": "ok"}), posted.append, every=3600)
     watch.stop()
@@ -84,7 +84,7 @@ def test_a_watch_stopped_before_it_runs_asks_nothing():
     assert posted == []  # an ask would have posted the first answer
 
 
-async def test_a_red_banner_shows_while_the_store_cannot_write():
+async def test_a_red_banner_shows_while_the_store_cannot_write() -> None:
     fake = FakeRelay(replay=False)
     fake.health_answer = FULL
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),

@@ -36,7 +36,7 @@ def extra(detail: JobDetail) -> str:
     return str(detail.query_one("#extra").render())
 
 
-async def test_once_the_next_run_has_come_the_template_is_fetched_again():
+async def test_once_the_next_run_has_come_the_template_is_fetched_again() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -58,7 +58,7 @@ async def test_once_the_next_run_has_come_the_template_is_fetched_again():
         assert str(table.get_cell(TEMPLATE, "eta")) == "23h59m"
 
 
-async def test_a_runs_creation_fetches_its_template_at_once():
+async def test_a_runs_creation_fetches_its_template_at_once() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:

@@ -4,6 +4,8 @@ is chosen, and relayd's refusal of a row names its line in the file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from relaytui.app import build_app
 from relaytui.client import RelayError
 from relaytui.screens.upload import UploadScreen
@@ -24,7 +26,7 @@ async def open_upload(pilot, app):
     return upload
 
 
-async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
+async def test_a_prompt_column_is_chosen_in_the_form(tmp_path: Path) -> None:
     path = tmp_path / "scores.csv"
     path.write_text("id,review,score\n1,good tent,5\n2,bad zip,1\n")
     fake = FakeRelay(replay=False)
@@ -52,12 +54,12 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
 class DuplicateRefusing(FakeRelay):
     """relayd refusing the third row, as its Relay parser does."""
 
-    def submit(self, **form):
+    def submit(self, **form) -> None:
         raise RelayError(400, "Duplicate custom_id 'a' (first used by requests[0]).",
                          "requests[2].custom_id")
 
 
-async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
+async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path: Path) -> None:
     path = tmp_path / "ids.csv"
     path.write_text("custom_id,prompt\na,one\n\nb,two\na,three\n")
     app = app_on(DuplicateRefusing(replay=False), tmp_path)
@@ -75,7 +77,7 @@ async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
         assert upload.query_one("#path").has_class("-invalid")
 
 
-async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_path):
+async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_path: Path) -> None:
     app = app_on(FakeRelay(replay=False), tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         upload = await open_upload(pilot, app)

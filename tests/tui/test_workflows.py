@@ -49,7 +49,7 @@ async def open_flow(pilot, custom_id: str) -> RowDetailScreen:
 # -- the row screen ------------------------------------------------------------------
 
 
-async def test_a_completed_workflow_shows_its_steps_totals_and_output():
+async def test_a_completed_workflow_shows_its_steps_totals_and_output() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-2.4")
@@ -75,7 +75,7 @@ async def test_a_completed_workflow_shows_its_steps_totals_and_output():
         assert not row.query_one(AttemptTable).display  # no attempts: no empty table
 
 
-async def test_a_waiting_workflow_says_until_when_and_marks_its_step():
+async def test_a_waiting_workflow_says_until_when_and_marks_its_step() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-2.5")
@@ -89,7 +89,7 @@ async def test_a_waiting_workflow_says_until_when_and_marks_its_step():
         assert "end " not in shown
 
 
-async def test_a_workflow_stopped_by_its_step_limit_shows_the_error():
+async def test_a_workflow_stopped_by_its_step_limit_shows_the_error() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-3.0")
@@ -104,7 +104,7 @@ async def test_a_workflow_stopped_by_its_step_limit_shows_the_error():
         assert "Output" not in shown
 
 
-async def test_the_results_show_a_workflows_steps_and_open_its_row():
+async def test_the_results_show_a_workflows_steps_and_open_its_row() -> None:
     fake = FakeRelay(replay=False, workflows=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -136,7 +136,7 @@ async def select(pilot, job: str) -> JobDetail:
     return detail
 
 
-async def test_the_job_detail_shows_the_workflow_counters_of_a_job_with_workflows():
+async def test_the_job_detail_shows_the_workflow_counters_of_a_job_with_workflows() -> None:
     fake = FakeRelay(replay=False, workflows=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -169,7 +169,7 @@ class Counters(FakeRelay):
         return super().workflows(job_id) | {"steps": self.steps}
 
 
-async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_event():
+async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_event() -> None:
     fake = Counters()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -199,7 +199,7 @@ async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_
         assert len(fake.workflows_read) == asked
 
 
-async def test_progress_events_do_not_fetch_the_counters_each_time():
+async def test_progress_events_do_not_fetch_the_counters_each_time() -> None:
     fake = FakeRelay()  # replays 15 progress events of the two running jobs
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -213,7 +213,7 @@ async def test_progress_events_do_not_fetch_the_counters_each_time():
         assert "workflows" not in text(detail, "#facts")
 
 
-async def test_a_relayd_without_the_route_just_hides_the_line():
+async def test_a_relayd_without_the_route_just_hides_the_line() -> None:
     fake = Counters(missing=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -225,7 +225,7 @@ async def test_a_relayd_without_the_route_just_hides_the_line():
         assert not app._notifications and app.is_running
 
 
-def test_the_client_asks_the_workflows_route():
+def test_the_client_asks_the_workflows_route() -> None:
     asked: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -259,7 +259,7 @@ def state(phase: str, **more):
     ("failed", state("running"), "failed after 3 steps"),
     ("failed", None, "failed before its first step"),
 ])
-def test_the_phase_in_words(status, flow, said):
+def test_the_phase_in_words(status, flow, said) -> None:
     detail = {"status": status, "body": {"openrelay": {"workflow": {"url": "u"}}}}
     if flow is not None:
         detail["workflow"] = flow
@@ -267,7 +267,7 @@ def test_the_phase_in_words(status, flow, said):
     assert phase_text(detail) == said
 
 
-def test_the_history_marks_the_running_step_and_how_it_ended():
+def test_the_history_marks_the_running_step_and_how_it_ended() -> None:
     steps = [{"step": 1, "action": "continue", "requests": 4},
              {"step": 2, "action": "wait", "delay_ms": 5000},
              {"step": 3, "action": "continue", "requests": 1}]
@@ -283,7 +283,7 @@ def test_the_history_marks_the_running_step_and_how_it_ended():
     assert answer_text({"action": "wait", "delay_ms": 90_000}) == "wait 1m30s"
 
 
-def test_summaries_cells_counters_and_callbacks():
+def test_summaries_cells_counters_and_callbacks() -> None:
     totals = {"steps": 2, "requests": 5, "input_tokens": 120, "output_tokens": 80}
     openai = {"custom_id": "f", "response": {"status_code": 200, "body": {
         "output": {"a": 1}, "openrelay": totals}}}
