@@ -11,7 +11,8 @@ from typing import Any
 from daemon.dialects.base import Intake, Redrive
 from daemon.domain import cron, ids, render
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
-from daemon.domain.relay_input import CHAT, Submission, parse_submission
+from daemon.domain.openai_input import CHAT
+from daemon.domain.relay_input import Submission, parse_submission
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
