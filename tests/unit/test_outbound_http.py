@@ -20,8 +20,8 @@ import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
+from daemon.outbound.body import MAX_BYTES
 from daemon.outbound.http import (
-    MAX_BYTES,
     OutboundClient,
     OutboundError,
     OutboundReply,

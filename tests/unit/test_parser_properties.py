@@ -49,7 +49,7 @@ json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                            max_leaves=6)
 # text a name or an id may hold: no lone surrogate, no NUL
-clean_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+clean_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
                      min_size=1, max_size=24)
 messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(sorted(ROLES)),
                                            "content": clean_text}), min_size=1, max_size=3)

@@ -136,7 +136,7 @@ def test_assistant_content(response: Any, content: Any) -> None:
 
 
 def test_dead_letter_entry() -> None:
-    log = (
+    log: tuple[dict[str, Any], ...] = (
         {"model": "gpt-4o-mini", "status_code": 503, "error": "503", "duration_ms": 5,
          "started_at": CREATED},
         {"model": "gpt-4o-mini", "status_code": 503, "error": "503", "duration_ms": 6,

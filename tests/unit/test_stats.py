@@ -19,7 +19,7 @@ from daemon.domain.stats import AttemptCount, Usage, WorkspaceStats, attempt_cla
     (200, "invalid_response: m answered 200 with a body that is not a JSON object", "other"),
     (None, "response_too_large: 9 MB", "other"),
 ])
-def test_each_attempt_falls_in_one_class(status, error, expected) -> None:
+def test_each_attempt_falls_in_one_class(status: int | None, error: str, expected: str) -> None:
     assert attempt_class(status, error) == expected
 
 
