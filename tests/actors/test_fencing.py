@@ -9,13 +9,15 @@ from collections.abc import Callable
 
 import pytest
 
+from daemon.domain.jobs import Job
 from tests.actors.conftest import Running
 from tests.actors.harness import Upstream, wait_until
 
 
-def completed(relay, job):  # type: ignore[no-untyped-def]
-    return wait_until(lambda: relay.job(job) if relay.job(job).status == "completed" else None,
+def completed(relay: Running, job: Job) -> Job:
+    done: Job = wait_until(lambda: relay.job(job) if relay.job(job).status == "completed" else None,
                       what="the job to complete")
+    return done
 
 
 def test_rows_leased_before_a_lapse_start_only_once_leased_again(

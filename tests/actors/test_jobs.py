@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from daemon.domain.jobs import Job
+from daemon.store.interface import Flushed
 from tests.actors.conftest import Running
 from tests.actors.harness import FakeClock, Upstream, wait_until
 
@@ -44,7 +47,7 @@ def test_a_failed_write_is_kept_and_tried_again_without_rerunning_rows(
     save = relay.repo.save_outcomes
     failing = {"on": True, "refused": 0}
 
-    def flaky_save(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def flaky_save(*args: Any, **kwargs: Any) -> Flushed:
         if failing["on"]:
             failing["refused"] += 1
             raise OSError("disk full")
@@ -70,9 +73,9 @@ def test_an_ending_the_store_refuses_is_tried_again_on_a_later_tick(
         monkeypatch: pytest.MonkeyPatch) -> None:
     relay = start_daemon(upstream)
     end = relay.repo.end_job
-    refused = []
+    refused: list[bool] = []
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> Job | None:
         if not refused:
             refused.append(True)
             raise OSError(errno.ENOSPC, "No space left on device")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from daemon.domain import cron, ids
-from daemon.domain.jobs import JobDraft, RowDraft
+from daemon.domain.jobs import Job, JobDraft, RowDraft
 from daemon.domain.render import relay_result
 from daemon.store.faults import StoreUnavailable
 from daemon.store.sqlite import SqliteStore
@@ -74,7 +74,8 @@ def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon: Calla
     assert acknowledged.wait(5)
 
     first.stop()
-    assert first.repo.job_by_seq(job.seq).status == "cancelling"
+    stored = first.repo.job_by_seq(job.seq)
+    assert stored is not None and stored.status == "cancelling"
 
     second = start_daemon(Upstream())
     wait_until(lambda: second.job(job).status == "cancelled", what="the cancel to end")
@@ -104,7 +105,7 @@ def test_ticks_missed_while_stopped_spawn_one_run_at_start(start_daemon: Callabl
     wait_until(lambda: second.job(runs[0]).status == "completed", what="the run to finish")
     assert len(second.repo.list_jobs(first.workspace.id, limit=10,
                                      template_id=template.id)[0]) == 1
-    assert second.job(template).next_run_at > clock()
+    assert (second.job(template).next_run_at or 0) > clock()
     assert upstream.prompts() == ["report"]
 
 
@@ -122,7 +123,7 @@ def test_a_store_that_fails_the_recovery_at_start_does_not_kill_the_scheduler(
     real = SqliteStore.requeue_running
     refused: list[int] = []
 
-    def flaky(self, *, now):  # type: ignore[no-untyped-def]
+    def flaky(self: SqliteStore, *, now: float) -> list[Job]:
         if len(refused) < 3:
             refused.append(1)
             raise StoreUnavailable("database is locked")

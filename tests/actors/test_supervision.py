@@ -53,7 +53,7 @@ def died_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.name == "relay.scheduler" and r.levelno >= logging.ERROR and "died" in r.message]
 
 
-def tick(relay) -> None:
+def tick(relay: Running) -> None:
     relay.services.scheduler.tick(relay.daemon.clock()).get(timeout=5)
 
 

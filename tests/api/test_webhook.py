@@ -119,9 +119,9 @@ async def test_a_claim_the_store_refuses_is_sent_later_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     repo = relay.services.repo
-    claim, refused = repo.claim_webhook, []
+    claim, refused = repo.claim_webhook, list[bool]()
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> bool:
         if not refused:
             refused.append(True)
             raise OSError(28, "No space left on device")
@@ -146,9 +146,9 @@ async def test_an_outcome_the_store_refuses_is_stored_on_a_later_try(
         monkeypatch: pytest.MonkeyPatch) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     repo = relay.services.repo
-    save, refused = repo.save_webhook, []
+    save, refused = repo.save_webhook, list[bool]()
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> None:
         if len(refused) < 2:
             refused.append(True)
             raise OSError(28, "No space left on device")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
+import httpx
 import pytest
 
 from daemon.testing import Simulator
@@ -17,7 +19,7 @@ CONCURRENCY = 8
 LATENCY_MS = 40
 
 
-def _check_finished(client, job_id: str) -> None:  # type: ignore[no-untyped-def]
+def _check_finished(client: httpx.Client, job_id: str) -> None:
     job = wait_for_status(client, job_id, "completed", timeout=60)
     data = client.get(f"/v1/batches/{job_id}/results").json()["data"]
     ids = [item["custom_id"] for item in data]
@@ -26,7 +28,7 @@ def _check_finished(client, job_id: str) -> None:  # type: ignore[no-untyped-def
     assert job["failed"] == 0
 
 
-def _started_job(relayd):  # type: ignore[no-untyped-def]
+def _started_job(relayd: Relayd) -> tuple[httpx.Client, dict[str, Any]]:
     client = relayd.client()
     job = client.post("/v1/batches", json={"model": "gpt-4o-mini",
                                            "requests": rows(ROWS)}).json()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.store.owner import DatabaseInUse, Holder, in_use_message, lock_path, own
+from daemon.store.owner import DatabaseInUse, Holder, Ownership, in_use_message, lock_path, own
 from daemon.testing import wait_until
 
 HOLDER = Holder(pid=4242, address="http://127.0.0.1:8080", since=1_796_140_216.0)
@@ -88,7 +88,7 @@ def test_the_lock_dies_with_a_killed_holder_process(tmp_path: Path) -> None:
             child.stdout.close()
 
 
-def _try_own(database: Path):  # type: ignore[no-untyped-def]
+def _try_own(database: Path) -> Ownership | None:
     try:
         return own(database, HOLDER)
     except DatabaseInUse:
