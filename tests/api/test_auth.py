@@ -16,7 +16,7 @@ from tests.api.conftest import Relay, assert_envelope
     {"Authorization": "Bearer"},
     {"Authorization": "Bearer   "},
 ])
-async def test_missing_key_is_401(relay: Relay, headers) -> None:
+async def test_missing_key_is_401(relay: Relay, headers: dict[str, str]) -> None:
     async with relay.client.get("/v1/batches", headers=headers) as resp:
         assert resp.status == 401
         error = assert_envelope(await resp.json(), code="missing_api_key")
@@ -72,7 +72,7 @@ async def test_models_needs_a_key(relay: Relay) -> None:
 
 
 @pytest.mark.parametrize("path", ["/v1/nothing-here", "/nope", "/v1/batches/x/y/z"])
-async def test_unknown_route_is_404_envelope(relay: Relay, path) -> None:
+async def test_unknown_route_is_404_envelope(relay: Relay, path: str) -> None:
     status, body = await relay.call("GET", path)
     assert status == 404
     assert_envelope(body)

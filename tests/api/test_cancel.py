@@ -117,7 +117,7 @@ async def test_a_cancel_that_read_the_job_queued_does_not_end_it_behind_its_supe
     job = await relay.submit(batch("j1 PAUSE", "j2", "j3", "j4"))
     repo = relay.services.repo
     read_queued = await asyncio.to_thread(repo.get_job, job["id"])
-    assert read_queued.status == "queued"
+    assert read_queued is not None and read_queued.status == "queued"
     relay.upstream.gate.set()  # the blocker ends; the job is admitted; j1 goes upstream
     await wait_for(lambda: relay.upstream.seen("j1 PAUSE"), what="the job's first row")
 

@@ -25,7 +25,8 @@ def crash(actor: pykka.ActorRef[Any]) -> None:
 
 
 @pytest.mark.parametrize("attribute", sorted(CORE_ACTORS))
-async def test_a_dead_core_actor_makes_healthz_degraded_naming_it(relay: Relay, attribute) -> None:
+async def test_a_dead_core_actor_makes_healthz_degraded_naming_it(relay: Relay,
+                                                                  attribute: str) -> None:
     told = threading.Event()
     relay.daemon.vitals.on_death = told.set
     status, body = await relay.call("GET", "/healthz")

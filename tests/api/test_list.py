@@ -46,7 +46,7 @@ async def test_limit_exactly_filling_the_page_has_no_more(relay: Relay) -> None:
 
 
 @pytest.mark.parametrize("limit", ["0", "101", "x", "-1", "2.5"])
-async def test_bad_limit_is_400(relay: Relay, limit) -> None:
+async def test_bad_limit_is_400(relay: Relay, limit: str) -> None:
     status, body = await relay.call("GET", f"/v1/batches?limit={limit}")
     assert status == 400
     assert assert_envelope(body)["param"] == "limit"

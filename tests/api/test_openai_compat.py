@@ -65,7 +65,7 @@ async def test_relay_jobs_are_listed_in_their_own_shape_when_asked(relay: Relay)
 
 
 @pytest.mark.parametrize("value", ["", "sdk", "OpenAI", "relay,openai"])
-async def test_an_unknown_dialect_is_400_naming_it(relay: Relay, value) -> None:
+async def test_an_unknown_dialect_is_400_naming_it(relay: Relay, value: str) -> None:
     status, body = await relay.call("GET", f"/v1/batches?dialect={value}")
     assert status == 400
     assert assert_envelope(body)["param"] == "dialect"

@@ -61,8 +61,9 @@ def test_the_document_is_valid_openapi_3_1() -> None:
 
 
 def test_the_document_lists_exactly_the_routes_the_app_serves(tmp_path: Path) -> None:
-    app = create_app(Services(repo=None, config=make_config(tmp_path), scheduler=None,
-                              notifier=None, files=None, validator=None))  # routes only
+    unused: Any = None  # routes only: nothing is served
+    app = create_app(Services(repo=unused, config=make_config(tmp_path), scheduler=unused,
+                              notifier=unused, files=unused, validator=unused))
     served = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}  # HEAD: aiohttp's, per GET
     documented = {(op.method, op.template) for op in OPERATIONS}

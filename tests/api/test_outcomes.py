@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
+from daemon.domain.jobs import RowRecord
 from tests.actors.harness import BACKUP, PRIMARY, answer
 from tests.api.conftest import Relay, assert_envelope, batch
 
 MIXED = ("plain", "FLAKY twice", "NOPRIMARY", "OUTAGE everywhere", "REFUSE", "GARBAGE")
 
 
-async def stored_rows(relay: Relay, job_id: str) -> dict[str, object]:
+async def stored_rows(relay: Relay, job_id: str) -> dict[str, RowRecord]:
     job = await asyncio.to_thread(relay.services.repo.get_job, job_id)
+    assert job is not None
     rows = await asyncio.to_thread(lambda: list(relay.services.repo.rows(job.seq)))
     return {r.custom_id: r for r in rows}
 

@@ -21,7 +21,7 @@ async def post_raw(relay: Relay, path: str, data: str | bytes,
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-async def test_non_standard_json_numbers_are_refused(relay: Relay, constant) -> None:
+async def test_non_standard_json_numbers_are_refused(relay: Relay, constant: str) -> None:
     raw = f'{{"model": "gpt-4o-mini", "priority": {constant}, "requests": []}}'
     status, body = await post_raw(relay, "/v1/batches", raw)
     assert status == 400
@@ -83,8 +83,9 @@ def bomb_field(boundary: str, name: str, payload: bytes, encoding: str | None) -
     ("gzip-bomb", "gzip", "must not be compressed"),
     ("long", None, "longer than 4096 bytes"),
 ])
-async def test_a_form_field_is_read_small_and_never_inflated(relay: Relay, kind, encoding,
-                                                             says) -> None:
+async def test_a_form_field_is_read_small_and_never_inflated(relay: Relay, kind: str,
+                                                             encoding: str | None,
+                                                             says: str) -> None:
     """A compressed `purpose` part used to be inflated whole into memory (an upload is
     exempt from the body budget)."""
     payload = (gzip.compress(b"batch" + b" " * 50_000_000, mtime=0) if kind == "gzip-bomb"

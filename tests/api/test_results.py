@@ -66,7 +66,7 @@ async def test_a_job_that_has_not_ended_has_an_empty_page(relay: Relay) -> None:
 
 
 @pytest.mark.parametrize("limit", ["0", "10001", "x", "-1", "2.5", ""])
-async def test_a_bad_limit_is_400(relay: Relay, limit) -> None:
+async def test_a_bad_limit_is_400(relay: Relay, limit: str) -> None:
     job_id = await finished(relay)
     status, body = await relay.call("GET", f"/v1/batches/{job_id}/results?limit={limit}")
     assert status == 400
@@ -79,7 +79,7 @@ async def test_the_largest_limit_is_accepted(relay: Relay) -> None:
 
 
 @pytest.mark.parametrize("after", ["r-99", "", "R-1"])
-async def test_an_unknown_after_is_400(relay: Relay, after) -> None:
+async def test_an_unknown_after_is_400(relay: Relay, after: str) -> None:
     job_id = await finished(relay)
     status, body = await relay.call("GET",
                                     f"/v1/batches/{job_id}/results?limit=2&after={after}")

@@ -118,8 +118,8 @@ REFUSALS: dict[str, tuple[Any, str | None]] = {
 
 
 @pytest.mark.parametrize("body,param", REFUSALS.values(), ids=REFUSALS.keys())
-async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay: Relay, body,
-                                                                  param) -> None:
+async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay: Relay, body: Any,
+                                                                  param: str | None) -> None:
     status, reply = await relay.call("POST", "/v1/batches", json=body)
 
     assert status == 400, reply
@@ -132,7 +132,7 @@ async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay: Relay, 
 
 @pytest.mark.parametrize("raw", [b"{not json", b"", b"\xff\xfe", b"[1, 2"],
                          ids=["malformed", "empty", "not utf-8", "truncated"])
-async def test_unreadable_body_is_400(relay: Relay, raw) -> None:
+async def test_unreadable_body_is_400(relay: Relay, raw: bytes) -> None:
     status, reply = await relay.call("POST", "/v1/batches", data=raw)
     assert status == 400, reply
     assert_envelope(reply)

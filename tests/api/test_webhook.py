@@ -69,7 +69,12 @@ async def test_webhook_gets_the_signed_summary_and_the_outcome_is_recorded(
         "completed_at": final["completed_at"],
     }
     repo = relay.services.repo
-    secret = await asyncio.to_thread(lambda: repo.webhook_secret(repo.authenticate(relay.key).id))
+
+    def read_secret() -> str:
+        workspace = repo.authenticate(relay.key)
+        assert workspace is not None
+        return repo.webhook_secret(workspace.id)
+    secret = await asyncio.to_thread(read_secret)
     assert verify(headers["Relay-Signature"], body, secret)
     assert not verify(headers["Relay-Signature"], body + b" ", secret)
     assert shown["webhook"]["status_code"] == 200
@@ -155,7 +160,7 @@ async def test_an_outcome_the_store_refuses_is_stored_on_a_later_try(
         return save(*args, **kwargs)
 
     monkeypatch.setattr(repo, "save_webhook", full_disk)
-    relay.daemon.notifier.save_waits = (0.01, 0.01, 0.01)  # type: ignore[attr-defined]
+    relay.daemon.notifier.save_waits = (0.01, 0.01, 0.01)
     receiver = Receiver()
     job, _ = await job_with_webhook(relay, receiver, aiohttp_server, "ok")
 

@@ -14,7 +14,8 @@ from tests.api.conftest import Relay, assert_envelope, batch
     ("POST", "/dead_letter/retry"),
     ("POST", "/cancel"),
 ])
-async def test_another_workspaces_job_is_404(relay: Relay, method, suffix) -> None:
+async def test_another_workspaces_job_is_404(relay: Relay, method: str,
+                                             suffix: str) -> None:
     other_key = await relay.new_key("ws-b")
     theirs = await relay.submit(batch("secret OUTAGE"), key=other_key)
     await relay.wait_status(theirs["id"], "completed", key=other_key)
