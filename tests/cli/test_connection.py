@@ -27,7 +27,8 @@ COMMANDS = [("ls",), ("status", "abc"), ("cancel", "abc"), ("results", "abc"),
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_an_unreachable_daemon_exits_3_with_its_address(cli: Callable[..., Run], command) -> None:
+def test_an_unreachable_daemon_exits_3_with_its_address(cli: Callable[..., Run],
+                                                       command: tuple[str, ...]) -> None:
     with closed_port() as port:
         url = f"http://127.0.0.1:{port}"
         run = cli(*command, "--url", url, "--key", "k")
@@ -54,7 +55,7 @@ def test_submit_to_an_unreachable_daemon_exits_3(cli: Callable[..., Run],
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_missing_key_says_how_to_get_one(cli: Callable[..., Run], shared_relayd: Relayd,
-                                           command) -> None:
+                                           command: tuple[str, ...]) -> None:
     run = cli(*command, "--url", shared_relayd.url)
     assert run.code == 2
     assert run.err.startswith("relay: no API key.")
@@ -127,7 +128,8 @@ def test_a_server_that_is_not_relayd_exits_3(cli: Callable[..., Run], not_relayd
     (("ls", "--limit", "0"), "--limit: must be at least 1"),
     (("ls", "--url", "localhost:8080", "--key", "k"), "--url must look like http://HOST:PORT"),
 ])
-def test_usage_errors_exit_2(cli: Callable[..., Run], argv, message) -> None:
+def test_usage_errors_exit_2(cli: Callable[..., Run], argv: tuple[str, ...],
+                            message: str) -> None:
     run = cli(*argv)
     assert run.code == 2
     assert message in run.err
@@ -141,10 +143,13 @@ def test_help_exits_0(cli: Callable[..., Run]) -> None:
 
 def test_bare_relay_opens_the_tui_with_the_resolved_settings(
         cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
+    calls: list[tuple[str, str, bool]] = []
+
+    def run(url: str, key: str, read_only: bool = False) -> int:
+        calls.append((url, key, read_only))
+        return 7
     fake = types.ModuleType("relaytui.app")
-    fake.run = (lambda url, key, read_only=False:  # type: ignore[attr-defined]
-                calls.append((url, key, read_only)) or 7)
+    fake.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "relaytui.app", fake)
     monkeypatch.setenv("RELAY_URL", "http://relay.example:9000/")
     assert cli("--key", "rk_1").code == 7
@@ -198,7 +203,8 @@ class Jobs:
     ("failed", 1, 1, "failed (0 completed, 1 failed"),
     ("canceled", 1, 1, "canceled (0 completed, 1 failed")])
 def test_wait_exits_0_only_for_completed_with_no_failed_row(capsys: pytest.CaptureFixture[str],
-                                                            status, failed, code, shown) -> None:
+                                                            status: str, failed: int, code: int,
+                                                            shown: str) -> None:
     assert relay_cli.wait_for(Jobs(status, failed), "j1", json_out=False) == code  # type: ignore[arg-type]
     out = capsys.readouterr().out
     assert out.startswith(f"j1: {shown}"), out

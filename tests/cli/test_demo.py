@@ -13,6 +13,7 @@ import tomllib
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -138,7 +139,7 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)  # the demo keeps its data under ./relay-data/demo
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
 
     def tui(*, url: str, key: str) -> int:
         with RelayClient(url, key) as client:
@@ -154,9 +155,9 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     port, sim_port = free_port(), free_port()
     assert demo.main(["--port", str(port), "--sim-port", str(sim_port)]) == 0
     assert seen["url"] == f"http://127.0.0.1:{port}"
-    assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
-    assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
-    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",  # type: ignore[arg-type]
+    assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"
+    assert seen["jobs"]["Demo: long job"] in ("queued", "running")
+    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",
                                  "Demo: workflows.jsonl", "Demo: every 5 minutes",
                                  "Demo: long job"}
     with pytest.raises(httpx.ConnectError):

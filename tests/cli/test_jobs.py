@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.e2e
 
 DEAD = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
 QUOTED = {"custom_id": "quoted", "messages": [{"role": "user", "content": 'say "hi", then go'}]}
+Submit = Callable[..., dict[str, Any]]  # `submit`: (rows, *options, wait=) -> the job
 
 
 def slow_rows(n: int) -> list[dict]:
@@ -28,7 +29,7 @@ def slow_rows(n: int) -> list[dict]:
 
 
 @pytest.fixture
-def submit(relay: Callable[..., Run], write: Callable[[str, Any], Path]):
+def submit(relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> Submit:
     """Submit rows as a job (`--wait`s unless told otherwise) and return its JSON."""
 
     def run(lines: list[dict], *options: str, wait: bool = True) -> dict:
@@ -43,7 +44,7 @@ def submit(relay: Callable[..., Run], write: Callable[[str, Any], Path]):
 
 
 @pytest.fixture
-def openai_batch(http: httpx.Client):
+def openai_batch(http: httpx.Client) -> dict[str, Any]:
     batch = http.post("/v1/batches", json={
         "endpoint": "/v1/chat/completions", "completion_window": "24h",
         "metadata": {"name": "From the SDK"},
@@ -53,8 +54,8 @@ def openai_batch(http: httpx.Client):
     return wait_for_status(http, batch["id"], "completed")
 
 
-def test_ls_shows_both_dialects_in_one_table(relay: Callable[..., Run], submit,
-                                             openai_batch) -> None:
+def test_ls_shows_both_dialects_in_one_table(relay: Callable[..., Run], submit: Submit,
+                                             openai_batch: dict[str, Any]) -> None:
     job = submit([*rows(3), DEAD], "--name", "Reviews", "--priority", "2")
     run = relay("ls")
     assert run.code == 0
@@ -70,7 +71,7 @@ def test_ls_shows_both_dialects_in_one_table(relay: Callable[..., Run], submit,
     assert older.split()[10].endswith("Z")  # Unix seconds shown as ISO
 
 
-def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit) -> None:
+def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit: Submit) -> None:
     first, second = submit(rows(1)), submit(rows(1))
     template = submit(rows(1), "--cron", "0 3 * * *", wait=False)
     listed = relay("ls", "--json")
@@ -84,8 +85,8 @@ def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit) -> N
     assert bogus.code == 1 and "(field: status)" in bogus.err
 
 
-def test_status_prints_key_value_lines_or_json(relay: Callable[..., Run], submit,
-                                               openai_batch) -> None:
+def test_status_prints_key_value_lines_or_json(relay: Callable[..., Run], submit: Submit,
+                                               openai_batch: dict[str, Any]) -> None:
     job = submit(rows(2), "--name", "Two rows")
     run = relay("status", job["id"])
     assert run.code == 0
@@ -109,7 +110,7 @@ def test_status_of_an_unknown_job_is_the_daemons_404(relay: Callable[..., Run]) 
 
 
 def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay: Callable[..., Run],
-                                                                  submit) -> None:
+                                                                  submit: Submit) -> None:
     template = submit(rows(1), "--cron", "*/5 * * * *", wait=False)
     run = relay("cancel", template["id"])
     assert (run.code, run.out) == (0, f"{template['id']}: canceled\n")
@@ -122,7 +123,7 @@ def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay: Callabl
 
 
 def test_cancel_a_running_job_then_results_once_it_ends(relay: Callable[..., Run],
-                                                        http: httpx.Client, submit) -> None:
+                                                        http: httpx.Client, submit: Submit) -> None:
     job = submit(slow_rows(16), wait=False)
     wait_for_status(http, job["id"], "running")
     early = relay("results", job["id"])
@@ -138,7 +139,7 @@ def test_cancel_a_running_job_then_results_once_it_ends(relay: Callable[..., Run
     assert {r.get("error") for r in results if "error" in r} == {"canceled"}
 
 
-def test_results_as_jsonl_on_stdout_and_to_files(relay: Callable[..., Run], submit,
+def test_results_as_jsonl_on_stdout_and_to_files(relay: Callable[..., Run], submit: Submit,
                                                  tmp_path: Path) -> None:
     job = submit([*rows(2), DEAD, QUOTED])
     run = relay("results", job["id"])
@@ -166,12 +167,13 @@ def test_results_as_jsonl_on_stdout_and_to_files(relay: Callable[..., Run], subm
     assert 'say "hi", then go' in records[4][1]
 
 
-def test_results_are_read_a_page_at_a_time(relay: Callable[..., Run], submit, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_results_are_read_a_page_at_a_time(relay: Callable[..., Run], submit: Submit,
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pages: list[list[str]] = []
     whole_pages = RelayClient.result_pages
 
-    def small_pages(self, job_id, *, page=2):
+    def small_pages(self: RelayClient, job_id: str, *,
+                    page: int = 2) -> Iterator[dict[str, Any]]:
         for answer in whole_pages(self, job_id, page=2):
             pages.append([r["custom_id"] for r in answer["data"]])
             yield answer
@@ -188,7 +190,7 @@ def test_results_are_read_a_page_at_a_time(relay: Callable[..., Run], submit, tm
     assert [len(page) for page in pages[3:]] == [2, 2, 1]
 
 
-def test_results_refuses_other_extensions_and_templates(relay: Callable[..., Run], submit,
+def test_results_refuses_other_extensions_and_templates(relay: Callable[..., Run], submit: Submit,
                                                         tmp_path: Path) -> None:
     job = submit(rows(1))
     bad = relay("results", job["id"], "-o", tmp_path / "out.txt")
@@ -198,7 +200,7 @@ def test_results_refuses_other_extensions_and_templates(relay: Callable[..., Run
     assert early.code == 1 and "is a cron template" in early.err
 
 
-def test_dead_letter_table_and_json(relay: Callable[..., Run], submit) -> None:
+def test_dead_letter_table_and_json(relay: Callable[..., Run], submit: Submit) -> None:
     job = submit([*rows(2), DEAD])
     run = relay("dead-letter", job["id"])
     assert run.code == 0
@@ -215,13 +217,13 @@ def test_dead_letter_table_and_json(relay: Callable[..., Run], submit) -> None:
 
 
 def test_a_job_of_another_workspace_is_not_found(relay: Callable[..., Run], shared_relayd: Relayd,
-                                                 submit) -> None:
+                                                 submit: Submit) -> None:
     job = submit(rows(1))
     other = relay("status", job["id"], "--key", shared_relayd.key("stranger"))
     assert other.code == 1 and "No batch found" in other.err
 
 
-def test_dead_letter_retry_discard_and_every_job(relay: Callable[..., Run], submit) -> None:
+def test_dead_letter_retry_discard_and_every_job(relay: Callable[..., Run], submit: Submit) -> None:
     first = submit([*rows(1), DEAD])
     second = submit([DEAD, {**DEAD, "custom_id": "dead-2"}])
 
@@ -246,7 +248,7 @@ def test_dead_letter_retry_discard_and_every_job(relay: Callable[..., Run], subm
 
 
 def test_a_job_with_failed_rows_reads_completed_with_errors(relay: Callable[..., Run],
-                                                            submit) -> None:
+                                                            submit: Submit) -> None:
     submit([*rows(1), DEAD])
     listed = relay("ls").out.splitlines()[1]
     assert "completed with errors" in listed

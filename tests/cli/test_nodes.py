@@ -30,7 +30,7 @@ def relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
 
 @pytest.fixture
 def as_workspace(cli: Callable[..., Run], relayd: Relayd, monkeypatch: pytest.MonkeyPatch,
-                 workspace: str):
+                 workspace: str) -> Callable[..., Run]:
     monkeypatch.setenv("RELAY_URL", relayd.url)
     monkeypatch.setenv("RELAY_API_KEY", relayd.key(workspace))
     return cli
@@ -42,7 +42,7 @@ def started(http: httpx.Client, name: str) -> str:
     return str(job["id"])
 
 
-def test_nodes_shows_the_answering_node(as_workspace) -> None:
+def test_nodes_shows_the_answering_node(as_workspace: Callable[..., Run]) -> None:
     text = as_workspace("nodes")
     assert text.code == relay_cli.OK, text.err
     header, line = text.out.splitlines()
@@ -54,7 +54,8 @@ def test_nodes_shows_the_answering_node(as_workspace) -> None:
     assert line.endswith(f" ago  {node['started_at']}  -")
 
 
-def test_nodes_names_only_the_callers_jobs(as_workspace, relayd: Relayd, workspace: str) -> None:
+def test_nodes_names_only_the_callers_jobs(as_workspace: Callable[..., Run], relayd: Relayd,
+                                           workspace: str) -> None:
     with relayd.client(workspace) as mine, relayd.client(f"{workspace}-b") as theirs:
         my_job, their_job = started(mine, "mine"), started(theirs, "theirs")
         try:

@@ -81,8 +81,9 @@ def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(
     ("notes.txt", "hello", ": expected a .csv or .jsonl file"),
 ])
 def test_a_bad_file_exits_2_before_anything_is_sent(cli: Callable[..., Run],
-                                                    write: Callable[[str, Any], Path], name,
-                                                    content, reason) -> None:
+                                                    write: Callable[[str, Any], Path],
+                                                    name: str, content: str | bytes,
+                                                    reason: str) -> None:
     path = write(name, content)
     with closed_port() as port:  # exit 3 would mean it tried to connect
         run = cli("submit", path, "--model", "gpt-4o-mini",

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 
 
-def results(relay: Callable[..., Run], job_id):
+def results(relay: Callable[..., Run], job_id: str) -> list[tuple[str, str]]:
     """(custom_id, prompt) of each result: the simulator's reply echoes the prompt."""
     return [(r["custom_id"], r["content"].split("): ", 1)[1])
             for r in relay("results", job_id, "--json").json()]
@@ -64,7 +64,8 @@ def test_a_line_that_only_looks_like_a_header_is_a_prompt(
 ])
 def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli: Callable[..., Run],
                                                                  write: Callable[[str, Any], Path],
-                                                                 content, column, reason) -> None:
+                                                                 content: str, column: str | None,
+                                                                 reason: str) -> None:
     path = write("bad.csv", content)
     chosen = ["--column", column] if column else []
     with closed_port() as port:  # exit 3 would mean it tried to connect
