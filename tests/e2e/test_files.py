@@ -136,7 +136,7 @@ def test_upload_refusals_leave_nothing_behind(simulator_factory: Callable[..., S
     assert refused.value.body["param"] == "purpose"  # type: ignore[index]
 
     with relayd.client() as http:
-        cases = [
+        cases: list[tuple[dict[str, Any], str]] = [
             ({"files": {"file": ("a.jsonl", records(1))}}, "purpose"),
             ({"files": {"file": ("a.jsonl", records(1))},
               "data": {"purpose": "batch_output"}}, "purpose"),
@@ -211,7 +211,7 @@ def test_a_multipart_body_cut_short_is_a_client_error(
 ])
 def test_whatever_the_filename_the_content_downloads(simulator_factory: Callable[..., Simulator],
                                                      relayd_factory: Callable[..., Relayd],
-                                                     disposition) -> None:
+                                                     disposition: str) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     data = records(1)
     body = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
@@ -314,7 +314,7 @@ def test_too_many_uploads_at_once_is_429(simulator_factory: Callable[..., Simula
 
         limited = wait_until(probe, timeout=10)
         assert limited.status_code == 429 and limited.response.headers["Retry-After"] == "1"
-        assert limited.body["type"] == "rate_limit_error"  # type: ignore[index]
+        assert limited.body["type"] == "rate_limit_error"
         # The cap is per workspace.
         other = sdk(relayd, "globex").files.create(file=("x.jsonl", records(1)),
                                                     purpose="batch")

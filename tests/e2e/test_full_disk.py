@@ -12,12 +12,13 @@ import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from daemon.testing import Relayd, Simulator
-from tests.e2e.harness import rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +55,7 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def health(client: httpx.Client) -> tuple[int, dict]:  # type: ignore[type-arg]
+def health(client: httpx.Client) -> tuple[int, dict[str, Any]]:
     answer = client.get("/healthz")
     return answer.status_code, answer.json()
 

@@ -11,7 +11,8 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import partial
+from typing import Any, Final
 
 import httpx
 import openai
@@ -22,7 +23,7 @@ from tests.e2e.harness import RELAYD, Relayd, Simulator, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 LIFECYCLE = ("validating", "in_progress", "finalizing", "completed")
 BATCH_FIELDS = {
@@ -73,7 +74,8 @@ def create(client: openai.OpenAI, *, file_id: str | None = None,
     if requests is not None:
         body["requests"] = requests
     return client.batches.create(
-        input_file_id=file_id if file_id is not None else openai.omit,
+        # Relay takes inline requests in place of a file, and any endpoint it serves.
+        input_file_id=file_id if file_id is not None else openai.omit,  # type: ignore[arg-type]
         endpoint=endpoint, completion_window="24h",  # type: ignore[arg-type]
         extra_body=body or None)
 
@@ -196,11 +198,12 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Sim
     assert created.to_dict()["priority"] == "standard"
     assert created.expires_at == created.created_at + 86_400
 
-    seen, deadline = [], time.monotonic() + 20
+    seen, deadline = list[str](), time.monotonic() + 20
     while (batch := client.batches.retrieve(created.id)).status not in TERMINAL:
         assert time.monotonic() < deadline, seen
         if not seen or seen[-1] != batch.status:
             seen.append(batch.status)
+        assert batch.request_counts is not None
         assert batch.request_counts.completed + batch.request_counts.failed \
             <= batch.request_counts.total
         time.sleep(0.02)
@@ -213,7 +216,9 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Sim
     assert batch.status == "completed"
     assert batch.model == "gpt-4o-mini"
     assert batch.errors is None
+    assert batch.request_counts is not None
     assert batch.request_counts.to_dict() == {"total": 12, "completed": 6, "failed": 6}
+    assert batch.in_progress_at and batch.finalizing_at and batch.completed_at
     assert batch.created_at <= batch.in_progress_at <= batch.finalizing_at \
         <= batch.completed_at
     assert (batch.failed_at, batch.expired_at, batch.cancelling_at, batch.cancelled_at) == (
@@ -250,7 +255,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Sim
         output.values())
     assert batch.usage.to_dict()["cost_nano_usd"] == expected_cost(output.values(),
                                                                    discount=True)
-    assert batch.usage.to_dict()["cost_nano_usd"] > 0
+    assert isinstance(cost := batch.usage.to_dict()["cost_nano_usd"], int) and cost > 0
 
     # Nothing the validator refused reached the upstream.
     prompts = prompts_seen(sim)
@@ -259,6 +264,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Sim
 
     # The result files are files: listed, described, and never a batch input.
     for file_id, name in ((batch.output_file_id, "output"), (batch.error_file_id, "errors")):
+        assert file_id is not None
         described = client.files.retrieve(file_id)
         assert described.purpose == "batch_output"
         assert described.filename == f"{batch.id}_{name}.jsonl"
@@ -267,6 +273,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Sim
     assert listed == {uploaded.id: "batch", batch.output_file_id: "batch_output",
                       batch.error_file_id: "batch_output"}
     assert client.files.content(uploaded.id).content == data
+    assert batch.output_file_id is not None
     with pytest.raises(openai.BadRequestError) as refusal:
         client.batches.create(input_file_id=batch.output_file_id, endpoint=CHAT,
                               completion_window="24h")
@@ -426,8 +433,10 @@ def test_expedited_goes_first_and_pays_full_price(simulator_factory: Callable[..
                        priority="expedited")
     assert (standard.to_dict()["priority"], expedited.to_dict()["priority"]) == (
         "standard", "expedited")
+    def in_progress(batch_id: str) -> bool:
+        return client.batches.retrieve(batch_id).status == "in_progress"
     for queued in (standard, expedited):  # both validated while the blocker still runs
-        wait_until(lambda q=queued: client.batches.retrieve(q.id).status == "in_progress")
+        wait_until(partial(in_progress, queued.id))
     assert client.batches.retrieve(blocker.id).status == "in_progress"
 
     std, exp = finished(client, standard.id), finished(client, expedited.id)
@@ -455,13 +464,16 @@ def test_cancel_keeps_partial_output(simulator_factory: Callable[..., Simulator]
     waiting = create(client, requests=[chat(f"w-{i}", f"waiting {i}") for i in range(2)])
     wait_until(lambda: client.batches.retrieve(waiting.id).status == "in_progress")
     # Counters are live: progress shows while the batch runs.
-    progress = wait_until(lambda: (b := client.batches.retrieve(running.id))
-                          .request_counts.completed >= 1 and b)
+    def progressed() -> Batch | None:
+        b = client.batches.retrieve(running.id)
+        return b if b.request_counts is not None and b.request_counts.completed >= 1 else None
+    progress = wait_until(progressed)
     assert progress.status == "in_progress" and progress.usage is not None
     assert progress.request_counts.total == 8
 
     answer = client.batches.cancel(waiting.id)  # not started: it ends before the answer
-    assert answer.status == "cancelled" and answer.cancelling_at <= answer.cancelled_at
+    assert answer.status == "cancelled" and answer.cancelling_at and answer.cancelled_at
+    assert answer.cancelling_at <= answer.cancelled_at
     answer = client.batches.cancel(running.id)
     assert answer.status == "cancelling" and answer.cancelling_at is not None
 

@@ -110,7 +110,7 @@ def test_completion_webhook_is_signed_and_recorded(simulator_factory: Callable[.
 ])
 def test_private_or_plain_http_webhooks_are_refused(simulator_factory: Callable[..., Simulator],
                                                     relayd_factory: Callable[..., Relayd],
-                                                    url) -> None:
+                                                    url: str) -> None:
     relayd = relayd_factory(simulator_factory(), allow_private=False).start()
     with relayd.client() as client:
         reply = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(1),

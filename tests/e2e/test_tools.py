@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import pytest
@@ -18,7 +18,7 @@ from tests.e2e.harness import Relayd, Simulator, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 SECRET = "Bearer tool-s3cret"
 LOOKUP = {"type": "function", "function": {
     "name": "lookup", "description": "Look a thing up.",
@@ -155,7 +155,8 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory: Callable[...
         tool_record("bad", "x", {"url": sim.tools_url, "max_rounds": "many"}),
         forcing("fail", tool_record("mcp-err", "no such city [sim:tool_rounds=1]", mcp)),
     ]
-    upload = client.files.create(file=("tools.jsonl", "\n".join(map(json.dumps, records))),
+    upload = client.files.create(file=("tools.jsonl",
+                                       "\n".join(map(json.dumps, records)).encode()),
                                  purpose="batch")
     batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
                                   completion_window="24h")
@@ -192,6 +193,7 @@ def test_a_kill_mid_record_resumes_without_repeating_stored_calls(
     prompt = "three rounds [sim:tool_rounds=3] [sim:tool_sleep=2500 tool_round=2]"
     job = submit(client, [tool_record("slow", prompt, http_tools(sim), tools=[LOOKUP])])
     wait_until(lambda: len(sim.tool_calls()) == 2)  # round 2's executor call is in flight
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
     models_before = sim.stats()["requests"]

@@ -75,7 +75,8 @@ def test_unsent_webhooks_go_out_once_after_a_restart(simulator_factory: Callable
         relayd.start()  # a second restart sends nothing again:
         # its start sends what is unsent, and a graceful stop waits for every webhook
         # it sent (the notifier stops after the scheduler, its pool after all it took)
-        assert relayd.terminate() < 10 and relayd.proc.returncode == 0
+        assert relayd.terminate() < 10
+        assert relayd.proc is not None and relayd.proc.returncode == 0
     finally:
         server.shutdown()
     assert [b["id"] for b in _Receiver.bodies] == ["a" * 32]

@@ -9,7 +9,7 @@ import json
 import signal
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from openai import OpenAI
@@ -19,7 +19,7 @@ from tests.e2e.harness import RELAYD, Relayd, Simulator, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 SECRET = "Bearer callback-s3cret"
 TEXT = "Relay runs batches. It retries. It falls back. It keeps a dead-letter list."
 
@@ -40,7 +40,8 @@ def enable(relayd: Relayd, workspace: str = "acme", switch: str = "on") -> None:
 def start_batch(relayd: Relayd, records: list[dict]) -> tuple[OpenAI, Any]:
     """An OpenAI-dialect batch of `records` (an uploaded file), created with the SDK."""
     client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
-    upload = client.files.create(file=("flows.jsonl", "\n".join(map(json.dumps, records))),
+    upload = client.files.create(file=("flows.jsonl",
+                                       "\n".join(map(json.dumps, records)).encode()),
                                  purpose="batch")
     return client, client.batches.create(input_file_id=upload.id, endpoint=CHAT,
                                          completion_window="24h")
@@ -139,8 +140,8 @@ def test_workflows_are_off_until_an_operator_enables_them(
     (TEXT, {"max_tokens": 5}, "workflow_token_limit", False),
 ])
 def test_each_way_a_workflow_fails(simulator_factory: Callable[..., Simulator],
-                                   relayd_factory: Callable[..., Relayd], text, config, code,
-                                   dead) -> None:
+                                   relayd_factory: Callable[..., Relayd], text: str,
+                                   config: dict[str, int], code: str, dead: bool) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -199,6 +200,7 @@ def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(
     rest = relayd.client()
     wait_until(lambda: rest.get(f"/v1/batches/{batch.id}/rows/flow").json().get(
         "workflow", {}).get("finished") == 2)  # the two quick ones are stored
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
     events_before = len(sim.workflow_events())
@@ -222,6 +224,7 @@ def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(
     text = f"{TEXT} [sim:wf_sleep=2000]"  # the callback takes 2 s to answer each event
     client, batch = start_batch(relayd, [record("flow", sim, text)])
     wait_until(lambda: sim.workflow_events())  # the started event is out
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
 
