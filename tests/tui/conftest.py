@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayClient
+from relaytui.screens.jobs import JobsScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay
 from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
@@ -37,6 +39,12 @@ async def wait_for(pilot: Pilot[Any], check: Callable[[], Any], *, timeout: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         await pilot.pause(0.05)
+
+
+def jobs_screen(app: App[Any]) -> JobsScreen:
+    """The Relay app's jobs screen, which it has once it is up."""
+    assert isinstance(app, RelayApp) and app.jobs_screen is not None
+    return app.jobs_screen
 
 
 @pytest.fixture(scope="module")

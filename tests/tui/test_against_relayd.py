@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,15 +20,15 @@ from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
 from tests.e2e.harness import Relayd, closed_port, rows, wait_for_status
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 
 pytestmark = pytest.mark.e2e
 EVERY_JOB = "/v1/batches?dialect=all"  # the list is OpenAI's unless asked otherwise
 SLOW = "Classify [sim:sleep=80]"  # a row that takes a while: the job runs for seconds
 
 
-def cell(app, job_id, column):
-    return str(app.jobs_screen.query_one(JobTable).get_cell(job_id, column))
+def cell(app: RelayApp, job_id: str, column: str) -> str:
+    return str(jobs_screen(app).query_one(JobTable).get_cell(job_id, column))
 
 
 async def test_the_jobs_table_fills_and_follows_a_job_live(
@@ -39,7 +40,7 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(
         wait_for_status(http, old["id"], "completed")
         app = make_app(relayd.url, relayd.key(workspace))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: old["id"] in jobs.board, what="the initial fill")
             assert "completed" in cell(app, old["id"], "status")
             bar = jobs.query_one(ConnectionBar)
@@ -85,7 +86,7 @@ async def test_dead_letter_rows_are_inspected_and_re_driven(
         wait_for_status(http, job["id"], "completed")
         app = make_app(relayd.url, relayd.key(workspace))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: job["id"] in jobs.board)
             jobs.query_one(JobTable).select(job["id"])
             await pilot.press("d")
@@ -188,10 +189,11 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         assert [j["total"] for j in http.get(EVERY_JOB).json()["data"]] == [1]
 
 
-def held(submit, answered: threading.Event):
+def held(submit: Callable[..., dict[str, Any]],
+         answered: threading.Event) -> Callable[..., dict[str, Any]]:
     """The daemon answering once `answered` is set: presses meanwhile must not send
     again (an event, not a pause: on a loaded machine a pause may end first)."""
-    def wrapped(**form):
+    def wrapped(**form: Any) -> dict[str, Any]:
         assert answered.wait(timeout=30)
         return submit(**form)
     return wrapped
@@ -208,7 +210,7 @@ async def test_a_running_job_is_cancelled_after_confirmation(
         wait_for_status(http, job["id"], "running")
         app = make_app(relayd.url, relayd.key("acme"))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: job["id"] in jobs.board)
             jobs.query_one(JobTable).select(job["id"])
             await pilot.press("c")
@@ -236,15 +238,15 @@ async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(
     relayd.stop()  # down; it comes back on the same port
     app = make_app(relayd.url, key)
     async with app.run_test(size=SIZE) as pilot:
-        bar = app.jobs_screen.query_one(ConnectionBar)
+        bar = jobs_screen(app).query_one(ConnectionBar)
         text = await wait_for(pilot, lambda: "retrying in" in str(bar.render())
                               and str(bar.render()), what="the down state")
         assert f"cannot reach relayd at {relayd.url}" in text
-        assert app.jobs_screen.table.has_class("-stale")
+        assert jobs_screen(app).table.has_class("-stale")
         relayd.start()
         await wait_for(pilot, lambda: bar.connection.state == "live", timeout=20,
                        what="the reconnect")
-        assert app.is_running and not app.jobs_screen.table.has_class("-stale")
+        assert app.is_running and not jobs_screen(app).table.has_class("-stale")
 
 
 async def test_nothing_listening_keeps_the_app_up(make_app: Callable[..., RelayApp]) -> None:
@@ -253,9 +255,9 @@ async def test_nothing_listening_keeps_the_app_up(make_app: Callable[..., RelayA
                                                           "rk_nothing_here"))
 
 
-async def nothing_listening_keeps_the_app_up(app) -> None:
+async def nothing_listening_keeps_the_app_up(app: RelayApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        bar = app.jobs_screen.query_one(ConnectionBar)
+        bar = jobs_screen(app).query_one(ConnectionBar)
         await wait_for(pilot, lambda: bar.connection.state == "down")
         await pilot.press("u")  # screens still open; their calls fail politely
         await wait_for(pilot, lambda: "cannot load the models" in str(
@@ -277,7 +279,7 @@ async def test_results_are_browsed_searched_and_saved(shared_relayd: Relayd, wor
         wait_for_status(http, job["id"], "completed")
     app = make_app(relayd.url, relayd.key(workspace))
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job["id"] in jobs.board)
         jobs.query_one(JobTable).select(job["id"])
         await pilot.press("enter")
@@ -318,7 +320,7 @@ async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
         wait_for_status(http, job["id"], "completed")
     app = make_app(relayd.url, relayd.key(workspace))
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job["id"] in jobs.board)
         jobs.query_one(JobTable).select(job["id"])
         await pilot.press("enter")

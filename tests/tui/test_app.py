@@ -7,7 +7,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from relaytui.app import build_app
+from relaytui.api import RelayApi
+from relaytui.app import RelayApp, build_app
 from relaytui.client import Event, RelayError
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
@@ -20,10 +21,11 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, canned_model, job_event, job_id
 from relaytui.widgets.confirm import ConfirmScreen
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 
-def app_on(fake, saved=None, *, client=None, **options):
+def app_on(fake: FakeRelay, saved: list[Settings] | None = None, *,
+           client: RelayApi | None = None, **options: Any) -> RelayApp:
     """The app on `fake` (through `client` when given: one of `fake.client()`)."""
     return build_app(client or fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=([] if saved is None else saved).append,
@@ -47,7 +49,7 @@ async def test_without_a_key_it_asks_for_one_and_saves_it() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
         assert saved == [Settings("http://127.0.0.1:8080", "rk_pasted")]
         assert made == [("http://127.0.0.1:8080", "rk_pasted")]
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) == len(canned_jobs()))
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) == len(canned_jobs()))
 
 
 async def test_leaving_the_key_dialog_without_a_key_quits_cleanly() -> None:
@@ -102,7 +104,7 @@ async def test_a_failing_worker_is_a_notification_not_a_crash() -> None:
     fake = BrokenRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job_id(5) in jobs.board)
         jobs.query_one(JobTable).select(job_id(5))
         await pilot.press("v")
@@ -119,7 +121,7 @@ async def test_actions_on_jobs_that_cannot_take_them_explain_why() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job_id(1) in jobs.board)
         jobs.query_one(JobTable).select(job_id(1))  # running
         await pilot.press("v")
@@ -135,7 +137,7 @@ async def test_the_command_palette_runs_every_action_by_name() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("ctrl+p", *"upload", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen))
         await pilot.press("escape", "ctrl+p", *"light", "enter")
@@ -146,7 +148,7 @@ async def test_search_and_status_filters_narrow_the_table() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         table = jobs.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
         await pilot.press("slash", *"nightly")
@@ -179,7 +181,7 @@ async def test_a_thousand_jobs_stay_smooth() -> None:
     fake = ThousandJobs()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         table = jobs.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 1000)
         rebuilt = []
@@ -218,7 +220,7 @@ async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
 
     app = app_on(RefusingRelay(replay=False), saved, connect=connect)
     async with app.run_test(size=SIZE) as pilot:
-        first = app.jobs_screen
+        first = jobs_screen(app)
         bar = first.query_one("#connection")
         await wait_for(pilot, lambda: "key refused" in str(bar.render()))
         assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
@@ -227,9 +229,9 @@ async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
         app.screen.query_one("#key").value = "rk_better"
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.jobs_screen is not first
-                       and len(app.jobs_screen.board) == len(canned_jobs()))
+                       and len(jobs_screen(app).board) == len(canned_jobs()))
         assert made == ["rk_better"] and saved[-1].key == "rk_better"
-        assert "rk_better" in str(app.jobs_screen.query_one("#connection").render())
+        assert "rk_better" in str(jobs_screen(app).query_one("#connection").render())
         assert first.feed.stopped  # the old connection's feed ended with its screen
 
 
@@ -282,7 +284,7 @@ async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay() -> N
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=(80, 24)) as pilot:
-        table = app.jobs_screen.query_one(JobTable)
+        table = jobs_screen(app).query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
         keys = [c.key.value for c in table.columns.values()]
         assert keys == ["status", "name", "progress", "failed", "dead", "eta"]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from relaytui.client import RelayError
 from relaytui.export import ExportError, matches, result_text, write_results
 
-ITEMS = [{"custom_id": "r-1", "content": "positive"},
+ITEMS: list[dict[str, Any]] = [{"custom_id": "r-1", "content": "positive"},
          {"custom_id": "r-2", "error": "upstream_error: 503"},
          {"custom_id": "r-3", "content": [0.1, 0.2]},
          {"custom_id": "r-4", "content": 'line one\nline "two", with a comma'}]
@@ -24,7 +26,7 @@ def test_jsonl_keeps_every_item_as_is(tmp_path: Path) -> None:
 
 
 def test_items_that_fail_midway_leave_no_file(tmp_path: Path) -> None:
-    def pages():
+    def pages() -> Iterator[dict[str, Any]]:
         yield from ITEMS[:2]
         raise RelayError(None, "cannot reach relayd")  # the next page did not come
 

@@ -8,7 +8,7 @@ from itertools import pairwise
 
 from textual.widgets._footer import FooterKey
 
-from relaytui.app import build_app
+from relaytui.app import RelayApp, build_app
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.help import HelpScreen
 from relaytui.screens.results import ResultsScreen
@@ -17,7 +17,7 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, job_id
 from relaytui.widgets.footer import Fit, fit
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, wait_for
+from tests.tui.conftest import HERE, jobs_screen, wait_for
 
 KEYS = [(7, False), (7, False), (12, False), (5, True), (5, True)]  # 36 cells of labels
 
@@ -37,11 +37,11 @@ def test_then_the_last_screen_keys_leave_and_help_and_quit_stay() -> None:
     assert fit(KEYS, None, 3) == Fit(True, False, (False, False, False, True, True))
 
 
-def shown_keys(app) -> list[FooterKey]:
+def shown_keys(app: RelayApp) -> list[FooterKey]:
     return [k for k in app.screen.query(FooterKey) if k.display and k.region]
 
 
-def fits(app, width: int) -> bool:
+def fits(app: RelayApp, width: int) -> bool:
     keys = sorted(shown_keys(app), key=lambda k: k.region.x)
     inside = all(k.region.right <= width for k in keys)
     apart = all(a.region.right <= b.region.x for a, b in pairwise(keys))
@@ -53,7 +53,7 @@ async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit()
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
     async with app.run_test(size=(80, 24)) as pilot:
-        table = app.jobs_screen.query_one(JobTable)
+        table = jobs_screen(app).query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count)
         table.select(job_id(5))  # a finished job, with dead-lettered rows
         await pilot.pause()

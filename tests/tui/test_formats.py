@@ -5,6 +5,7 @@ way a file is refused with its line), and relayd's row refusals told by file lin
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,7 @@ READ = {
 
 
 @pytest.mark.parametrize(("given", "expected"), READ.values(), ids=READ.keys())
-def test_a_csv_reads_as(given, expected) -> None:
+def test_a_csv_reads_as(given: tuple[str, str | None], expected: tuple[Any, ...]) -> None:
     found = parse_csv(given[0], column=given[1])
     assert (prompts(found), ids(found), found.lines, found.prompt_column) == expected
 
@@ -89,7 +90,8 @@ REFUSED = {
 
 
 @pytest.mark.parametrize(("given", "expected"), REFUSED.values(), ids=REFUSED.keys())
-def test_a_csv_is_refused_at_its_line(given, expected) -> None:
+def test_a_csv_is_refused_at_its_line(given: tuple[str, str | None],
+                                      expected: tuple[int, str]) -> None:
     with pytest.raises(InputFileError) as refused:
         parse_csv(given[0], path="in.csv", column=given[1])
     line, words = expected

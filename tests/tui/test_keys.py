@@ -3,7 +3,9 @@ key change on `K`, and `--read-only` (the writing actions hidden and refused).""
 
 from __future__ import annotations
 
-from relaytui.app import build_app
+from typing import Any
+
+from relaytui.app import RelayApp, build_app
 from relaytui.cli import build_parser
 from relaytui.keys import colon_action
 from relaytui.screens.connect import ConnectScreen
@@ -15,16 +17,16 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, job_id
 from relaytui.widgets.command_line import CommandLine
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 
-def app_on(fake, **options):
+def app_on(fake: FakeRelay, **options: Any) -> RelayApp:
     return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                      **options)
 
 
-def notes(app):
+def notes(app: RelayApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
@@ -39,7 +41,7 @@ async def test_j_k_g_G_move_the_cursor() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        table = app.jobs_screen.query_one(JobTable)
+        table = jobs_screen(app).query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
         assert table.has_focus and table.cursor_row == 0
         await pilot.press("j", "j")
@@ -51,14 +53,14 @@ async def test_j_k_g_G_move_the_cursor() -> None:
         await pilot.press("g")
         assert table.cursor_row == 0
         await pilot.press("slash", "j")  # typed into the search, not a move
-        assert app.jobs_screen.query_one("#search").value == "j"
+        assert jobs_screen(app).query_one("#search").value == "j"
 
 
 async def test_the_command_line_opens_views_quits_and_refuses_unknown_words() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("colon", *"dead", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen))
         assert app.screen.workspace_wide
@@ -69,9 +71,9 @@ async def test_the_command_line_opens_views_quits_and_refuses_unknown_words() ->
         await pilot.press("colon", *"frobnicate", "enter")
         await wait_for(pilot, lambda: any("Unknown command :frobnicate" in m
                                           for m in notes(app)))
-        assert app.screen is app.jobs_screen
+        assert app.screen is jobs_screen(app)
         await pilot.press("colon", "x", "escape")  # closes, runs nothing
-        assert app.screen is app.jobs_screen and not isinstance(app.screen, CommandLine)
+        assert app.screen is jobs_screen(app) and not isinstance(app.screen, CommandLine)
         await pilot.press("colon", "q", "enter")
         await wait_for(pilot, lambda: not app.is_running)
 
@@ -80,7 +82,7 @@ async def test_the_key_is_changed_with_K_and_k_no_longer_opens_it() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("k")
         assert isinstance(app.screen, JobsScreen)
         await pilot.press("K")
@@ -91,7 +93,7 @@ async def test_read_only_hides_and_refuses_every_write() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job_id(1) in jobs.board)
         assert "read-only" in str(jobs.query_one("#connection").render())
         shown = {b.action for _, b, _, _ in jobs.active_bindings.values() if b.show}
@@ -116,7 +118,7 @@ async def test_an_upload_screen_opened_before_read_only_cannot_submit() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         app.push_screen(UploadScreen(app.client, start_dir=HERE / "fixtures"))
         await pilot.pause()
         app.screen.action_submit()

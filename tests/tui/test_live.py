@@ -152,13 +152,13 @@ async def test_while_disconnected_the_numbers_read_stale_until_relayd_is_back() 
     from relaytui.messages import FeedUpdate
     from relaytui.settings import Settings
     from relaytui.testing import FakeRelay
-    from tests.tui.conftest import SIZE, wait_for
+    from tests.tui.conftest import SIZE, jobs_screen, wait_for
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: len(jobs.board) > 0)
         table, detail = jobs.query_one("#jobs"), jobs.query_one("#detail")
         assert not table.has_class("-stale")

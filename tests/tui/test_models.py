@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relaytui.models import (
@@ -20,7 +22,7 @@ from relaytui.models import (
 )
 
 
-def event(**overrides):
+def event(**overrides: Any) -> dict[str, Any]:
     data = {"id": "a" * 32, "dialect": "relay", "name": "Reviews", "model": "gpt-4o-mini",
             "status": "running", "relay_status": "running", "priority": 5, "tier": "standard",
             "total": 100, "completed": 40, "failed": 2, "dead_letter": 1,
@@ -50,6 +52,7 @@ def test_a_relay_job_from_the_api() -> None:
                              "webhookUrl": "https://x.example/h",
                              "webhook": {"status_code": 200}, "cron": None})
     assert view.created_at == parse_time("2026-10-04T09:12:44+00:00")
+    assert view.finished_at is not None and view.created_at is not None
     assert view.finished_at - view.created_at == 16
     assert view.terminal and view.webhook == {"status_code": 200}
     assert view.webhook_url == "https://x.example/h"
@@ -78,10 +81,10 @@ def test_openai_errors_and_end_times() -> None:
 
 def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id() -> None:
     # A Relay job is never read as OpenAI's, whatever keys it holds, nor the reverse.
-    relay = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
-             "request_counts": {"total": 1, "completed": 1, "failed": 0}}
-    openai = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
-              "request_counts": {"total": 10, "completed": 3, "failed": 0}}
+    relay: dict[str, Any] = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
+                             "request_counts": {"total": 1, "completed": 1, "failed": 0}}
+    openai: dict[str, Any] = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
+                              "request_counts": {"total": 10, "completed": 3, "failed": 0}}
     assert (dialect_of(relay["id"]), dialect_of(openai["id"])) == ("relay", "openai")
     assert JobView.from_batch(relay) == JobView.from_relay(relay)
     assert (JobView.from_batch(relay).dialect, JobView.from_batch(relay).total) == ("relay", 9)
@@ -119,14 +122,14 @@ def test_running_jobs_come_first_then_newest() -> None:
 @pytest.mark.parametrize(("done", "total", "text"), [
     (0, 100, "░░░░░░░░░░   0%"), (42, 100, "████░░░░░░  42%"),
     (100, 100, "██████████ 100%"), (0, 0, "░░░░░░░░░░   0%"), (7, 5, "██████████ 100%")])
-def test_progress_bar(done, total, text) -> None:
+def test_progress_bar(done: int, total: int, text: str) -> None:
     assert progress_bar(done, total) == text
 
 
 @pytest.mark.parametrize(("seconds", "age", "duration"), [
     (None, "—", "—"), (-3, "0s", "0s"), (45, "45s", "45s"), (750, "12m", "12m30s"),
     (7500, "2h", "2h05m"), (90000, "1d", "1d01h")])
-def test_ages_and_durations(seconds, age, duration) -> None:
+def test_ages_and_durations(seconds: float | None, age: str, duration: str) -> None:
     assert age_text(seconds) == age
     assert duration_text(seconds) == duration
 

@@ -17,7 +17,7 @@ from relaytui.screens.nodes import NodesScreen
 from relaytui.settings import Settings
 from relaytui.testing import NOW, FakeRelay, job_id
 from tests.e2e.harness import Relayd
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 
 def iso(ts: float) -> str:
@@ -109,7 +109,7 @@ async def test_n_opens_the_nodes_and_their_jobs() -> None:
     fake = NodesRelay()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen.query_one("#nodes").row_count == 3
@@ -135,7 +135,7 @@ async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one() -> Non
     fake = NodesRelay()
     app = app_on(fake, nodes_every=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("colon", *"nodes", "enter")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen)
@@ -162,7 +162,7 @@ async def test_a_relayd_without_the_route_says_so() -> None:
     fake.nodes_answer = RelayError(404, "Not Found", code="not_found")
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen)

@@ -4,8 +4,12 @@ or `o`, its transcript round by round, a failed row, and a row the daemon cannot
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from relaytui.client import RelayClient, RelayError
@@ -14,26 +18,26 @@ from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.testing import FakeRelay, job_id
 from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 from tests.tui.test_app import app_on
 
 DIGEST = job_id(4)
 
 
-def text(screen, selector):
+def text(screen: Screen[Any], selector: str) -> str:
     return str(screen.query_one(selector).render())
 
 
-async def open_results(pilot, job: str) -> ResultsScreen:
+async def open_results(pilot: Pilot[Any], job: str) -> ResultsScreen:
     app = pilot.app
-    await wait_for(pilot, lambda: job in app.jobs_screen.board)
-    app.jobs_screen.query_one(JobTable).select(job)
+    await wait_for(pilot, lambda: job in jobs_screen(app).board)
+    jobs_screen(app).query_one(JobTable).select(job)
     await pilot.press("v")
     return await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                           and app.screen.items and app.screen, what="the results")
 
 
-async def open_row(pilot, key: str) -> RowDetailScreen:
+async def open_row(pilot: Pilot[Any], key: str) -> RowDetailScreen:
     app = pilot.app
     await pilot.press(key)
     return await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from relaytui.app import RelayApp, build_app
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
@@ -19,7 +21,7 @@ from relaytui.testing import WORKFLOW_JOB, FakeRelay, job_id
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 KEY = "rk_demo7Kq2xLw9Vb4ZpR8sT1uYcN3"
 
@@ -33,11 +35,11 @@ def fake_app(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeRelay, RelayApp]:
     return fake, app
 
 
-async def settled(pilot, fake: FakeRelay, *, select: int | None = None) -> None:
+async def settled(pilot: Pilot[Any], fake: FakeRelay, *, select: int | None = None) -> None:
     """The replay is over, the table drawn and the detail pane loaded."""
     app = pilot.app
     await wait_for(pilot, fake.replayed.is_set, what="the replay")
-    jobs = app.jobs_screen
+    jobs = jobs_screen(app)
     await wait_for(pilot, lambda: (view := jobs.board.get(job_id(2))) is not None
                    and view.completed == 556, what="the last progress event")
     await wait_for(pilot, lambda: jobs.query_one(ConnectionBar).connection.state == "live")
@@ -54,7 +56,7 @@ def test_jobs_with_the_detail_pane(snap_compare: Callable[..., bool],
                                    fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -64,7 +66,7 @@ def test_a_cron_template_in_the_light_theme(snap_compare: Callable[..., bool],
                                             fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         app.theme = "textual-light"
         await settled(pilot, fake, select=3)
 
@@ -75,7 +77,7 @@ def test_dead_letter(snap_compare: Callable[..., bool],
                      fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
@@ -90,7 +92,7 @@ def test_a_dead_lettered_row_and_its_attempts(snap_compare: Callable[..., bool],
                                               fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen)
@@ -108,7 +110,7 @@ def test_the_workspace_dead_letter_after_a_re_drive(snap_compare: Callable[..., 
     fake, app = fake_app
     fake.retry_dead_letter(job_id(5), ["review-0042"])
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
         fake.dead_letters[job_id(5)][1]["state"] = "open"  # listed, though re-driven
         await pilot.press("D")
@@ -122,7 +124,7 @@ def test_the_workspace_dead_letter_after_a_re_drive(snap_compare: Callable[..., 
 def test_results(snap_compare: Callable[..., bool], fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake, select=5)
         await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
@@ -134,7 +136,7 @@ def test_results(snap_compare: Callable[..., bool], fake_app: tuple[FakeRelay, R
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-async def digest_results(pilot, fake: FakeRelay, *, down: int) -> None:
+async def digest_results(pilot: Pilot[Any], fake: FakeRelay, *, down: int) -> None:
     """The results of the nightly digest (tool-calling records), `down` rows down."""
     app = pilot.app
     await settled(pilot, fake, select=4)
@@ -148,7 +150,7 @@ def test_results_with_tool_rounds(snap_compare: Callable[..., bool],
                                   fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await digest_results(pilot, fake, down=7)  # digest-08: the round limit ended it
         await pilot.pause()
 
@@ -159,7 +161,7 @@ def test_a_row_and_its_transcript(snap_compare: Callable[..., bool],
                                   fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await digest_results(pilot, fake, down=8)  # digest-09: a tool answered an error
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
@@ -175,9 +177,9 @@ def test_a_workflow_row(snap_compare: Callable[..., bool], monkeypatch: pytest.M
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", KEY), clock=fake.clock,
                     save=lambda _: None, start_dir=Path("fixtures"))
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake, select=None)
-        view = app.jobs_screen.board.get(WORKFLOW_JOB)
+        view = jobs_screen(app).board.get(WORKFLOW_JOB)
         app.push_screen(RowDetailScreen(app.client, view, "notes-2.4"))  # completed, 2 steps
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                        and app.screen.detail)
@@ -190,7 +192,7 @@ def test_upload_with_a_preview(snap_compare: Callable[..., bool],
                                fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
         await pilot.press("u")
         upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen)
@@ -212,7 +214,7 @@ def test_upload_with_a_preview(snap_compare: Callable[..., bool],
 def test_help(snap_compare: Callable[..., bool], fake_app: tuple[FakeRelay, RelayApp]) -> None:
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
         await pilot.press("question_mark")
         await pilot.pause()
@@ -224,7 +226,7 @@ def test_asking_for_a_key(snap_compare: Callable[..., bool],
                           monkeypatch: pytest.MonkeyPatch) -> None:
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: app.screen.query("#key"))
         app.screen.query_one("#key").cursor_blink = False
         await pilot.pause()
@@ -242,7 +244,7 @@ def test_jobs_at_80_columns(snap_compare: Callable[..., bool],
     the footer goes compact and keeps every key of the screen."""
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
@@ -254,7 +256,7 @@ def test_jobs_at_120_columns(snap_compare: Callable[..., bool],
     border's foot."""
     fake, app = fake_app
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

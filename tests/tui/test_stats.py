@@ -5,6 +5,7 @@ that asks relayd (plain functions, no Textual)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from relaytui.client import RelayError
 from relaytui.models import next_run_text
@@ -28,7 +29,7 @@ from relaytui.testing import NOW, job_id
 from relaytui.testing_stats import canned_stats
 
 
-def answer(minutes: int = 60, **changes) -> dict:
+def answer(minutes: int = 60, **changes: Any) -> dict[str, Any]:
     return canned_stats(NOW, minutes=minutes, jobs={n: job_id(n) for n in (1, 2, 9)}) \
         | changes
 
@@ -159,10 +160,10 @@ def test_a_templates_next_run_never_reads_as_a_time_to_come_once_it_passed() -> 
 class Relayd:
     """`stats()` answering each of `answers` in turn (an exception is raised)."""
 
-    def __init__(self, *answers) -> None:
-        self.answers, self.asked = list(answers), []
+    def __init__(self, *answers: dict[str, Any] | Exception) -> None:
+        self.answers, self.asked = list(answers), list[int | None]()
 
-    def stats(self, *, minutes=None):
+    def stats(self, *, minutes: int | None = None) -> dict[str, Any]:
         self.asked.append(minutes)
         found = self.answers.pop(0)
         if isinstance(found, Exception):
@@ -171,7 +172,7 @@ class Relayd:
 
 
 def test_the_watch_posts_changes_and_none_for_a_relayd_without_stats() -> None:
-    posted = []
+    posted: list[WorkspaceStats | None] = []
     relayd = Relayd(answer(), answer(generated_at="2026-10-04T09:30:05Z"),
                     RelayError(None, "cannot reach relayd"), RelayError(500, "oops"),
                     answer(failing=[]), RelayError(404, "no such route"))

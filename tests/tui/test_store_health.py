@@ -5,6 +5,7 @@ in-memory `FakeRelay`) that shows while the store cannot write and leaves once i
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from daemon.testing import wait_until
 from relaytui.app import build_app
@@ -13,7 +14,7 @@ from relaytui.health import HealthWatch, StoreHealth
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay
 from relaytui.widgets.header import StoreBanner
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 FULL = {"status": "degraded", "reason": "insufficient_storage",
         "detail": "No space left on device", "since": 1_791_105_164.0}  # 09:12:44Z
@@ -41,10 +42,10 @@ def test_a_dead_actor_reads_as_a_restart_not_as_the_store() -> None:
 class Answers:
     """`health()` answering each of `answers` in turn (an exception is raised)."""
 
-    def __init__(self, *answers) -> None:
+    def __init__(self, *answers: dict[str, Any] | Exception) -> None:
         self.answers = list(answers)
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -52,7 +53,7 @@ class Answers:
 
 
 def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach() -> None:
-    posted = []
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}, {"status": "ok"}, FULL,
                                 RelayError(None, "cannot reach relayd"), ValueError("html"),
                                 FULL, {"status": "ok"}), posted.append)
@@ -62,7 +63,7 @@ def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reac
 
 
 def test_stop_ends_the_wait_at_once() -> None:
-    posted = []
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}, FULL), posted.append, every=3600)
     running = threading.Thread(target=watch.run, daemon=True)
     running.start()
@@ -74,7 +75,7 @@ def test_stop_ends_the_wait_at_once() -> None:
 
 
 def test_a_watch_stopped_before_it_runs_asks_nothing() -> None:
-    posted = []
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}), posted.append, every=3600)
     watch.stop()
     running = threading.Thread(target=watch.run, daemon=True)
@@ -91,7 +92,7 @@ async def test_a_red_banner_shows_while_the_store_cannot_write() -> None:
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                     health_every=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        banner = app.jobs_screen.query_one(StoreBanner)
+        banner = jobs_screen(app).query_one(StoreBanner)
         await wait_for(pilot, lambda: banner.display, what="the banner")
         text = str(banner.render())
         assert text.startswith("relayd cannot write to its store: insufficient_storage — "

@@ -5,26 +5,30 @@ once it has come the template is fetched again, on the clock's tick or when its 
 
 from __future__ import annotations
 
-from relaytui.app import build_app
+from typing import Any
+
+from textual.pilot import Pilot
+
+from relaytui.app import RelayApp, build_app
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, job_id
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 TEMPLATE = job_id(3)  # "Nightly digest", 0 2 * * *: next run 2026-10-05 02:00:00Z
 DAY = 86400
 
 
-def app_on(fake: FakeRelay):
+def app_on(fake: FakeRelay) -> RelayApp:
     return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
 
 
-async def on_the_template(pilot) -> tuple[JobTable, JobDetail]:
-    jobs = pilot.app.jobs_screen
+async def on_the_template(pilot: Pilot[Any]) -> tuple[JobTable, JobDetail]:
+    jobs = jobs_screen(pilot.app)
     table, detail = jobs.query_one(JobTable), jobs.query_one(JobDetail)
     await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
     table.select(TEMPLATE)
@@ -41,7 +45,7 @@ async def test_once_the_next_run_has_come_the_template_is_fetched_again() -> Non
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         table, detail = await on_the_template(pilot)
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         assert "next run 2026-10-05 02:00:00Z (in 16h30m)" in extra(detail)
         assert str(table.get_cell(TEMPLATE, "eta")) == "16h30m"
 
@@ -63,7 +67,7 @@ async def test_a_runs_creation_fetches_its_template_at_once() -> None:
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         _, detail = await on_the_template(pilot)
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         due = fake.jobs_by_id[TEMPLATE]["next_run_at"]
         fake.jobs_by_id[TEMPLATE]["next_run_at"] = due + DAY  # relayd moved it on
         run = dict(canned_jobs()[-1], id=job_id(30), status="queued", cron=None,

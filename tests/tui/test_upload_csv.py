@@ -5,8 +5,11 @@ is chosen, and relayd's refusal of a row names its line in the file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from relaytui.app import build_app
+from textual.pilot import Pilot
+
+from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
@@ -14,14 +17,15 @@ from relaytui.testing import FakeRelay
 from tests.tui.conftest import SIZE, wait_for
 
 
-def app_on(fake, start_dir):
+def app_on(fake: FakeRelay, start_dir: Path) -> RelayApp:
     return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=start_dir)
 
 
-async def open_upload(pilot, app):
+async def open_upload(pilot: Pilot[Any], app: RelayApp) -> UploadScreen:
     await pilot.press("u")
-    upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
+    upload: UploadScreen = await wait_for(
+        pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
     await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
     return upload
 

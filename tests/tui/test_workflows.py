@@ -6,8 +6,12 @@ again only every few seconds), the Rounds column's steps, and the pure text of
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
+from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 from relaytui.client import RelayClient, RelayError
@@ -28,19 +32,19 @@ from relaytui.workflows import (
     totals_text,
     workflow_summary,
 )
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 from tests.tui.test_app import app_on
 
 
-def text(node, selector):
+def text(node: Widget, selector: str) -> str:
     return str(node.query_one(selector).render())
 
 
-async def open_flow(pilot, custom_id: str) -> RowDetailScreen:
+async def open_flow(pilot: Pilot[Any], custom_id: str) -> RowDetailScreen:
     """The row screen of one workflow record (its job is running: no results screen)."""
     app = pilot.app
-    view = await wait_for(pilot, lambda: app.jobs_screen.board.get(WORKFLOW_JOB))
-    app.push_screen(RowDetailScreen(app.jobs_screen.client, view, custom_id))
+    view = await wait_for(pilot, lambda: jobs_screen(app).board.get(WORKFLOW_JOB))
+    app.push_screen(RowDetailScreen(jobs_screen(app).client, view, custom_id))
     return await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                           and (app.screen.detail or app.screen.problem) and app.screen,
                           what="the row")
@@ -108,7 +112,7 @@ async def test_the_results_show_a_workflows_steps_and_open_its_row() -> None:
     fake = FakeRelay(replay=False, workflows=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        view = await wait_for(pilot, lambda: app.jobs_screen.board.get(WORKFLOW_JOB))
+        view = await wait_for(pilot, lambda: jobs_screen(app).board.get(WORKFLOW_JOB))
         app.push_screen(ResultsScreen(app.client, view))
         results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                                  and app.screen.items and app.screen)
@@ -127,11 +131,11 @@ async def test_the_results_show_a_workflows_steps_and_open_its_row() -> None:
 # -- the job detail's counters -----------------------------------------------------------
 
 
-async def select(pilot, job: str) -> JobDetail:
+async def select(pilot: Pilot[Any], job: str) -> JobDetail:
     app = pilot.app
-    await wait_for(pilot, lambda: job in app.jobs_screen.board)
-    app.jobs_screen.query_one(JobTable).select(job)
-    detail = app.jobs_screen.query_one(JobDetail)
+    await wait_for(pilot, lambda: job in jobs_screen(app).board)
+    jobs_screen(app).query_one(JobTable).select(job)
+    detail = jobs_screen(app).query_one(JobDetail)
     await wait_for(pilot, lambda: detail.loaded_id == job, what="the detail pane")
     return detail
 
@@ -204,7 +208,7 @@ async def test_progress_events_do_not_fetch_the_counters_each_time() -> None:
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, fake.replayed.is_set, what="the replay")
-        detail = app.jobs_screen.query_one(JobDetail)
+        detail = jobs_screen(app).query_one(JobDetail)
         await wait_for(pilot, lambda: detail.job_id == job_id(1)
                        and detail.loaded_id == job_id(1), what="the detail pane")
         await wait_for(pilot, lambda: fake.workflows_read)
@@ -240,7 +244,7 @@ def test_the_client_asks_the_workflows_route() -> None:
 # -- the text ----------------------------------------------------------------------------
 
 
-def state(phase: str, **more):
+def state(phase: str, **more: Any) -> dict[str, Any]:
     return {"phase": phase, "step": 3, "totals": {"steps": 3, "requests": 9},
             "history": [], "event": "workflow.results", "requests": 4, "finished": 2,
             "wake_at": None} | more
