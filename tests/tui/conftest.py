@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayClient
+from relaytui.models import JobView
 from relaytui.screens.jobs import JobsScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay
@@ -45,6 +46,13 @@ def jobs_screen(app: App[Any]) -> JobsScreen:
     """The Relay app's jobs screen, which it has once it is up."""
     assert isinstance(app, RelayApp) and app.jobs_screen is not None
     return app.jobs_screen
+
+
+def on_board(jobs: JobsScreen, job_id: str) -> JobView:
+    """`job_id`'s view on the jobs screen's board, which has it."""
+    view = jobs.board.get(job_id)
+    assert view is not None
+    return view
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +102,7 @@ def saved() -> list[Settings]:
 
 
 @pytest.fixture
-def make_app(saved: list[Settings]) -> Callable[..., RelayApp]:
+def make_app(saved: list[Settings]) -> Iterator[Callable[..., RelayApp]]:
     clients: list[RelayClient] = []
 
     def make(url: str, key: str | None, **options: Any) -> RelayApp:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from daemon.testing import Simulator
 from relaytui.app import RelayApp
+from relaytui.models import JobView
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
@@ -20,7 +23,7 @@ from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
 from tests.e2e.harness import Relayd, closed_port, rows, wait_for_status
-from tests.tui.conftest import SIZE, jobs_screen, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, on_board, wait_for
 
 pytestmark = pytest.mark.e2e
 EVERY_JOB = "/v1/batches?dialect=all"  # the list is OpenAI's unless asked otherwise
@@ -46,10 +49,14 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(
             bar = jobs.query_one(ConnectionBar)
             await wait_for(pilot, lambda: workspace in str(bar.render()),
                            what="the header naming the workspace")
-            rebuilds = []
+            rebuilds: list[int] = []
             table = jobs.query_one(JobTable)
             original_fill = table.fill
-            table.fill = lambda: (rebuilds.append(1), original_fill())
+
+            def fill() -> None:
+                rebuilds.append(1)
+                original_fill()
+            table.fill = fill  # type: ignore[method-assign]
 
             job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Live one",
                                                  "requests": rows(240, text=SLOW)}).json()
@@ -58,7 +65,7 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(
             def ended() -> bool:
                 if job["id"] in jobs.board:
                     seen.add(cell(app, job["id"], "count"))
-                    return jobs.board.get(job["id"]).status == "completed"
+                    return on_board(jobs, job["id"]).status == "completed"
                 return False
 
             await wait_for(pilot, ended, what="the job ends", timeout=20)
@@ -137,12 +144,13 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp],
         tmp_path: Path) -> None:
     relayd = shared_relayd
-    bad = {"broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
-                            "line 2: not valid JSON"),
-           "empty.csv": ("\n\n", "the file has no rows"),
-           "binary.jsonl": (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
-           "shape.jsonl": ('{"prompt": "hi"}\n', "line 1: expected an object"),
-           "missing.csv": (None, "cannot read")}
+    bad: dict[str, tuple[str | bytes | None, str]] = {
+        "broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
+                         "line 2: not valid JSON"),
+        "empty.csv": ("\n\n", "the file has no rows"),
+        "binary.jsonl": (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
+        "shape.jsonl": ('{"prompt": "hi"}\n', "line 1: expected an object"),
+        "missing.csv": (None, "cannot read")}
     for name, (content, _) in bad.items():
         if isinstance(content, bytes):
             (tmp_path / name).write_bytes(content)
@@ -159,10 +167,13 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         path = upload.query_one("#path")
         path.focus()  # the tree has it at first
         status = upload.query_one("#file-status")
+
+        def shown(reason: str) -> bool:
+            return reason in str(status.render())
         for name, (_, reason) in bad.items():
             path.value = str(tmp_path / name)
             await pilot.press("enter")
-            await wait_for(pilot, lambda r=reason: r in str(status.render()), what=reason)
+            await wait_for(pilot, partial(shown, reason), what=reason)
             assert path.has_class("-invalid") and upload.query_one("#submit").disabled
             await pilot.press("ctrl+s")
 
@@ -216,13 +227,17 @@ async def test_a_running_job_is_cancelled_after_confirmation(
             await pilot.press("c")
             await pilot.press("n")  # kept
             await pilot.pause(0.1)
-            assert jobs.board.get(job["id"]).status == "running"
+            assert on_board(jobs, job["id"]).status == "running"
             table = jobs.query_one(JobTable)
             shown: list[str] = []
             upsert = table.upsert
-            table.upsert = lambda view, **kw: (shown.append(view.status), upsert(view, **kw))
+
+            def upsert_shown(view: JobView, *, moved: bool) -> None:
+                shown.append(view.status)
+                upsert(view, moved=moved)
+            table.upsert = upsert_shown  # type: ignore[method-assign]
             await pilot.press("c", "y")
-            await wait_for(pilot, lambda: jobs.board.get(job["id"]).status == "canceled",
+            await wait_for(pilot, lambda: on_board(jobs, job["id"]).status == "canceled",
                            what="the cancel")
             assert "cancelling" in shown and shown[-1] == "canceled"
             assert shown.index("cancelling") < shown.index("canceled")
@@ -292,7 +307,7 @@ async def test_results_are_browsed_searched_and_saved(shared_relayd: Relayd, wor
         assert "400" in str(screen.query_one("#result-text").render())
         await pilot.press("s")
         target = tmp_path / "saved.csv"
-        app.screen.query_one("#answer").value = str(target)
+        app.screen.query_one("#answer", Input).value = str(target)
         await pilot.press("enter")
         await wait_for(pilot, target.exists, what="the saved file")
         assert len(target.read_text().splitlines()) == 14  # header and every result

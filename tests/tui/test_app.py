@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
+
+from textual.widgets import Input
 
 from relaytui.api import RelayApi
 from relaytui.app import RelayApp, build_app
-from relaytui.client import Event, RelayError
+from relaytui.client import Event, RelayClient, RelayError
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
 from relaytui.screens.connect import ConnectScreen
@@ -21,7 +23,7 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, canned_model, job_event, job_id
 from relaytui.widgets.confirm import ConfirmScreen
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, on_board, wait_for
 
 
 def app_on(fake: FakeRelay, saved: list[Settings] | None = None, *,
@@ -33,9 +35,9 @@ def app_on(fake: FakeRelay, saved: list[Settings] | None = None, *,
 
 
 async def test_without_a_key_it_asks_for_one_and_saves_it() -> None:
-    saved, made = [], []
+    saved, made = list[Settings](), list[tuple[str, str]]()
 
-    def connect(url, key):
+    def connect(url: str, key: str) -> RelayClient:
         made.append((url, key))
         return FakeRelay(url=url, replay=False).client(key)
 
@@ -64,7 +66,7 @@ async def test_leaving_the_key_dialog_without_a_key_quits_cleanly() -> None:
 class ForgetfulRelay(FakeRelay):
     """Lists a model the daemon no longer knows (the list was stale)."""
 
-    def models(self):
+    def models(self) -> dict[str, Any]:
         listing = super().models()
         listing["data"].insert(0, canned_model("gone-model"))
         return listing
@@ -93,10 +95,10 @@ async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form() -> None
 
 
 class BrokenRelay(FakeRelay):
-    def results(self, job_id, **paging) -> None:
+    def results(self, job_id: str, **paging: Any) -> NoReturn:
         raise RuntimeError("the disk is on fire")
 
-    def dead_letter(self, job_id) -> None:
+    def dead_letter(self, job_id: str) -> NoReturn:
         raise RelayError(404, f"No batch {job_id}.")
 
 
@@ -184,8 +186,11 @@ async def test_a_thousand_jobs_stay_smooth() -> None:
         jobs = jobs_screen(app)
         table = jobs.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 1000)
-        rebuilt = []
-        table.fill = lambda: rebuilt.append(1)
+        rebuilt: list[int] = []
+
+        def fill() -> None:
+            rebuilt.append(1)
+        table.fill = fill  # type: ignore[method-assign]
         started = time.monotonic()
         for step in range(20):  # 1,000 progress events
             for i in range(50):
@@ -198,7 +203,7 @@ async def test_a_thousand_jobs_stay_smooth() -> None:
             job["status"] = "running"  # (a listing read mid-test must not undo them)
             data = job_event(job)
             jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
-        await wait_for(pilot, lambda: jobs.board.get(f"{149:032x}").status == "running")
+        await wait_for(pilot, lambda: on_board(jobs, f"{149:032x}").status == "running")
         elapsed = time.monotonic() - started
         assert elapsed < 5, elapsed  # about 0.5 s here; a rebuild per event takes minutes
         assert rebuilt == []
@@ -207,14 +212,14 @@ async def test_a_thousand_jobs_stay_smooth() -> None:
 
 
 class RefusingRelay(FakeRelay):
-    def jobs(self, **filters) -> None:
+    def jobs(self, **filters: Any) -> NoReturn:
         raise RelayError(401, "Invalid API key.")
 
 
 async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
-    saved, made = [], []
+    saved, made = list[Settings](), list[str]()
 
-    def connect(url, key):
+    def connect(url: str, key: str) -> RelayClient:
         made.append(key)
         return FakeRelay(url=url, replay=False).client(key)
 
@@ -226,7 +231,7 @@ async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
         assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
-        app.screen.query_one("#key").value = "rk_better"
+        app.screen.query_one("#key", Input).value = "rk_better"
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.jobs_screen is not first
                        and len(jobs_screen(app).board) == len(canned_jobs()))

@@ -4,8 +4,11 @@ The rule as a plain function, then every screen at 80×24 (Pilot, on `FakeRelay`
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import pairwise
+from typing import Any
 
+from textual.screen import Screen
 from textual.widgets._footer import FooterKey
 
 from relaytui.app import RelayApp, build_app
@@ -15,7 +18,7 @@ from relaytui.screens.results import ResultsScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, job_id
-from relaytui.widgets.footer import Fit, fit
+from relaytui.widgets.footer import Fit, RelayFooter, fit
 from relaytui.widgets.job_table import JobTable
 from tests.tui.conftest import HERE, jobs_screen, wait_for
 
@@ -58,11 +61,14 @@ async def test_at_80_columns_every_screens_footer_fits_and_keeps_help_and_quit()
         table.select(job_id(5))  # a finished job, with dead-lettered rows
         await pilot.pause()
         seen = {}
+
+        def showing(kind: type[Screen[Any]] | None) -> bool:
+            return kind is not None and isinstance(app.screen, kind)
         for key, screen in (("", None), ("d", DeadLetterScreen), ("v", ResultsScreen),
                             ("u", UploadScreen), ("question_mark", HelpScreen)):
             if key:
                 await pilot.press(key)
-                await wait_for(pilot, lambda s=screen: isinstance(app.screen, s))
+                await wait_for(pilot, partial(showing, screen))
             await pilot.pause()
             assert fits(app, 80), type(app.screen).__name__
             shown = [k.key_display for k in shown_keys(app)]
@@ -82,6 +88,6 @@ async def test_at_160_columns_the_footer_is_roomy_with_the_palette() -> None:
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures")
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
-        footer = app.screen.query_one("RelayFooter")
+        footer = app.screen.query_one("RelayFooter", RelayFooter)
         assert not footer.compact
         assert [k.key_display for k in shown_keys(app)][-1] == "^p"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.widgets import Input
+
 from relaytui.app import RelayApp, build_app
 from relaytui.cli import build_parser
 from relaytui.keys import colon_action
@@ -53,7 +55,7 @@ async def test_j_k_g_G_move_the_cursor() -> None:
         await pilot.press("g")
         assert table.cursor_row == 0
         await pilot.press("slash", "j")  # typed into the search, not a move
-        assert jobs_screen(app).query_one("#search").value == "j"
+        assert jobs_screen(app).query_one("#search", Input).value == "j"
 
 
 async def test_the_command_line_opens_views_quits_and_refuses_unknown_words() -> None:
@@ -63,9 +65,11 @@ async def test_the_command_line_opens_views_quits_and_refuses_unknown_words() ->
         await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("colon", *"dead", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DeadLetterScreen))
-        assert app.screen.workspace_wide
+        dead_letter = app.screen  # a name of its own: mypy keeps app.screen unnarrowed
+        assert isinstance(dead_letter, DeadLetterScreen) and dead_letter.workspace_wide
         await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
         await pilot.press("colon", *"jobs", "enter")
         await wait_for(pilot, lambda: app.screen is app.jobs_screen)
         await pilot.press("colon", *"frobnicate", "enter")
@@ -119,8 +123,10 @@ async def test_an_upload_screen_opened_before_read_only_cannot_submit() -> None:
     app = app_on(fake, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
+        assert app.client is not None
         app.push_screen(UploadScreen(app.client, start_dir=HERE / "fixtures"))
         await pilot.pause()
+        assert isinstance(app.screen, UploadScreen)
         app.screen.action_submit()
         await wait_for(pilot, lambda: any("--read-only" in m for m in notes(app)))
         assert fake.submitted == []

@@ -4,18 +4,27 @@ threads, no Textual, no network)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from relaytui.client import Event, RelayError
-from relaytui.live import Backoff, Connection, JobEvent, JobsListed, LiveFeed, Workspace
+from relaytui.live import (
+    Backoff,
+    Connection,
+    JobEvent,
+    JobsListed,
+    LiveFeed,
+    Workspace,
+)
 
 DOWN = RelayError(None, "cannot reach relayd at http://x: connection refused")
 
 
 class Stream:
-    def __init__(self, events, *, then=None) -> None:
+    def __init__(self, events: list[Event], *, then: Exception | None = None) -> None:
         self.events, self.then, self.closed = events, then, False
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Event]:
         yield from self.events
         if self.then is not None:
             raise self.then
@@ -29,26 +38,29 @@ class Source:
 
     url = "http://x"
 
-    def __init__(self, listings, streams=()) -> None:
+    def __init__(self, listings: list[list[dict[str, Any]] | Exception],
+                 streams: Iterable[Stream | Exception] = ()) -> None:
         self.listings, self.streams = list(listings), list(streams)
         self.listed = 0
 
-    def all_jobs(self):
+    def all_jobs(self) -> list[dict[str, Any]]:
         self.listed += 1
         answer = self.listings.pop(0) if len(self.listings) > 1 else self.listings[0]
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    def open_events(self):
+    def open_events(self) -> Stream:
         answer = self.streams.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
 
-def feed(source):
-    posted = []
+def feed(source: Source) -> tuple[LiveFeed, list[Any]]:
+    """The feed on `source`, and what it posts (any kind of update; tests read them by
+    position)."""
+    posted: list[Any] = []
     clock = iter(range(100, 1000)).__next__
     return LiveFeed(source, posted.append, clock=lambda: float(clock())), posted
 
@@ -121,7 +133,7 @@ def test_stop_ends_a_waiting_stream_and_the_loop() -> None:
     started = threading.Event()
 
     class Blocking(Stream):
-        def __iter__(self):
+        def __iter__(self) -> Iterator[Event]:
             started.set()
             while not self.closed:
                 started.wait(0.01)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
@@ -68,7 +69,7 @@ def app_on(fake: FakeRelay, **options: Any) -> RelayApp:
 
 
 def cells(screen: NodesScreen, node_id: str) -> list[str]:
-    table = screen.query_one("#nodes")
+    table = screen.query_one("#nodes", DataTable)
     return [str(c) for c in table.get_row(node_id)]
 
 
@@ -112,7 +113,7 @@ async def test_n_opens_the_nodes_and_their_jobs() -> None:
         await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
-                                and app.screen.query_one("#nodes").row_count == 3
+                                and app.screen.query_one("#nodes", DataTable).row_count == 3
                                 and app.screen)
         assert cells(screen, "web-2-4e5f6a7b")[:5] == [
             "web-2-4e5f6a7b (this)", "http://web-2-4e5f6a7b:8080", "● healthy", "0.1.0",
@@ -139,7 +140,7 @@ async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one() -> Non
         await pilot.press("colon", *"nodes", "enter")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen)
-        table = screen.query_one("#nodes")
+        table = screen.query_one("#nodes", DataTable)
         await wait_for(pilot, lambda: table.row_count == 3)
         fake.nodes_answer = {"object": "list", "data": [
             node("web-2-4e5f6a7b", "stopping", silent=0.4, up=3 * 3600, this=True)]}
@@ -168,7 +169,7 @@ async def test_a_relayd_without_the_route_says_so() -> None:
                                 and app.screen)
         await wait_for(pilot, lambda: "No node list: Not Found" in text_of(
             screen, "#nodes-summary"))
-        assert not screen.query_one("#nodes").display
+        assert not screen.query_one("#nodes", DataTable).display
 
 
 # -- against a real relayd ------------------------------------------------------------
@@ -181,7 +182,7 @@ async def test_a_real_relayd_lists_itself(shared_relayd: Relayd, workspace: str,
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
-                                and app.screen.query_one("#nodes").row_count == 1
+                                and app.screen.query_one("#nodes", DataTable).row_count == 1
                                 and app.screen)
         [me] = screen.listed.nodes
         assert me.this and me.health == "healthy" and me.address.startswith("http://")

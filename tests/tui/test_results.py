@@ -64,7 +64,8 @@ def test_jobs_are_listed_of_every_dialect() -> None:
 async def test_the_results_screen_reads_every_page() -> None:
     fake = FakeRelay(replay=False)
     client = fake.client()
-    client.result_pages = functools.partial(client.result_pages, page=5)  # 4 pages of 18
+    client.result_pages = functools.partial(  # type: ignore[method-assign]
+        client.result_pages, page=5)  # 4 pages of 18
     app = app_on(fake, client=client)
     async with app.run_test(size=SIZE) as pilot:
         results = await open_results(pilot, job_id(5))

@@ -4,7 +4,7 @@ or `o`, its transcript round by round, a failed row, and a row the daemon cannot
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 import pytest
@@ -134,12 +134,12 @@ async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short() -
 
 
 class MissingRows(FakeRelay):
-    def row(self, job_id, custom_id) -> None:
+    def row(self, job_id: str, custom_id: str) -> NoReturn:
         raise RelayError(404, f"No row found with id '{custom_id}'.")
 
 
 class BrokenRows(FakeRelay):
-    def row(self, job_id, custom_id) -> None:
+    def row(self, job_id: str, custom_id: str) -> NoReturn:
         raise RuntimeError("the disk is on fire")
 
 

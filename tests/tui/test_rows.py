@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relaytui.rows import (
@@ -43,7 +45,8 @@ def test_the_summary_is_found_in_both_dialects_result_shapes() -> None:
     ({"tool_rounds": 1, "model_calls": 2, "tool_errors": ["c1", "c2"]}, "⟳1 ✗2",
      "1 tool round · 2 model calls · 2 tool errors (c1, c2)", True),
 ])
-def test_rounds_cell_and_summary_text(summary, cell, text, look) -> None:
+def test_rounds_cell_and_summary_text(summary: dict[str, Any] | None, cell: str, text: str,
+                                      look: bool) -> None:
     assert rounds_cell(summary) == cell
     assert summary_text(summary) == text
     assert needs_a_look(summary) is look

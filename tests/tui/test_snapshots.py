@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from relaytui.app import RelayApp, build_app
 from relaytui.screens.dead_letter import AttemptsScreen, DeadLetterScreen
@@ -21,7 +22,7 @@ from relaytui.testing import WORKFLOW_JOB, FakeRelay, job_id
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, on_board, wait_for
 
 KEY = "rk_demo7Kq2xLw9Vb4ZpR8sT1uYcN3"
 
@@ -179,7 +180,8 @@ def test_a_workflow_row(snap_compare: Callable[..., bool], monkeypatch: pytest.M
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await settled(pilot, fake, select=None)
-        view = jobs_screen(app).board.get(WORKFLOW_JOB)
+        view = on_board(jobs_screen(app), WORKFLOW_JOB)
+        assert app.client is not None
         app.push_screen(RowDetailScreen(app.client, view, "notes-2.4"))  # completed, 2 steps
         await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                        and app.screen.detail)
@@ -228,7 +230,7 @@ def test_asking_for_a_key(snap_compare: Callable[..., bool],
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: app.screen.query("#key"))
-        app.screen.query_one("#key").cursor_blink = False
+        app.screen.query_one("#key", Input).cursor_blink = False
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -132,6 +132,7 @@ def test_the_time_axis_is_ticked_at_round_times() -> None:
     day = WorkspaceStats.from_answer(answer(minutes=1440))
     at, labels = clock_ticks(day, 5)
     assert labels == ["12:00", "18:00", "00:00", "06:00"]  # every 6 h, from 09:30 a day ago
+    assert day.since is not None
     assert at[0] == (datetime(2026, 10, 3, 12, tzinfo=UTC).timestamp() - day.since) / 1440
     assert clock_ticks(WorkspaceStats(), 5) == ([], [])
 

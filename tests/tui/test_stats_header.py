@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -39,6 +40,19 @@ def text(widget: Widget) -> str:
     return str(widget.render())
 
 
+def title(widget: Widget) -> str:
+    """`widget`'s border title, which it has."""
+    assert widget.border_title is not None
+    return widget.border_title
+
+
+def drawing(plot: ThroughputPlot) -> str:
+    """The text of what `plot` draws (plotext's ANSI, as rich Text)."""
+    drawn = plot.render()
+    assert isinstance(drawn, Text)
+    return drawn.plain
+
+
 async def header_of(pilot: Pilot[Any]) -> StatsHeader:
     header = jobs_screen(pilot.app).query_one(StatsHeader)
     await wait_for(pilot, lambda: header.display and header.stats, what="the stats")
@@ -57,11 +71,11 @@ async def test_the_header_shows_throughput_model_health_cost_and_the_queue() -> 
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         header = await header_of(pilot)
-        assert header.mode == "wide" and header.border_title.startswith(
+        assert header.mode == "wide" and title(header).startswith(
             "Workspace · last 60 min · as of 09:30:00Z")
         plot = header.query_one(ThroughputPlot)
         assert plot.region.width >= 50 and plot.region.height >= 6
-        drawn = plot.render().plain  # a real plot: a rate axis and a time axis
+        drawn = drawing(plot)  # a real plot: a rate axis and a time axis
         assert "60┤" in drawn and "0┤" in drawn and "└┬" in drawn
         assert all(t in drawn for t in ("08:30", "08:45", "09:00", "09:15"))
         legend = text(header.query_one("#stats-legend"))
@@ -119,10 +133,10 @@ async def test_while_disconnected_the_header_reads_stale() -> None:
         jobs_screen(app).post_message(FeedUpdate(Connection("down", "cannot reach relayd",
                                                            5.0)))
         await wait_for(pilot, lambda: header.has_class("-stale"))
-        assert banner.has_class("-stale") and "stale since" in header.border_title
+        assert banner.has_class("-stale") and "stale since" in title(header)
         jobs_screen(app).post_message(FeedUpdate(Connection("live", "live events")))
         await wait_for(pilot, lambda: not header.has_class("-stale"))
-        assert not banner.has_class("-stale") and "stale" not in header.border_title
+        assert not banner.has_class("-stale") and "stale" not in title(header)
 
 
 async def test_the_narrow_header_says_stale_too() -> None:
@@ -186,9 +200,10 @@ async def test_w_widens_the_window() -> None:
     async with app.run_test(size=SIZE) as pilot:
         header = await header_of(pilot)
         await pilot.press("w")
-        await wait_for(pilot, lambda: header.stats.minutes == 360, what="the 6 h window")
+        await wait_for(pilot, lambda: header.stats is not None and header.stats.minutes == 360,
+                       what="the 6 h window")
         assert fake.stats_asked[-1] == 360
-        assert header.border_title.startswith("Workspace · last 6 h")
+        assert title(header).startswith("Workspace · last 6 h")
         assert any(n.message == "The header shows the last 6 h." for n in app._notifications)
 
 
@@ -200,7 +215,7 @@ async def test_the_plot_follows_the_theme_and_uses_the_terminals_colours_in_ansi
         assert plot.theme == "auto"  # plotext's colours from the theme's RGB
         app.theme = "ansi-dark"
         await wait_for(pilot, lambda: plot.theme == "clear", what="the ANSI plot")
-        assert "0┤" in plot.render().plain  # the axes in the terminal's own colour
+        assert "0┤" in drawing(plot)  # the axes in the terminal's own colour
         app.theme = "textual-light"
         await wait_for(pilot, lambda: plot.theme == "auto")
 

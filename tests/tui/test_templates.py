@@ -16,7 +16,7 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, job_id
 from relaytui.widgets.job_detail import JobDetail
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, on_board, wait_for
 
 TEMPLATE = job_id(3)  # "Nightly digest", 0 2 * * *: next run 2026-10-05 02:00:00Z
 DAY = 86400
@@ -49,13 +49,14 @@ async def test_once_the_next_run_has_come_the_template_is_fetched_again() -> Non
         assert "next run 2026-10-05 02:00:00Z (in 16h30m)" in extra(detail)
         assert str(table.get_cell(TEMPLATE, "eta")) == "16h30m"
 
-        due = jobs.board.get(TEMPLATE).next_run_at
+        due = on_board(jobs, TEMPLATE).next_run_at
+        assert due is not None
         fake.clock.now = due + 1  # relayd ran it (FakeRelay moves it on when asked)
         jobs._tick()  # the screen's once-a-second tick
         assert "next run due since 02:00:00Z" in extra(detail)  # never a past time
         assert str(table.get_cell(TEMPLATE, "eta")) == "due"
 
-        await wait_for(pilot, lambda: jobs.board.get(TEMPLATE).next_run_at == due + DAY,
+        await wait_for(pilot, lambda: on_board(jobs, TEMPLATE).next_run_at == due + DAY,
                        what="the template fetched again")
         await wait_for(pilot, lambda: "next run 2026-10-06 02:00:00Z (in 23h59m)"
                        in extra(detail), what="the detail pane")
@@ -73,6 +74,6 @@ async def test_a_runs_creation_fetches_its_template_at_once() -> None:
         run = dict(canned_jobs()[-1], id=job_id(30), status="queued", cron=None,
                    next_run_at=None, template_id=TEMPLATE)
         jobs.post_message(FeedUpdate(JobEvent("job.created", run, fake.clock())))
-        await wait_for(pilot, lambda: jobs.board.get(TEMPLATE).next_run_at == due + DAY,
+        await wait_for(pilot, lambda: on_board(jobs, TEMPLATE).next_run_at == due + DAY,
                        what="the template fetched again")
         await wait_for(pilot, lambda: "2026-10-06 02:00:00Z" in extra(detail))

@@ -5,9 +5,10 @@ is chosen, and relayd's refusal of a row names its line in the file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from textual.pilot import Pilot
+from textual.widgets import Input, Select
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
@@ -26,7 +27,7 @@ async def open_upload(pilot: Pilot[Any], app: RelayApp) -> UploadScreen:
     await pilot.press("u")
     upload: UploadScreen = await wait_for(
         pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
-    await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
+    await wait_for(pilot, lambda: upload.query_one("#model", Select).value == "gpt-4o-mini")
     return upload
 
 
@@ -39,13 +40,13 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path: Path) -> None:
         upload = await open_upload(pilot, app)
         status = upload.query_one("#file-status")
         upload.query_one("#path").focus()  # the tree has it at first
-        upload.query_one("#path").value = str(path)
+        upload.query_one("#path", Input).value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: "line 1: 3 cells where one prompt was expected"
                        in str(status.render()))
         assert upload.query_one("#submit").disabled
 
-        upload.query_one("#column").value = "review"
+        upload.query_one("#column", Input).value = "review"
         await wait_for(pilot, lambda: upload.rows is not None)
         assert "2 rows · prompt column 'review'" in str(status.render())
         await pilot.press("ctrl+s")
@@ -58,7 +59,7 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path: Path) -> None:
 class DuplicateRefusing(FakeRelay):
     """relayd refusing the third row, as its Relay parser does."""
 
-    def submit(self, **form) -> None:
+    def submit(self, **form: Any) -> NoReturn:
         raise RelayError(400, "Duplicate custom_id 'a' (first used by requests[0]).",
                          "requests[2].custom_id")
 
@@ -70,7 +71,7 @@ async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         upload = await open_upload(pilot, app)
         upload.query_one("#path").focus()  # the tree has it at first
-        upload.query_one("#path").value = str(path)
+        upload.query_one("#path", Input).value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: upload.rows is not None)
         await pilot.press("ctrl+s")

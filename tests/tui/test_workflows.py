@@ -113,6 +113,7 @@ async def test_the_results_show_a_workflows_steps_and_open_its_row() -> None:
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         view = await wait_for(pilot, lambda: jobs_screen(app).board.get(WORKFLOW_JOB))
+        assert app.client is not None
         app.push_screen(ResultsScreen(app.client, view))
         results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                                  and app.screen.items and app.screen)
@@ -166,7 +167,7 @@ class Counters(FakeRelay):
         self.missing = missing
         self.steps = 7
 
-    def workflows(self, job_id):
+    def workflows(self, job_id: str) -> dict[str, Any]:
         if self.missing:
             self.workflows_read.append(job_id)
             raise RelayError(404, "Not Found")
@@ -263,8 +264,8 @@ def state(phase: str, **more: Any) -> dict[str, Any]:
     ("failed", state("running"), "failed after 3 steps"),
     ("failed", None, "failed before its first step"),
 ])
-def test_the_phase_in_words(status, flow, said) -> None:
-    detail = {"status": status, "body": {"openrelay": {"workflow": {"url": "u"}}}}
+def test_the_phase_in_words(status: str, flow: dict[str, Any] | None, said: str) -> None:
+    detail: dict[str, Any] = {"status": status, "body": {"openrelay": {"workflow": {"url": "u"}}}}
     if flow is not None:
         detail["workflow"] = flow
     assert is_workflow(detail)
