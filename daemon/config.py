@@ -10,7 +10,8 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
@@ -29,6 +30,7 @@ class ServerConfig:
     body_timeout_s: float = 30.0  # a request body with no byte for this long is cut off
     max_connections: int = 1024  # open at once; past it, connections not in a request close
     max_parsing_mb: int = 128  # request bodies read at once, in MB (default 2 * max_body_mb)
+    public_url: str = ""  # how clients reach it behind a proxy (absolute URLs in answers)
 
 
 # The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/clients.py).
@@ -107,6 +109,14 @@ class RetryConfig:
     request_timeout_s: float = 120.0
 
 
+# The protocols an upstream may speak (`[[models]] api`): OpenAI's chat completions
+# (and completions, embeddings) or Anthropic's Messages API.
+Api = Literal["openai", "anthropic"]
+APIS: tuple[Api, ...] = ("openai", "anthropic")
+DEFAULT_MAX_TOKENS = 4096  # what a row without max_tokens asks of an Anthropic upstream
+MAX_DEFAULT_MAX_TOKENS = 10**9  # no model writes more in one call
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     alias: str
@@ -120,6 +130,8 @@ class ModelConfig:
     rpm: int | None = None  # requests a minute this model takes, shared by all jobs
     tpm: int | None = None  # tokens a minute (estimated before a call, corrected after)
     adaptive: bool = True  # learn the concurrency the upstream holds, up to max_concurrency
+    api: Api = "openai"  # the upstream's protocol
+    default_max_tokens: int = DEFAULT_MAX_TOKENS  # for rows without one, on an Anthropic upstream
 
 
 @dataclass(frozen=True)
@@ -187,7 +199,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
 def _server(t: dict[str, Any]) -> ServerConfig:
     _reject_unknown(t, {"host", "port", "data_dir", "max_body_mb", "max_upload_mb",
                         "max_concurrent_uploads", "header_timeout_s", "body_timeout_s",
-                        "max_connections", "max_parsing_mb"}, "server.")
+                        "max_connections", "max_parsing_mb", "public_url"}, "server.")
     port = _typed(t, "port", int, 8080, "server.")
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0–65535, got {port}")
@@ -206,7 +218,11 @@ def _server(t: dict[str, Any]) -> ServerConfig:
                           f"never be read; got {sizes['max_parsing_mb']}")
     head_s, body_s = (_seconds(t, key, default) for key, default in
                       (("header_timeout_s", 10.0), ("body_timeout_s", 30.0)))
+    public_url = _typed(t, "public_url", str, "", "server.")
+    if public_url and urlsplit(public_url).scheme not in ("http", "https"):
+        raise ConfigError(f"server.public_url: must be an http(s) URL, got {public_url!r}")
     return ServerConfig(
+        public_url=public_url,
         host=_typed(t, "host", str, "127.0.0.1", "server."),
         port=port,
         data_dir=Path(_typed(t, "data_dir", str, "relay-data", "server.")),
@@ -313,7 +329,8 @@ def _metrics(t: dict[str, Any]) -> MetricsConfig:
 
 _MODEL_KEYS = {
     "alias", "base_url", "model", "api_key_env", "fallbacks", "max_concurrency",
-    "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm", "adaptive",
+    "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm", "adaptive", "api",
+    "default_max_tokens",
 }
 
 
@@ -373,7 +390,25 @@ def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfi
         rpm=_rate_limit(t, "rpm", where),
         tpm=_rate_limit(t, "tpm", where),
         adaptive=_typed(t, "adaptive", bool, True, where),
+        api=_api(t, where),
+        default_max_tokens=_default_max_tokens(t, where),
     )
+
+
+def _api(t: dict[str, Any], where: str) -> Api:
+    api = _typed(t, "api", str, "openai", where)
+    if api not in APIS:
+        raise ConfigError(f"{where}api: must be one of {', '.join(APIS)} (the upstream's "
+                          f"protocol), got {api!r}")
+    return cast(Api, api)
+
+
+def _default_max_tokens(t: dict[str, Any], where: str) -> int:
+    value: int = _typed(t, "default_max_tokens", int, DEFAULT_MAX_TOKENS, where)
+    if not 1 <= value <= MAX_DEFAULT_MAX_TOKENS:
+        raise ConfigError(f"{where}default_max_tokens: must be 1–{MAX_DEFAULT_MAX_TOKENS:,}, "
+                          f"got {value}")
+    return value
 
 
 def _rate_limit(t: dict[str, Any], key: str, where: str) -> int | None:

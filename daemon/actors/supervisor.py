@@ -301,7 +301,7 @@ class JobSupervisor(pykka.ThreadingActor):
             return outcome
         code, message = dialect_of(self.job).unrun_error(self.ending)
         if not outcome.attempts:  # it never went out: exactly like the rows never started
-            return replace(outcome, error_code=code, error=message)
+            return replace(outcome, error_code=code, error=message, never_ran=True)
         return replace(outcome, error_code=code, error=f"{message} ({outcome.error})")
 
     def _cost(self, outcome: RowOutcome) -> int:

@@ -1,8 +1,9 @@
-"""Validator: parses an OpenAI-dialect batch's input in the background.
+"""Validator: parses a `validating` batch's input in the background.
 
-A batch is created `validating`; this actor reads its input file, turns the
-records into rows (record-level problems become failed rows) and queues the
-batch, or fails it with OpenAI's `errors` list when the file itself is wrong.
+A batch is created `validating` by a dialect that reads its input later (the
+OpenRelay batch API); this actor opens its input file and has the job's dialect turn
+it into rows (`parse_input`: record-level problems become failed rows), then queues
+the batch, or fails it with the file's `errors` list when the file itself is wrong.
 Parsing a 200 MB file takes seconds: it happens here, never on the API's loop
 or in the scheduler.
 
@@ -25,9 +26,10 @@ from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
 from daemon.actors.proxies import ActorProxyOf, message
 from daemon.actors.scheduler import SchedulerProxy
+from daemon.dialects import dialect_of
 from daemon.domain.every import Every
-from daemon.domain.jobs import FAILED, VALIDATING
-from daemon.domain.openai_input import FileError, ParsedRecords, jsonl_lines, parse_records
+from daemon.domain.jobs import FAILED, VALIDATING, Job
+from daemon.domain.openai_input import FileError, ParsedRecords
 from daemon.outbound.policy import Resolver, TargetCheck, system_resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -69,7 +71,7 @@ class Validator(pykka.ThreadingActor):
         if job is None or job.status != VALIDATING or not self.repo.claim_validation(
                 seq, node=self.node.id, alive_after=self.node.alive_after(self.clock())):
             return
-        parsed = self._parse(job.input_file_id or "", job.endpoint, job.workspace_id)
+        parsed = self._parse(job)
         now = self.clock()
         if parsed.errors:
             failed = end_job(self.repo, self.files, seq, FAILED, now=now,
@@ -83,7 +85,8 @@ class Validator(pykka.ThreadingActor):
             self.notifier.job_changed(seq)
             self.scheduler.wake()
 
-    def _parse(self, file_id: str, endpoint: str, workspace_id: int) -> ParsedRecords:
+    def _parse(self, job: Job) -> ParsedRecords:
+        file_id, workspace_id = job.input_file_id or "", job.workspace_id
         record = self.repo.file(file_id, workspace_id=workspace_id)
         if record is None:
             return _unreadable(f"The input file {file_id!r} no longer exists.")
@@ -91,9 +94,9 @@ class Validator(pykka.ThreadingActor):
             with Path(record.path).open("rb") as data:
                 check = TargetCheck(allow_private=self.allow_private, resolve=self.resolve)
                 workspace = self.repo.workspace_by_id(workspace_id)
-                return parse_records(jsonl_lines(data), endpoint=endpoint, models=self.models,
-                                     check_url=check,
-                                     workflows=workspace is not None and workspace.workflows)
+                return dialect_of(job).parse_input(
+                    job, data, models=self.models, check_url=check,
+                    workflows=workspace is not None and workspace.workflows)
         except OSError as exc:
             log.warning("input file %s unreadable: %s", file_id, exc)
             return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")

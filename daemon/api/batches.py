@@ -1,6 +1,8 @@
-"""`/v1/batches` routes shared by both dialects: submit (dispatching on the dialect),
-read, list, cancel, results and the dead-letter list. Reads go to the store in a
-worker thread; commands write the store, then `tell` an actor."""
+"""The batch routes: the generic actions every dialect's batch API is made of (submit,
+read, cancel, …, performed through the dialect of the route or of the job), and
+Relay's own routes on any dialect's jobs (the list of every dialect, results, the
+dead letter, rows, workflows). Reads go to the store in a worker thread; commands
+write the store, then `tell` an actor."""
 
 from __future__ import annotations
 
@@ -8,33 +10,58 @@ import asyncio
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict
 
+import msgspec
 import pykka
 from aiohttp import web
 
-from daemon.api import paging
+from daemon.api import paging, respond
 from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
-from daemon.dialects import DIALECTS, EVERY_DIALECT, detect, dialect_of, listed, statuses_for
-from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
-from daemon.domain.jobs import (
-    CANCELLING,
-    DL_OPEN,
-    DL_STATES,
-    QUEUED,
-    VALIDATING,
-    Job,
-    RowRecord,
+from daemon.dialects import (
+    DIALECTS,
+    EVERY_DIALECT,
+    LISTED_BY_DEFAULT,
+    Dialect,
+    detect,
+    dialect_of,
+    job_shapes,
+    listed,
+    statuses_for,
 )
-from daemon.domain.render import (
+from daemon.dialects.relay import BATCHES, JOB_ID, ONE
+from daemon.dialects.relay.render import (
     dead_letter_entry,
     relay_result,
     row_detail,
     workflow_counters,
     workspace_dead_letter_entry,
 )
+from daemon.dialects.relay.shapes import (
+    DeadLetterDiscard,
+    DeadLetterDiscarded,
+    DeadLetterList,
+    DeadLetterRetry,
+    ResultList,
+    RowDetail,
+    WorkflowCounters,
+    WorkspaceDeadLetterList,
+)
+from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
+from daemon.domain.jobs import (
+    CANCELLING,
+    DL_OPEN,
+    DL_STATES,
+    QUEUED,
+    STATUSES,
+    VALIDATING,
+    Job,
+    RowRecord,
+)
+from daemon.domain.routes import Action, Handler, Operation, Param, Route
 from daemon.store.interface import WorkspaceRecord
 
 log = logging.getLogger("relay.api")
@@ -47,8 +74,15 @@ LIST_DIALECTS = (*DIALECTS, EVERY_DIALECT)  # `?dialect=` of the list
 DEAD_LETTER_STATES = (*DL_STATES, "all")  # `?state=` of the workspace's dead letter
 
 
-def render(job: Job) -> dict[str, Any]:
-    return dialect_of(job).render(job)
+def render(job: Job, request: web.Request) -> Any:
+    return dialect_of(job).render(job, origin=origin(request))
+
+
+def origin(request: web.Request) -> str:
+    """Where clients reach this daemon: `[server] public_url` when set (behind a proxy),
+    else the scheme and `Host` of the request."""
+    public = request.app[SERVICES].config.server.public_url
+    return public.rstrip("/") if public else f"{request.scheme}://{request.host}"
 
 
 async def read_json(request: web.Request) -> Any:
@@ -81,23 +115,43 @@ def context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
     return request.app[SERVICES], workspace
 
 
-async def load_job(request: web.Request) -> Job:
+async def load_job(request: web.Request, among: Sequence[Dialect] | None = None) -> Job:
+    """The job the path names, in the key's workspace (and of one of the dialects
+    `among`, for a dialect's own route: another dialect's job is not found there)."""
     services, workspace = context(request)
     job_id = request.match_info[ROUTE_ID]
     job = await asyncio.to_thread(services.repo.get_job, job_id, workspace_id=workspace.id)
-    if job is None:
+    if job is None or (among is not None and dialect_of(job) not in among):
         raise not_found("batch", job_id)
     return job
 
 
-async def create(request: web.Request) -> web.Response:
-    services, workspace = context(request)
-    if not services.accepting or not services.actors_alive():
-        raise Unavailable("The daemon is shutting down; retry shortly.")
-    body = await read_json(request)
-    job = await asyncio.to_thread(detect(body).submit, services, workspace, body)
-    announce(services, job)
-    return web.json_response(render(job))
+def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
+    """The handler of a dialect route doing `kind` for `dialects`."""
+    among = tuple(dialects)
+
+    async def submit(request: web.Request) -> web.StreamResponse:
+        services, workspace = context(request)
+        if not services.accepting or not services.actors_alive():
+            raise Unavailable("The daemon is shutting down; retry shortly.")
+        body = await read_json(request)
+        job = await asyncio.to_thread(detect(body, among).submit, services, workspace, body)
+        announce(services, job)
+        return respond.json(render(job, request))
+
+    async def get(request: web.Request) -> web.StreamResponse:
+        return respond.json(render(await load_job(request, among), request))
+
+    async def cancel(request: web.Request) -> web.StreamResponse:
+        services, _ = context(request)
+        job = await load_job(request, among)
+        updated = await asyncio.to_thread(request_cancel, services, job)
+        return respond.json(render(updated, request))
+
+    handlers = {Action.SUBMIT: submit, Action.GET: get, Action.CANCEL: cancel}
+    if kind not in handlers:
+        raise TypeError(f"no handler performs {kind}")
+    return handlers[kind]
 
 
 def announce(services: Services, job: Job) -> None:
@@ -114,10 +168,6 @@ def announce(services: Services, job: Job) -> None:
 
 
 
-async def get(request: web.Request) -> web.Response:
-    return web.json_response(render(await load_job(request)))
-
-
 async def list_jobs(request: web.Request) -> web.Response:
     """OpenAI's list (the Relay Batches API has none): OpenAI batches unless `dialect`
     asks for Relay jobs or `all`; each job in its own dialect's shape."""
@@ -129,7 +179,8 @@ async def list_jobs(request: web.Request) -> web.Response:
     jobs, has_more = await asyncio.to_thread(
         services.repo.list_jobs, workspace.id, limit=limit, after=query.get("after") or None,
         statuses=statuses, template_id=query.get("template_id") or None, dialects=dialects)
-    return web.json_response(paging.page([render(j) for j in jobs], has_more=has_more))
+    return respond.json(paging.page([render(j, request) for j in jobs],
+                                         has_more=has_more))
 
 
 def _dialect_filter(raw: str | None) -> tuple[str, ...]:
@@ -150,13 +201,6 @@ def _status_filter(raw: str | None, dialects: tuple[str, ...]) -> tuple[str, ...
     if matched is None:
         raise InvalidRequest(f"Unknown status {raw!r}.", param="status")
     return matched
-
-
-async def cancel(request: web.Request) -> web.Response:
-    services, _ = context(request)
-    job = await load_job(request)
-    updated = await asyncio.to_thread(request_cancel, services, job)
-    return web.json_response(render(updated))
 
 
 def request_cancel(services: Services, job: Job) -> Job:
@@ -203,11 +247,11 @@ async def results(request: web.Request) -> web.Response:
         limit = paging.limit(query["limit"], default=0, most=RESULTS_PAGE_MOST)
     rows, has_more = await asyncio.to_thread(_result_rows, services, job, limit=limit,
                                              after=query.get("after"))
-    answer = {"id": job.id, "object": "list", "status": render(job)["status"],
+    answer = {"id": job.id, "object": "list", "status": render(job, request)["status"],
               "data": [relay_result(r) for r in rows]}
     if "limit" in query or "after" in query:
         answer |= {"has_more": has_more, "last_id": rows[-1].custom_id if rows else None}
-    return web.json_response(answer)
+    return respond.json(answer)
 
 
 def _result_rows(services: Services, job: Job, *, limit: int | None,
@@ -234,7 +278,7 @@ async def dead_letter(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
     rows = await asyncio.to_thread(services.repo.dead_letter_rows, job.seq)
-    return web.json_response({"id": job.id, "object": "list",
+    return respond.json({"id": job.id, "object": "list",
                               "data": [dead_letter_entry(r) for r in rows]})
 
 
@@ -251,7 +295,7 @@ async def workspace_dead_letter(request: web.Request) -> web.Response:
     states = DL_STATES if state == "all" else (state,)
     found, has_more = await asyncio.to_thread(
         services.repo.workspace_dead_letter, workspace.id, states=states, limit=limit)
-    return web.json_response({"object": "list", "has_more": has_more,
+    return respond.json({"object": "list", "has_more": has_more,
                               "data": [workspace_dead_letter_entry(j, r) for j, r in found]})
 
 
@@ -271,7 +315,7 @@ async def discard_dead_letter(request: web.Request) -> web.Response:
                              code="nothing_to_discard")
     updated = await asyncio.to_thread(services.repo.job_by_seq, job.seq)
     services.notifier.job_changed(job.seq)
-    return web.json_response({"id": job.id, "object": "batch.dead_letter.discard",
+    return respond.json({"id": job.id, "object": "batch.dead_letter.discard",
                               "discarded": discarded,
                               "dead_letter_open": (updated or job).dead_letter_open})
 
@@ -281,7 +325,7 @@ async def row(request: web.Request) -> web.Response:
     job = await load_job(request)
     custom_id = request.match_info["custom_id"]
 
-    def read() -> dict[str, Any] | None:
+    def read() -> RowDetail | None:
         found = services.repo.row(job.seq, custom_id)
         if found is None:
             return None
@@ -291,14 +335,14 @@ async def row(request: web.Request) -> web.Response:
     detail = await asyncio.to_thread(read)
     if detail is None:
         raise not_found("row", custom_id)
-    return web.json_response(detail)
+    return respond.json(detail)
 
 
 async def workflows(request: web.Request) -> web.Response:
     services, _ = context(request)
     job = await load_job(request)
     states = await asyncio.to_thread(services.repo.workflow_states, job.seq)
-    return web.json_response(workflow_counters(job, states))
+    return respond.json(workflow_counters(job, states))
 
 
 async def retry_dead_letter(request: web.Request) -> web.Response:
@@ -317,7 +361,7 @@ async def retry_dead_letter(request: web.Request) -> web.Response:
                              code="nothing_to_retry")
     announce(services, created)
     services.notifier.job_changed(job.seq)  # its rows left the open dead letter
-    return web.json_response(render(created))
+    return respond.json(render(created, request))
 
 
 def redrive(services: Services, job: Job, *, custom_ids: list[str] | None,
@@ -362,19 +406,74 @@ def _force(body: Any) -> bool:
     return force
 
 
-def routes() -> list[web.RouteDef]:
-    base = "/v1/batches"
-    one = base + "/{" + ROUTE_ID + "}"
+if TYPE_CHECKING:
+    AnyJob: TypeAlias = Mapping[str, Any]
+else:
+    AnyJob = job_shapes()  # any dialect's job shape, as the document has it
+
+
+class BatchList(TypedDict):
+    """A page of jobs, newest first, each in its own dialect's shape."""
+
+    object: Literal["list"]
+    data: list[AnyJob]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+BY_JOB = (401, 404)
+WRITES = (503, 507)  # what any request that writes may meet when the store cannot write
+STATUS_NAMES = sorted({dialect.status_name(s) for dialect in DIALECTS.values()
+                       for s in STATUSES})
+
+
+def routes() -> list[Route]:
+    """Relay's own batch routes, on any dialect's job."""
+    custom_id = Param("custom_id", "path", str, "The row's custom_id.")
     return [
-        web.post(base, create),
-        web.get(base, list_jobs),
-        web.get(one, get),
-        web.post(one + "/cancel", cancel),
-        web.get(one + "/results", results),
-        web.get(one + "/dead_letter", dead_letter),
-        web.get(one + "/rows/{custom_id:.+}", row),
-        web.get(one + "/workflows", workflows),
-        web.post(one + "/dead_letter/retry", retry_dead_letter),
-        web.post(one + "/dead_letter/discard", discard_dead_letter),
-        web.get("/v1/dead_letter", workspace_dead_letter),
+        Route("GET", BATCHES, list_jobs, Operation(
+            "listBatches", "List jobs, newest first", "Batches", answer=BatchList,
+            errors=(400, 404), params=(
+                Param("dialect", "query", Literal[LIST_DIALECTS],
+                      "Whose jobs to list; each reads in its own dialect's shape.",
+                      default=LISTED_BY_DEFAULT),
+                Param("limit", "query", Annotated[int, msgspec.Meta(ge=1, le=100)], default=20),
+                Param("after", "query", str, "A job id."),
+                Param("status", "query", Literal[tuple(STATUS_NAMES)],
+                      "Any dialect's name."),
+                Param("template_id", "query", str, "A cron template's runs.")))),
+        Route("GET", ONE + "/results", results, Operation(
+            "getBatchResults", "Each row's content or error", "Batches", answer=ResultList,
+            errors=(400, *BY_JOB), params=(
+                JOB_ID, Param("limit", "query", Annotated[int, msgspec.Meta(
+                    ge=1, le=RESULTS_PAGE_MOST)],
+                    "Page the rows; the answer adds has_more and last_id."),
+                Param("after", "query", str, "The custom_id the page starts after (also "
+                                             "adds has_more and last_id).")))),
+        Route("GET", ONE + "/dead_letter", dead_letter, Operation(
+            "getDeadLetter", "Rows that failed transiently after every retry and fallback",
+            "Batches", answer=DeadLetterList, errors=BY_JOB, params=(JOB_ID,))),
+        Route("GET", ONE + "/rows/{custom_id:.+}", row, Operation(
+            "getBatchRow", "One row: attempts, transcript, workflow state", "Batches",
+            answer=RowDetail, errors=BY_JOB, params=(JOB_ID, custom_id))),
+        Route("GET", ONE + "/workflows", workflows, Operation(
+            "getBatchWorkflows", "A job's workflow records, summed", "Batches",
+            answer=WorkflowCounters, errors=BY_JOB, params=(JOB_ID,))),
+        Route("POST", ONE + "/dead_letter/retry", retry_dead_letter, Operation(
+            "retryDeadLetter", "A new job from the dead-lettered rows", "Batches",
+            answer=AnyJob, errors=(400, *BY_JOB, 413, 429, *WRITES), params=(JOB_ID,),
+            body=DeadLetterRetry, body_required=False)),
+        Route("POST", ONE + "/dead_letter/discard", discard_dead_letter, Operation(
+            "discardDeadLetter", "Take open dead-lettered rows off the job's list",
+            "Batches", answer=DeadLetterDiscarded, errors=(400, *BY_JOB, 413, 429, *WRITES),
+            params=(JOB_ID,), body=DeadLetterDiscard, body_required=False)),
+        Route("GET", "/v1/dead_letter", workspace_dead_letter, Operation(
+            "listDeadLetter", "Dead-lettered rows of every job of the workspace", "Batches",
+            answer=WorkspaceDeadLetterList, errors=(400, 404), params=(
+                Param("state", "query", Literal[DEAD_LETTER_STATES],
+                      default=DL_OPEN),
+                Param("limit", "query", Annotated[int, msgspec.Meta(ge=1, le=1000)],
+                      default=100)),
+            description="Newest job first, each job's rows in input order.")),
     ]

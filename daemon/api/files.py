@@ -15,15 +15,25 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, Literal, TypeVar, Union
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage
+from msgspec import Meta
 
-from daemon.api import paging
+from daemon.api import paging, respond
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
+from daemon.dialects.openai.render import file_object
+from daemon.dialects.openai.shapes import (
+    BatchRequestRecord,
+    FileDeleted,
+    FileList,
+    FileObject,
+    FileUpload,
+    OutputLine,
+)
 from daemon.domain import ids
 from daemon.domain.errors import (
     InvalidRequest,
@@ -33,9 +43,9 @@ from daemon.domain.errors import (
     no_batch_access,
     not_found,
 )
-from daemon.domain.files import BATCH, FileRecord, lifetime_from_form
+from daemon.domain.files import BATCH, BATCH_OUTPUT, FileRecord, lifetime_from_form
 from daemon.domain.leftovers import UPLOAD_IDLE_S
-from daemon.domain.render_openai import file_object
+from daemon.domain.routes import Media, Operation, Param, Route
 from daemon.store.files import PartialFile
 from daemon.store.interface import WorkspaceRecord
 
@@ -70,7 +80,7 @@ async def upload(request: web.Request) -> web.Response:
     except BaseException:
         services.files.remove(record.path)  # no record: the bytes are nobody's
         raise
-    return web.json_response(file_object(record))
+    return respond.json(file_object(record))
 
 
 async def _receive(request: web.Request, services: Services,
@@ -192,7 +202,7 @@ async def _load(request: web.Request) -> FileRecord:
 
 
 async def retrieve(request: web.Request) -> web.Response:
-    return web.json_response(file_object(await _load(request)))
+    return respond.json(file_object(await _load(request)))
 
 
 async def content(request: web.Request) -> web.StreamResponse:
@@ -214,7 +224,7 @@ async def delete(request: web.Request) -> web.Response:
     if record is None:
         raise not_found("file", file_id)
     services.files.remove(record.path)
-    return web.json_response({"id": record.id, "object": "file", "deleted": True})
+    return respond.json({"id": record.id, "object": "file", "deleted": True})
 
 
 async def list_files(request: web.Request) -> web.Response:
@@ -227,15 +237,38 @@ async def list_files(request: web.Request) -> web.Response:
         services.repo.list_files, workspace.id, limit=limit,
         after=request.query.get("after") or None, purpose=request.query.get("purpose") or None,
         ascending=order == "asc", now=services.clock())
-    return web.json_response(paging.page([file_object(f) for f in files], has_more=has_more))
+    return respond.json(paging.page([file_object(f) for f in files], has_more=has_more))
 
 
 def setup(app: web.Application) -> None:
     app[UPLOADS] = Counter()
-    app.add_routes([
-        web.post("/v1/files", upload),
-        web.get("/v1/files", list_files),
-        web.get("/v1/files/{file_id}", retrieve),
-        web.get("/v1/files/{file_id}/content", content),
-        web.delete("/v1/files/{file_id}", delete),
-    ])
+
+
+def routes() -> list[Route]:
+    """OpenAI's Files API: batch inputs in, output and error files out."""
+    one, file_id = "/v1/files/{file_id}", Param("file_id", "path", str)
+    return [
+        Route("POST", "/v1/files", upload, Operation(
+            "uploadFile", "Upload a JSONL batch input", "Files", answer=FileObject,
+            errors=(400, 404, 408, 413, 429, 503, 507),
+            body=Media("multipart/form-data", FileUpload))),
+        Route("GET", "/v1/files", list_files, Operation(
+            "listFiles", "List files", "Files", answer=FileList, errors=(400, 404), params=(
+                Param("limit", "query", Annotated[int, Meta(ge=1, le=10_000)], default=100),
+                Param("after", "query", str, "A file id."),
+                Param("purpose", "query", Annotated[str, Meta(examples=[BATCH, BATCH_OUTPUT])],
+                      "Only files of this purpose (any other lists none)."),
+                Param("order", "query", Literal["asc", "desc"], default="desc")))),
+        Route("GET", one, retrieve, Operation(
+            "getFile", "A file object", "Files", answer=FileObject, errors=(404,),
+            params=(file_id,))),
+        Route("DELETE", one, delete, Operation(
+            "deleteFile", "Delete a file", "Files", answer=FileDeleted,
+            errors=(404, 503, 507), params=(file_id,))),
+        Route("GET", one + "/content", content, Operation(
+            "getFileContent", "A file's content (streamed)", "Files",
+            answer=Media("application/jsonl", Union[BatchRequestRecord, OutputLine],  # noqa: UP007
+                          description="The file's lines: a batch's input records, or its "
+                                      "output or error lines."),
+            errors=(404,), params=(file_id,))),
+    ]

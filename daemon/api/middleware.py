@@ -1,4 +1,5 @@
-"""Middleware: every error becomes the JSON envelope; every `/v1` route needs a key."""
+"""Middleware: every error becomes the error envelope of the dialect that owns the route;
+every `/v1` route needs a key, sent as that dialect's scheme has it."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import AbstractRoute
 
+from daemon.api import respond
 from daemon.api.context import SERVICES
-from daemon.dialects import error_envelope
+from daemon.dialects import DIALECTS, NATIVE, Dialect
 from daemon.domain.errors import (
     Conflict,
     InsufficientStorage,
@@ -28,6 +31,7 @@ log = logging.getLogger("relay.api")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 WORKSPACE = "workspace"
 API_KEY = "api_key"
+OWNERS = web.AppKey("owners", dict[AbstractRoute, Dialect])  # each mounted route's dialect
 
 # The one place an error's class becomes its HTTP status: the first class of its MRO
 # named here (domain/errors.py draws the tree).
@@ -42,13 +46,33 @@ def status_of(error: RelayError) -> int:
     return next(STATUSES[cls] for cls in type(error).__mro__ if cls in STATUSES)
 
 
+def owner(request: web.Request) -> Dialect:
+    """The dialect whose envelope and key scheme a request's route uses: the route's
+    owner, or for a path no route matched, the dialect serving its longest prefix."""
+    found = request.app[OWNERS].get(request.match_info.route)
+    if found is not None:
+        return found
+    prefixes = [(len(p), d) for d in DIALECTS.values() for p in d.prefixes
+                if request.path.startswith(p)]
+    return max(prefixes, key=lambda pair: pair[0])[1] if prefixes else NATIVE
+
+
+def answer(request: web.Request, error: RelayError, status: int, *,
+           headers: dict[str, str] | None = None) -> web.Response:
+    body = owner(request).error_body(error, status)
+    return respond.json(body, status=status, headers=headers)
+
+
 def envelope(status: int, message: str, *, param: str | None = None,
-             code: str | None = None, type: str | None = None) -> web.Response:
+             code: str | None = None, type: str | None = None,
+             request: web.Request | None = None) -> web.Response:
     """An answer outside the tree (a 401, one of aiohttp's refusals, a 500), in the
-    same envelope."""
+    envelope of the request's dialect (the native one without a request)."""
     error = RelayError(message, param=param, code=code)
     error.type = type or _HTTP_TYPES.get(status, "invalid_request_error")
-    return web.json_response(error_envelope(error), status=status)
+    if request is not None:
+        return answer(request, error, status)
+    return respond.json(NATIVE.error_body(error, status), status=status)
 
 
 @web.middleware
@@ -60,26 +84,27 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except RelayError as exc:
         headers = ({"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooMany)
                    else None)
-        answer = web.json_response(error_envelope(exc), status=status_of(exc), headers=headers)
-        return _unread_rest(request, answer) if isinstance(exc, TooLarge) else answer
+        refused = answer(request, exc, status_of(exc), headers=headers)
+        return _unread_rest(request, refused) if isinstance(exc, TooLarge) else refused
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[SERVICES].config.server.max_body_mb
         return _unread_rest(request, envelope(413, f"The request body exceeds the {limit} MB "
-                                              "limit.", code="request_too_large"))
+                                              "limit.", code="request_too_large",
+                                              request=request))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        answer = envelope(exc.status, exc.reason or "error", code=exc.reason.lower()
-                          .replace(" ", "_") if exc.reason else None)
+        refused = envelope(exc.status, exc.reason or "error", code=exc.reason.lower()
+                           .replace(" ", "_") if exc.reason else None, request=request)
         if "Allow" in exc.headers:  # a 405 names the route's methods (RFC 9110)
-            answer.headers["Allow"] = exc.headers["Allow"]
-        return answer
+            refused.headers["Allow"] = exc.headers["Allow"]
+        return refused
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return envelope(500, "Internal error; the daemon's log has the details.",
-                        code="internal_error", type="server_error")
+                        code="internal_error", type="server_error", request=request)
 
 
 def _unread_rest(request: web.Request, answer: web.Response) -> web.Response:
@@ -108,22 +133,21 @@ def _store_fault(request: web.Request, fault: StoreError) -> web.Response:
     what = "is out of space" if full else "cannot be written"
     return envelope(status_of(fault), f"Relay's store {what} ({where}: {fault.detail}); "
                     "nothing of this request was kept. Retry once the storage recovers.",
-                    code=fault.code, type=fault.type)
+                    code=fault.code, type=fault.type, request=request)
 
 
 @web.middleware
 async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not request.path.startswith("/v1/"):
         return await handler(request)
-    header = request.headers.get("Authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        return envelope(401, "Missing API key: send 'Authorization: Bearer <key>'.",
-                        code="missing_api_key")
+    scheme = owner(request).auth
+    key = scheme.key(request.headers)  # may refuse the request (raises: the envelope)
+    if key is None:
+        return envelope(401, scheme.missing, code="missing_api_key", request=request)
     repo = request.app[SERVICES].repo
-    workspace = await asyncio.to_thread(repo.authenticate, key.strip())
+    workspace = await asyncio.to_thread(repo.authenticate, key)
     if workspace is None:
-        return envelope(401, "Invalid API key.", code="invalid_api_key")
+        return envelope(401, "Invalid API key.", code="invalid_api_key", request=request)
     request[WORKSPACE] = workspace
-    request[API_KEY] = key.strip()  # a long-lived route (the event stream) checks it again
+    request[API_KEY] = key  # a long-lived route (the event stream) checks it again
     return await handler(request)

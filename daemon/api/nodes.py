@@ -10,12 +10,13 @@ from typing import Any
 
 from aiohttp import web
 
+from daemon.api import respond
 from daemon.api.context import SERVICES
 from daemon.api.middleware import WORKSPACE
 from daemon.domain.cluster import NodeRecord
 from daemon.domain.errors import no_batch_access
 from daemon.domain.jobs import Job
-from daemon.domain.render import iso
+from daemon.domain.stamps import iso
 from daemon.store.interface import Store, WorkspaceRecord
 
 
@@ -28,7 +29,7 @@ async def nodes(request: web.Request) -> web.Response:
     now = services.clock()  # after the read: no heartbeat is younger than the answer
     data = [render(node, jobs, now=now, lease_s=services.config.cluster.lease_s,
                    answering=services.node.id) for node in found]
-    return web.json_response({"object": "list", "data": data})
+    return respond.json({"object": "list", "data": data})
 
 
 def read(repo: Store, workspace_id: int) -> tuple[list[NodeRecord], dict[int, Job]]:

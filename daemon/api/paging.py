@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daemon.domain.errors import InvalidRequest
@@ -17,9 +18,9 @@ def limit(raw: str | None, *, default: int, most: int) -> int:
     return int(raw)
 
 
-def page(data: list[dict[str, Any]], *, has_more: bool) -> dict[str, Any]:
+def page(data: Sequence[Mapping[str, Any]], *, has_more: bool) -> dict[str, Any]:
     """`{"object": "list", data, first_id, last_id, has_more}`."""
-    return {"object": "list", "data": data,
+    return {"object": "list", "data": list(data),
             "first_id": data[0]["id"] if data else None,
             "last_id": data[-1]["id"] if data else None,
             "has_more": has_more}

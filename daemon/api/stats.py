@@ -8,6 +8,7 @@ import asyncio
 
 from aiohttp import web
 
+from daemon.api import respond
 from daemon.api.context import SERVICES
 from daemon.api.middleware import WORKSPACE
 from daemon.domain.errors import InvalidRequest, no_batch_access
@@ -42,4 +43,4 @@ async def stats(request: web.Request) -> web.Response:
     states = services.model_states()
     gates = {m.alias: {"max_concurrency": m.max_concurrency, **states[m.alias]}
              for m in services.config.models if m.alias in states}
-    return web.json_response(render(found, workspace.name, gates))
+    return respond.json(render(found, workspace.name, gates))

@@ -1,25 +1,32 @@
-"""The dialects of `/v1/batches`, in one registry keyed by a job's `dialect` field.
+"""The dialects, in one registry keyed by a job's `dialect` field.
 
-Adding a dialect is one module implementing `base.Dialect` and one line in
-`DIALECTS`. The order is meaningful: `detect` asks each dialect in turn whether it
-recognises a submit body, and a list's `status` filter takes the first dialect
-that knows the name, so the native Relay dialect comes first for filters and,
-being the catch-all for bodies, is asked last by `detect`.
+Adding a dialect is one package implementing `base.Dialect` and one line in
+`DIALECTS`. The order is meaningful: `detect` asks each dialect of a shared submit
+route in turn whether it recognises the body, and a list's `status` filter takes the
+first dialect that knows the name, so the native Relay dialect comes first for
+filters and, being the catch-all for bodies, is asked last by `detect`.
+
+`mounted()` is every dialect's routes as the app mounts them: a route that several
+dialects declare (the Relay and OpenAI dialects share `/v1/batches`) is mounted once,
+for all of them, and documented as taking and answering any of their shapes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, replace
+from functools import reduce
+from typing import Any, Union
 
-from daemon.dialects.base import Dialect, Intake, Redrive, error_envelope
+from daemon.dialects.base import Capability, Dialect, Intake, Redrive
 from daemon.dialects.openai import OpenAIDialect
 from daemon.dialects.relay import RelayDialect
+from daemon.dialects.relay.render import event_fields
 from daemon.domain.jobs import Job
-from daemon.domain.render import event_fields
+from daemon.domain.routes import Operation, Route
 
-__all__ = ["DIALECTS", "Dialect", "Intake", "Redrive", "detect", "dialect_of",
-           "error_envelope", "event_view", "listed", "statuses_for"]
+__all__ = ["DIALECTS", "NATIVE", "Capability", "Dialect", "Intake", "Mounted", "Redrive",
+           "detect", "dialect_of", "event_view", "listed", "mounted", "statuses_for"]
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (RelayDialect(), OpenAIDialect())}
 
@@ -33,12 +40,63 @@ def dialect_of(job: Job) -> Dialect:
     return DIALECTS[job.dialect]
 
 
-def detect(body: Any) -> Dialect:
-    """The dialect a submit body is written in (the Relay dialect when none claims it,
-    so its parser names what is wrong)."""
-    native = DIALECTS["relay"]
-    others = (d for d in DIALECTS.values() if d is not native)
-    return next((d for d in others if d.recognises(body)), native)
+NATIVE = DIALECTS["relay"]  # Relay's own routes speak its dialect (and OpenAI's envelope)
+
+
+def detect(body: Any, among: Sequence[Dialect]) -> Dialect:
+    """The dialect of `among` a submit body is written in: the first other than the
+    Relay dialect to recognise it, else the Relay dialect (the catch-all, whose parser
+    names what is wrong) or, without it, the first."""
+    others = [d for d in among if d is not NATIVE]
+    fallback = NATIVE if NATIVE in among else among[0]
+    return next((d for d in others if d.recognises(body)), fallback)
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """A route as the app serves it, and the dialects it serves."""
+
+    route: Route
+    dialects: tuple[Dialect, ...]
+
+    @property
+    def owner(self) -> Dialect:
+        """Whose auth and error envelope the route uses (the dialects sharing a route
+        share both)."""
+        return self.dialects[0]
+
+
+def mounted() -> list[Mounted]:
+    """Every dialect's routes, each (method, path) once."""
+    found: dict[tuple[str, str], Mounted] = {}
+    for dialect in DIALECTS.values():
+        for route in dialect.routes():
+            key = (route.method, route.path)
+            known = found.get(key)
+            if known is None:
+                found[key] = Mounted(route, (dialect,))
+                continue
+            if known.route.handler != route.handler or type(known.owner.auth) is not type(
+                    dialect.auth) or known.owner.error_shape is not dialect.error_shape:
+                raise TypeError(f"{dialect.name} and {known.owner.name} both serve "
+                                f"{route.method} {route.path}, differently")
+            found[key] = Mounted(replace(known.route, op=_merged(known.route.op, route.op)),
+                                 (*known.dialects, dialect))
+    return list(found.values())
+
+
+def _merged(first: Operation, other: Operation) -> Operation:
+    """One operation of two dialects: either's body and answer, every error of both."""
+    def either(a: Any, b: Any) -> Any:
+        return a if b is None or a == b else b if a is None else Union[a, b]  # noqa: UP007
+    return replace(first, answer=either(first.answer, other.answer),
+                   body=either(first.body, other.body),
+                   errors=tuple(sorted({*first.errors, *other.errors})))
+
+
+def job_shapes() -> Any:
+    """Any dialect's job, as `GET /v1/batches?dialect=all` lists them."""
+    return reduce(lambda a, b: Union[a, b], (d.job_shape for d in DIALECTS.values()))  # noqa: UP007
 
 
 def listed(name: str | None) -> tuple[str, ...] | None:

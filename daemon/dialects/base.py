@@ -1,25 +1,30 @@
 """What every dialect provides: the `Dialect` protocol, and what a submit is given.
 
 A dialect is one public shape of the batch API (the Relay Batches API, the OpenRelay
-batch API). It owns everything that differs between them: how a submit body is
-recognised, checked and stored, how ids are minted, how a job and its statuses
-read, what rows that never ran say, the price tier, and whether ending a job
-writes result files. Callers look a dialect up by a job's `dialect` field in the
-registry (`daemon.dialects.DIALECTS`); nothing outside this package compares
-dialect names.
+batch API). It owns its whole public face: the routes it serves (`routes()`, each
+naming a generic `Action` the API performs through the dialect's hooks), how a
+request carries its key (`auth`), its error envelope, how a submit body is
+recognised, checked and stored, how ids are minted, how a job, a list of jobs and
+its statuses read, what rows that never ran say, the price tier, whether ending a
+job writes result files, and which of Relay's capabilities it has. Callers look a
+dialect up by a job's `dialect` field in the registry (`daemon.dialects.DIALECTS`);
+nothing outside this package compares dialect names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any, Protocol
 
 from daemon.config import Config
 from daemon.domain.errors import RelayError
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowRecord
+from daemon.domain.openai_input import CheckUrl, ParsedRecords
+from daemon.domain.routes import Route
 from daemon.outbound.policy import Resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store, WorkspaceRecord
@@ -48,9 +53,61 @@ class Redrive:
     expires_at: float | None = None
 
 
+class Capability(StrEnum):
+    """What of Relay a dialect's jobs take part in besides submit and get; the dialect
+    contract suite (tests/dialects/) runs the tests of the capabilities a dialect
+    declares."""
+
+    LIST_PAGING = "list_paging"  # list its jobs, newest first, a page at a time
+    CANCEL = "cancel"  # cancel a job; cancelling an ended one is refused
+    RESULTS = "results"  # read each row's result or error once the job has ended
+    RESULT_FILES = "result_files"  # ending writes output and error files
+    DEAD_LETTER = "dead_letter"  # Relay's dead-letter list, re-drive and discard
+    WEBHOOKS = "webhooks"  # a completion webhook named at submit
+    CRON = "cron"  # recurring templates
+    DELETE = "delete"  # delete an ended job (Anthropic's Message Batches API)
+
+
+class KeyScheme(Protocol):
+    """How a request carries its API key."""
+
+    scheme: str  # the document's security scheme name
+    document: Mapping[str, Any]  # its OpenAPI securityScheme
+    missing: str  # what a 401 for no key says
+
+    def key(self, headers: Mapping[str, str]) -> str | None:
+        """The key sent, or None when there is none; raises `InvalidRequest` for a
+        request the scheme refuses for another reason (a missing version header)."""
+
+
+class Bearer:
+    """`Authorization: Bearer <key>` (the Relay and OpenAI dialects)."""
+
+    scheme = "bearer"
+    document: Mapping[str, Any] = {"type": "http", "scheme": "bearer",
+                                   "description": "An API key (relayd keys create)."}
+    missing = "Missing API key: send 'Authorization: Bearer <key>'."
+
+    def key(self, headers: Mapping[str, str]) -> str | None:
+        scheme, _, key = headers.get("Authorization", "").partition(" ")
+        return key.strip() or None if scheme.lower() == "bearer" else None
+
+
 class Dialect(Protocol):
     name: str  # stored on every job it creates
+    capabilities: frozenset[Capability]
+    auth: KeyScheme
+    prefixes: tuple[str, ...]  # paths only it serves (its envelope answers any of them)
+    job_shape: Any  # the shape `render` answers with (a TypedDict)
+    error_shape: Any  # the shape `error_body` answers with
+    webhook_shape: Any  # the completion webhook's body (None without WEBHOOKS)
     writes_result_files: bool  # ending a job writes an output and an error file
+
+    def routes(self) -> Sequence[Route]:
+        """The routes of its own batch API (Relay's shared routes are the API's)."""
+
+    def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
+        """An error in this dialect's envelope."""
 
     def recognises(self, body: Any) -> bool:
         """True if a `POST /v1/batches` body is in this dialect."""
@@ -62,8 +119,9 @@ class Dialect(Protocol):
     def new_id(self) -> str:
         """A fresh public job id in this dialect's form."""
 
-    def render(self, job: Job) -> dict[str, Any]:
-        """The job as `GET /v1/batches/{id}` shows it."""
+    def render(self, job: Job, *, origin: str = "") -> Mapping[str, Any]:
+        """The job as its dialect's clients read it; `origin` is the scheme and host
+        the request came to, for absolute URLs."""
 
     def status_name(self, status: str) -> str:
         """An internal status as this dialect's clients know it."""
@@ -80,10 +138,15 @@ class Dialect(Protocol):
     def admission_problem(self, job: Job, models: frozenset[str]) -> str | None:
         """Why a queued job cannot start at all (it then fails as a whole), or None."""
 
-    def webhook_payload(self, job: Job) -> dict[str, Any]:
+    def parse_input(self, job: Job, data: Any, *, models: Collection[str],
+                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+        """A `validating` job's input (an open binary file), read by the background
+        validator: its rows, or the file's errors."""
+
+    def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         """The body of the completion webhook."""
 
-    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
+    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, Mapping[str, Any]]:
         """Which result file ("output" or "errors") a row goes to, and its line."""
 
     def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
@@ -92,9 +155,8 @@ class Dialect(Protocol):
         write an input file)."""
 
 
-def error_envelope(error: RelayError) -> dict[str, Any]:
-    """The error body of every route of both dialects: OpenAI's
-    `{"error": {message, type, param, code}}`, which the Relay Batches API shares."""
+def openai_error(error: RelayError) -> dict[str, Any]:
+    """OpenAI's `{"error": {message, type, param, code}}`, which the Relay Batches API
+    shares."""
     return {"error": {"message": error.message, "type": error.type, "param": error.param,
                       "code": error.code}}
-

@@ -51,17 +51,18 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     CANCELLED: frozenset(),
 }
 
-ROW_PENDING = "pending"
-ROW_COMPLETED = "completed"
-ROW_FAILED = "failed"
+RowStatus = Literal["pending", "completed", "failed"]
+ROW_PENDING: Final = "pending"
+ROW_COMPLETED: Final = "completed"
+ROW_FAILED: Final = "failed"
 
 # A dead-lettered row's state (`RowRecord.dead_letter_state`).
-DL_OPEN, DL_REDRIVEN, DL_DISCARDED = "open", "redriven", "discarded"
-DL_STATES = (DL_OPEN, DL_REDRIVEN, DL_DISCARDED)
+DeadLetterState = Literal["open", "redriven", "discarded"]
+DL_OPEN: Final = "open"
+DL_REDRIVEN: Final = "redriven"
+DL_DISCARDED: Final = "discarded"
+DL_STATES: tuple[DeadLetterState, ...] = get_args(DeadLetterState)
 
-# The error codes the dialects give rows a job's ending failed before they ran (each
-# dialect's `unrun_error`): such a row with no attempt counts in the job's `canceled`.
-NEVER_RAN = frozenset({"canceled", "expired", "batch_cancelled", "batch_expired"})
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ class RowRecord:
     id: int
     position: int
     custom_id: str
-    status: str
+    status: RowStatus
     body: dict[str, Any]
     attempts: int = 0
     response: dict[str, Any] | None = None
@@ -231,7 +232,7 @@ class RowRecord:
     discarded_at: float | None = None  # an operator took it off the dead-letter list
 
     @property
-    def dead_letter_state(self) -> str:
+    def dead_letter_state(self) -> DeadLetterState:
         """Where a dead-lettered row stands: `open` (still needs attention), `redriven`
         (a retry took it; `redriven_to` says where) or `discarded`."""
         if self.redriven_to is not None:

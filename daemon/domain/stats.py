@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.domain.render import iso
+from daemon.domain.stamps import iso
 
 OK = "ok"
 ERROR_CLASSES = ("429", "5xx", "timeout", "connection", "other")

@@ -4,8 +4,9 @@ An upstream's `usage` is untrusted input: a count past 64 bits cannot be stored 
 raises `OverflowError`, PostgreSQL `bigint out of range`), a negative one bills the
 job backwards. `read_usage` is the one reader of an answer's usage, for every path
 that calls a model (plain rows of every endpoint, tool-loop turns, workflow requests:
-all go through the router). `row_problem` checks what a row of several calls adds up
-to once priced. A row that breaks either rule fails `invalid_response`.
+all go through the router); `read_message_usage` is its twin for an Anthropic
+Messages upstream's answer, under the same rules. `row_problem` checks what a row of
+several calls adds up to once priced. A row that breaks either rule fails `invalid_response`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,23 @@ def read_usage(response: Mapping[str, Any]) -> Usage:
     return Usage(counts["prompt_tokens"], counts["completion_tokens"],
                  cached_tokens=counts["cached_tokens"],
                  reasoning_tokens=counts["reasoning_tokens"])
+
+
+# An Anthropic `Message`'s usage: its input is split three ways (not cached, written to
+# the cache, read from it), which Relay adds up as the prompt.
+MESSAGE_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                  "output_tokens")
+
+
+def read_message_usage(response: Mapping[str, Any]) -> Usage:
+    """The tokens an Anthropic Messages answer reports, under `read_usage`'s rules:
+    `prompt_tokens` is every input count summed, `cached_tokens` the ones read from
+    the cache."""
+    usage = _object(response, "usage", "usage")
+    counts = {name: _count(usage, name, f"usage.{name}") for name in MESSAGE_COUNTS}
+    return Usage(counts["input_tokens"] + counts["cache_creation_input_tokens"]
+                 + counts["cache_read_input_tokens"], counts["output_tokens"],
+                 cached_tokens=counts["cache_read_input_tokens"])
 
 
 def row_problem(usage: Usage, cost_nano_usd: int) -> str | None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from daemon.domain.jobs import Job
-from daemon.domain.render import iso
+from daemon.domain.stamps import iso
 from daemon.outbound.http import OutboundClient, OutboundError
 
 TIMEOUT_S = 10.0
@@ -26,7 +27,7 @@ def sign(secret: str, body: bytes, *, timestamp: int) -> str:
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
-async def deliver(job: Job, *, payload: dict[str, Any], secret: str, now: float,
+async def deliver(job: Job, *, payload: Mapping[str, Any], secret: str, now: float,
                   client: OutboundClient) -> dict[str, Any]:
     """POST `payload` (the job's dialect's summary) once; return the outcome to store
     on the job as `webhook`: `{url, attempted_at, status_code, error}` (`error` is

@@ -1,10 +1,12 @@
-"""A SIMULATED OpenAI-compatible upstream: what `relayd simulate` serves.
+"""A SIMULATED OpenAI-compatible (and Anthropic Messages) upstream: what
+`relayd simulate` serves.
 
 The demo, the end-to-end tests and the benchmarks run against this server
 instead of a real provider. It answers chat, completion, embedding and model
-requests in OpenAI's shapes with canned, deterministic content (a sentiment
-label when asked to classify, else an echo that says it is simulated), and
-it injects faults in two ways:
+requests in OpenAI's shapes, and `POST /v1/messages` in Anthropic's (`messages.py`;
+each API's error envelope and rate-limit headers in `apis.py`), with canned,
+deterministic content (a sentiment label when asked to classify, else an echo that
+says it is simulated), and it injects faults in two ways:
 
 - **At random**, with per-request probabilities (`SimOptions.rate_*`) drawn
   from one seeded `random.Random`. Every generation request consumes exactly

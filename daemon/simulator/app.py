@@ -1,6 +1,7 @@
-"""The simulator's aiohttp application: the OpenAI routes, the HTTP tool executor
-(`POST /_sim/tools`), the workflow callback (`POST /_sim/workflow`), the `/_sim/*`
-introspection routes, and the logs they share."""
+"""The simulator's aiohttp application: the OpenAI routes and Anthropic's
+`/v1/messages` (one pipeline of faults and limits; each API's envelopes from apis.py),
+the HTTP tool executor (`POST /_sim/tools`), the workflow callback
+(`POST /_sim/workflow`), the `/_sim/*` introspection routes, and the logs they share."""
 
 from __future__ import annotations
 
@@ -13,20 +14,25 @@ import socket
 import struct
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from daemon.domain.ratelimit import max_tokens_of
+from daemon.simulator.apis import ANTHROPIC, OPENAI, Api
 from daemon.simulator.content import (
-    BODIES,
-    PARSERS,
     BadRequest,
     Call,
+    chat_body,
+    completion_body,
     count_tokens,
+    embedding_body,
     json_body,
-    with_usage,
+    parse_chat,
+    parse_completion,
+    parse_embedding,
 )
 from daemon.simulator.faults import (
     Directive,
@@ -37,6 +43,7 @@ from daemon.simulator.faults import (
     plan,
 )
 from daemon.simulator.limits import Admission, SimLimits
+from daemon.simulator.messages import message_body, parse_messages
 from daemon.simulator.tools import (
     ExecutorCall,
     executor_directive,
@@ -100,15 +107,15 @@ class SimState:
             self.seen[call.prompt] += 1
         return plan(directive, model=call.model, seen=seen, draw=draw, options=self.options)
 
-    def record(self, model: str | None, prompt: str, status: int, *,
+    def record(self, model: str | None, prompt: str, status: int, *, path: str,
                size: int | None = None) -> None:
-        """Count a request; `size` is its body's bytes (what a client sent)."""
+        """Count a request to `path`; `size` is its body's bytes (what a client sent)."""
         self.total += 1
         if model is not None:
             self.by_model[model] += 1
         self.by_status[str(status)] += 1
         self.log.append({"model": model, "prompt": prompt, "status": status, "bytes": size,
-                         "at": time.time()})
+                         "path": path, "at": time.time()})
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.total, "by_model": dict(self.by_model),
@@ -120,15 +127,30 @@ class SimState:
 STATE = web.AppKey("sim_state", SimState)
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """One generation route: how its body is read and answered, in which API."""
+
+    parse: Callable[[dict[str, Any]], Call]
+    answer: Callable[[Call, int, int], dict[str, Any]]  # (call, serial, unix time) -> body
+    api: Api
+
+
+ENDPOINTS = {
+    "chat": Endpoint(parse_chat, chat_body, OPENAI),
+    "completions": Endpoint(parse_completion, completion_body, OPENAI),
+    "embeddings": Endpoint(parse_embedding, embedding_body, OPENAI),
+    "messages": Endpoint(parse_messages, message_body, ANTHROPIC),
+}
+
+
 def error_response(status: int, message: str, *, param: str | None = None,
-                   code: str | None = None, retry_after_s: float | None = None
-                   ) -> web.Response:
-    """OpenAI's error envelope; 429s carry Retry-After."""
-    kind = ("requests" if status == 429 else "server_error" if status >= 500
-            else "invalid_request_error")
+                   code: str | None = None, retry_after_s: float | None = None,
+                   api: Api = OPENAI) -> web.Response:
+    """`api`'s error envelope (OpenAI's unless told); 429s carry Retry-After."""
     headers = {} if retry_after_s is None else {"Retry-After": _seconds(retry_after_s)}
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return web.json_response(body, status=status, headers=headers)
+    return web.json_response(api.error_body(status, message, param, code), status=status,
+                             headers=headers)
 
 
 def _seconds(value: float) -> str:
@@ -136,12 +158,13 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
 
 
-def _fault_response(status: int, options: SimOptions) -> web.Response:
+def _fault_response(status: int, options: SimOptions, api: Api) -> web.Response:
     message = f"SIMULATED upstream failure (HTTP {status}) from the Relay simulator."
     if status == 429:
         return error_response(429, message, code="rate_limit_exceeded",
-                              retry_after_s=options.retry_after_s)
-    return error_response(status, message, code="timeout" if status == 504 else None)
+                              retry_after_s=options.retry_after_s, api=api)
+    return error_response(status, message, code="timeout" if status == 504 else None,
+                          api=api)
 
 
 def _reset_connection(request: web.Request) -> web.Response:
@@ -156,53 +179,67 @@ def _reset_connection(request: web.Request) -> web.Response:
     return web.Response(status=500)
 
 
-def _limited_response(admission: Admission, headers: dict[str, str]) -> web.Response:
-    """OpenAI's 429 for a rate limit (or, past --capacity, an overloaded server's)."""
+def _limited_response(admission: Admission, headers: dict[str, str],
+                      api: Api) -> web.Response:
+    """The 429 for a rate limit (or, past --capacity, an overloaded server's)."""
     if admission.reason == "capacity":
         message = "SIMULATED overload: the server is at capacity; try again later."
     else:
         message = f"SIMULATED rate limit reached for {admission.reason} per minute."
     response = error_response(429, message, code="rate_limit_exceeded",
-                              retry_after_s=admission.retry_after_s)
+                              retry_after_s=admission.retry_after_s, api=api)
     response.headers.update(headers)
     response.headers["retry-after-ms"] = str(math.ceil(admission.retry_after_s * 1000))
     return response
 
 
 async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
-    state = request.app[STATE]
+    state, route = request.app[STATE], ENDPOINTS[endpoint]
     draw = state.draw()  # before anything can fail: every request consumes its draws
     try:
+        _required_headers(request, route.api)
         body = await json_body(request)
-        call = PARSERS[endpoint](body)
+        call = route.parse(body)
     except BadRequest as exc:
-        return _refuse(state, exc, None)
+        return _refuse(request, exc, None, route.api)
     try:
         directive = _directive_of(call)
     except BadRequest as exc:
-        return _refuse(state, exc, call)
+        return _refuse(request, exc, call, route.api)
     if not state.limits.active:
         return await _serve(request, state, call, directive, draw)
     charged = count_tokens(call.inputs) + (max_tokens_of(body) or 0)
     return await _serve_limited(request, state, call, directive, draw, charged=charged)
 
 
+def _required_headers(request: web.Request, api: Api) -> None:
+    for name in api.required_headers:
+        if not request.headers.get(name):
+            raise BadRequest(f"{name}: header is required")
+
+
+def _rate_headers(state: SimState, call: Call) -> dict[str, str]:
+    quotas = state.limits.quotas(call.model, time.monotonic())
+    return ENDPOINTS[call.endpoint].api.rate_headers(quotas, time.time())
+
+
 async def _serve_limited(request: web.Request, state: SimState, call: Call,
                          directive: Directive | None, draw: Draw, *,
                          charged: int) -> web.StreamResponse:
     """Serve within --rpm/--tpm/--capacity, or answer 429 at once."""
-    limits, now = state.limits, time.monotonic()
-    admission = limits.admit(call.model, charged, now)
+    limits = state.limits
+    admission = limits.admit(call.model, charged, time.monotonic())
     if not admission.ok:
-        state.record(call.model, call.prompt, 429)
-        return _limited_response(admission, limits.headers(call.model, now))
+        state.record(call.model, call.prompt, 429, path=request.path)
+        return _limited_response(admission, _rate_headers(state, call),
+                                 ENDPOINTS[call.endpoint].api)
     limits.in_flight += 1
     try:
         response = await _serve(request, state, call, directive, draw, charged=charged)
     finally:
         limits.in_flight -= 1
     if not response.prepared:  # a streamed (huge) answer has sent its headers
-        response.headers.update(limits.headers(call.model, time.monotonic()))
+        response.headers.update(_rate_headers(state, call))
     return response
 
 
@@ -210,7 +247,8 @@ async def _serve(request: web.Request, state: SimState, call: Call,
                  directive: Directive | None, draw: Draw, *,
                  charged: int | None = None) -> web.StreamResponse:
     outcome = state.decide(call, directive, draw)
-    state.record(call.model, call.prompt, outcome.status, size=request.content_length)
+    state.record(call.model, call.prompt, outcome.status, path=request.path,
+                 size=request.content_length)
     if outcome.delay_s:  # the calls waiting here at once: what clients hold open
         state.in_flight += 1
         state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
@@ -219,7 +257,7 @@ async def _serve(request: web.Request, state: SimState, call: Call,
         finally:
             state.in_flight -= 1
     if outcome.kind == "huge":
-        body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
+        body = ENDPOINTS[call.endpoint].answer(call, next(state.ids), int(time.time()))
         return await _padded_response(request, body, outcome.huge_mb * MB)
     return _respond(request, state, call, outcome, directive, charged=charged)
 
@@ -247,33 +285,37 @@ async def _padded_response(request: web.Request, body: dict[str, Any],
     return response
 
 
-def _refuse(state: SimState, exc: BadRequest, call: Call | None) -> web.Response:
-    state.record(call.model if call else None, call.prompt if call else "", 400)
-    return error_response(400, exc.message, param=exc.param)
+def _refuse(request: web.Request, exc: BadRequest, call: Call | None,
+            api: Api) -> web.Response:
+    request.app[STATE].record(call.model if call else None, call.prompt if call else "",
+                              400, path=request.path)
+    return error_response(400, exc.message, param=exc.param, api=api)
 
 
 def _directive_of(call: Call) -> Directive | None:
     try:
         return parse_directive(call.prompt)
     except ValueError as exc:
-        raise BadRequest(str(exc), param="messages" if call.endpoint == "chat" else None
-                         ) from None
+        param = "messages" if call.endpoint in ("chat", "messages") else None
+        raise BadRequest(str(exc), param=param) from None
 
 
 def _respond(request: web.Request, state: SimState, call: Call, outcome: Outcome,
              directive: Directive | None, *, charged: int | None = None) -> web.Response:
+    route = ENDPOINTS[call.endpoint]
     if outcome.kind == "reset":
         return _reset_connection(request)
     if outcome.kind == "garbage":
         return web.Response(text=_GARBAGE, content_type="application/json")
     if outcome.status != 200:
-        return _fault_response(outcome.status, state.options)
-    body = BODIES[call.endpoint](call, next(state.ids), int(time.time()))
+        return _fault_response(outcome.status, state.options, route.api)
+    body = route.answer(call, next(state.ids), int(time.time()))
     if charged is not None:
-        state.limits.settle(call.model, charged, body["usage"]["total_tokens"], time.monotonic())
+        state.limits.settle(call.model, charged, route.api.used(body["usage"]),
+                            time.monotonic())
     reported = directive.usage_for(call.model) if directive else None
     if reported is not None:  # [sim:prompt_tokens=N]: what an untrusted upstream says
-        body["usage"] = with_usage(body["usage"], reported)
+        body["usage"] = route.api.with_usage(body["usage"], reported)
     return web.json_response(body)
 
 
@@ -287,6 +329,16 @@ async def completions(request: web.Request) -> web.StreamResponse:
 
 async def embeddings(request: web.Request) -> web.StreamResponse:
     return await _generate(request, "embeddings")
+
+
+async def messages(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, "messages")
+
+
+async def messages_not_found(request: web.Request) -> web.Response:
+    """Anything else under /v1/messages (batches, count_tokens...): Anthropic's 404."""
+    return error_response(404, f"Not found: {request.method} {request.path} is not served "
+                          "by the Relay simulator.", api=ANTHROPIC)
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -469,6 +521,8 @@ def build_app(options: SimOptions) -> web.Application:
         web.post("/v1/chat/completions", chat_completions),
         web.post("/v1/completions", completions),
         web.post("/v1/embeddings", embeddings),
+        web.post("/v1/messages", messages),
+        web.route("*", "/v1/messages/{rest:.*}", messages_not_found),
         web.get("/v1/models", list_models),
         web.get("/healthz", healthz),
         web.get("/_sim/stats", sim_stats),

@@ -71,7 +71,8 @@ def _port(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relayd simulate",
-        description="Run a SIMULATED OpenAI-compatible upstream for demos, tests and "
+        description="Run a SIMULATED OpenAI-compatible upstream, which also serves "
+                    "Anthropic's POST /v1/messages, for demos, tests and "
                     "benchmarks. Prompts may carry [sim:...] directives, e.g. "
                     "[sim:fail=503 times=1], [sim:huge=100] (a 100 MB answer) or "
                     "[sim:prompt_tokens=-5 completion_tokens=9223372036854775813] (an answer "
@@ -97,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=None, help="seed for the random faults and jitter")
     add("--rpm", type=_positive, default=None,
         help="requests a minute per model; past it, 429 with Retry-After and "
-             "x-ratelimit-* headers (a bucket refilling continuously, 1 s of burst)")
+             "x-ratelimit-* (on /v1/messages anthropic-ratelimit-*) headers (a bucket "
+             "refilling continuously, 1 s of burst)")
     add("--tpm", type=_positive, default=None,
         help="tokens a minute per model (prompt words + max_tokens, corrected to usage)")
     add("--capacity", type=_positive, default=None,

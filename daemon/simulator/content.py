@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,13 @@ from daemon.simulator.faults import (
     DIRECTIVE_PATTERN,
     parse_directive,
 )
-from daemon.simulator.tools import ToolContext, final_answer, next_tool_calls
+from daemon.simulator.tools import (
+    ToolContext,
+    ToolTurn,
+    final_answer,
+    next_turn,
+    openai_tool_calls,
+)
 
 
 class BadRequest(ValueError):
@@ -34,11 +41,13 @@ _ECHO_WORDS = 8
 class Call:
     """One parsed generation request."""
 
-    endpoint: str  # "chat", "completions" or "embeddings"
+    endpoint: str  # "chat", "completions", "embeddings" or "messages"
     model: str
     prompt: str  # what directives and the request log read
     inputs: tuple[str, ...]  # every text sent: message contents, prompts or inputs
     tooling: ToolContext | None = None  # chat with `tools` or tool messages
+    max_tokens: int | None = None  # messages: the answer stops after this many words
+    stop_sequences: tuple[str, ...] = ()  # messages: the answer stops before the first
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -59,12 +68,19 @@ def _common(body: dict[str, Any]) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("you must provide a model parameter", param="model")
-    if body.get("stream") is True:
-        raise BadRequest("stream=true is not supported by the Relay simulator.", param="stream")
-    for key in _NOT_UPSTREAM:  # as a real provider would: Relay must strip these
-        if key in body:
-            raise BadRequest(f"Unrecognized request argument supplied: {key}", param=key)
+    refuse_unserved(body, stream="stream=true is not supported by the Relay simulator.",
+                    unknown="Unrecognized request argument supplied: {key}")
     return model
+
+
+def refuse_unserved(body: dict[str, Any], *, stream: str, unknown: str) -> None:
+    """Refuse `stream: true` and Relay's own keys (as a real provider would: Relay must
+    strip them), with each API's wording (`unknown` names the key as `{key}`)."""
+    if body.get("stream") is True:
+        raise BadRequest(stream, param="stream")
+    for key in _NOT_UPSTREAM:
+        if key in body:
+            raise BadRequest(unknown.format(key=key), param=key)
 
 
 def parse_chat(body: dict[str, Any]) -> Call:
@@ -76,27 +92,33 @@ def parse_chat(body: dict[str, Any]) -> Call:
                          param="messages")
     texts = tuple(content_text(m.get("content")) for m in messages)
     users = [t for m, t in zip(messages, texts, strict=True) if m.get("role") == "user"]
-    tooling = _tool_context(body, messages, texts, users[0] if users else "")
+    tools = _read_tools(body.get("tools"))
+    tooling = tool_context(users[0] if users else "", tools=tools,
+                           turns=_read_tool_turns(messages, texts),
+                           choice=lambda: _read_tool_choice(body, tools))
     return Call("chat", model, users[-1] if users else "", texts, tooling)
 
 
-def _tool_context(body: dict[str, Any], messages: list[dict[str, Any]],
-                  texts: tuple[str, ...], prompt: str) -> ToolContext | None:
-    """What the request says about tool calling; None when it neither offers tools nor
-    carries tool calls."""
-    tools = _read_tools(body.get("tools"))
-    rounds_done, results = _read_tool_turns(messages, texts)
+ToolChoice = tuple[str | None, bool, bool]  # (the tool forced, "none", calls in parallel)
+
+
+def tool_context(prompt: str, *, tools: tuple[dict[str, Any], ...],
+                 turns: tuple[int, tuple[str, ...]],
+                 choice: Callable[[], ToolChoice]) -> ToolContext | None:
+    """What a chat or messages request says about tool calling, from its `tools`, its
+    (tool rounds done, tool results) and its tool choice (read only when needed); None
+    when it neither offers tools nor carries tool calls."""
+    rounds_done, results = turns
     if not tools and not rounds_done:
         return None
     try:
         directive = parse_directive(prompt)
     except ValueError as exc:
         raise BadRequest(str(exc), param="messages") from None
-    forced, choice_none = _read_tool_choice(body.get("tool_choice"), tools)
+    forced, choice_none, parallel = choice()
     return ToolContext(tools=tools, prompt=prompt, directive=directive,
                        rounds_done=rounds_done, results=results, forced=forced,
-                       choice_none=choice_none,
-                       parallel=body.get("parallel_tool_calls") is not False)
+                       choice_none=choice_none, parallel=parallel)
 
 
 def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
@@ -118,17 +140,17 @@ def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(functions)
 
 
-def _read_tool_choice(value: Any, tools: tuple[dict[str, Any], ...]
-                      ) -> tuple[str | None, bool]:
-    """(the function tool_choice forces, whether it is "none")."""
+def _read_tool_choice(body: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> ToolChoice:
+    """OpenAI's `tool_choice` and `parallel_tool_calls`."""
+    value, parallel = body.get("tool_choice"), body.get("parallel_tool_calls") is not False
     if value is None or value in ("auto", "required"):
-        return None, False
+        return None, False, parallel
     if value == "none":
-        return None, True
+        return None, True, parallel
     function = value.get("function") if isinstance(value, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     if isinstance(name, str) and name in {t["name"] for t in tools}:
-        return name, False
+        return name, False, parallel
     raise BadRequest("'tool_choice' must be none, auto, required or name one of 'tools'.",
                      param="tool_choice")
 
@@ -266,24 +288,33 @@ def count_tokens(texts: tuple[str, ...] | list[str]) -> int:
     return sum(len(t.split()) for t in texts)
 
 
+def next_reply(call: Call) -> ToolTurn | str:
+    """The next assistant turn of a chat or messages call: a round of tool calls, the
+    final answer quoting the tool results, or the canned reply."""
+    tooling = call.tooling
+    turn = next_turn(tooling) if tooling is not None else None
+    if turn is not None:
+        return turn
+    if tooling is not None and tooling.results:
+        return final_answer(tooling.results)
+    return compose_reply(call.model, call.prompt, context=call.inputs)
+
+
 def chat_body(call: Call, n: int, now: int) -> dict[str, Any]:
     """The canned answer; with tools, a round of tool calls or the final answer that
     quotes the tool results."""
-    tooling = call.tooling
-    calls = next_tool_calls(tooling) if tooling is not None else None
+    reply = next_reply(call)
     message: dict[str, Any]
-    if calls is not None:
-        message = {"role": "assistant", "content": None, "tool_calls": calls}
-        replies = [f"{c['function']['name']} {c['function']['arguments']}" for c in calls]
+    if isinstance(reply, ToolTurn):
+        message = {"role": "assistant", "content": None, "tool_calls": openai_tool_calls(reply)}
+        replies = reply.texts
     else:
-        reply = (final_answer(tooling.results) if tooling is not None and tooling.results
-                 else compose_reply(call.model, call.prompt, context=call.inputs))
         message, replies = {"role": "assistant", "content": reply}, [reply]
     return {
         "id": f"chatcmpl-sim{n:012d}", "object": "chat.completion", "created": now,
         "model": call.model, "system_fingerprint": "relay-simulator",
         "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "stop" if calls is None else "tool_calls"}],
+                     "finish_reason": "tool_calls" if isinstance(reply, ToolTurn) else "stop"}],
         "usage": _usage(call.inputs, replies),
     }
 
@@ -313,14 +344,3 @@ def _usage(inputs: tuple[str, ...], replies: list[str]) -> dict[str, int]:
     prompt, completion = count_tokens(inputs), count_tokens(replies)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}
-
-
-def with_usage(usage: dict[str, int], reported: dict[str, int]) -> dict[str, int]:
-    """An answer's usage with the counts a directive gives, total_tokens their sum."""
-    usage = usage | reported
-    usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-    return usage
-
-
-BODIES = {"chat": chat_body, "completions": completion_body, "embeddings": embedding_body}
-PARSERS = {"chat": parse_chat, "completions": parse_completion, "embeddings": parse_embedding}

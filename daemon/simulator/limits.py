@@ -6,9 +6,11 @@ limit ÷ 60 per second) and holds one second of it. A request is charged its pro
 tokens (one per word, as the simulator counts usage) plus its `max_tokens` when it
 arrives, and the charge is corrected to the answer's real usage once answered. A
 request the buckets cannot hold is answered 429 at once, with `Retry-After` and
-`retry-after-ms` (when it would fit) and OpenAI's `x-ratelimit-*` headers; every
-other answer carries the same headers. A full bucket takes any request, so one
-larger than a second's tokens still passes, alone. Past `--capacity` requests at
+`retry-after-ms` (when it would fit) and the rate-limit headers of the route's API
+(`quotas` here, written as OpenAI's `x-ratelimit-*` or Anthropic's
+`anthropic-ratelimit-*` by apis.py); every other answer carries the same headers.
+A full bucket takes any request, so one larger than a second's tokens still passes,
+alone. Past `--capacity` requests at
 once, the answer is 429 with `--retry-after`.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from daemon.domain.ratelimit import TokenBucket, format_duration
+from daemon.domain.ratelimit import TokenBucket
 
 BURST_S = 1.0
 
@@ -29,6 +31,16 @@ class Admission:
     ok: bool
     reason: str = ""  # "requests", "tokens" or "capacity"
     retry_after_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One limit of one model as of an instant: what rate-limit headers report."""
+
+    name: str  # "requests" or "tokens"
+    limit: int  # a minute
+    remaining: int
+    reset_s: float  # until the bucket is full again
 
 
 @dataclass
@@ -73,18 +85,13 @@ class SimLimits:
         if tokens is not None:
             tokens.give(charged - used, now)
 
-    def headers(self, model: str, now: float) -> dict[str, str]:
-        """OpenAI's `x-ratelimit-*` headers for `model` as of `now`."""
+    def quotas(self, model: str, now: float) -> list[Quota]:
+        """`model`'s limits as of `now`, requests first."""
         buckets = self._buckets(model, now)
-        headers: dict[str, str] = {}
-        for name, limit, bucket in (("requests", self.rpm, buckets.requests),
-                                    ("tokens", self.tpm, buckets.tokens)):
-            if limit is not None and bucket is not None:
-                headers[f"x-ratelimit-limit-{name}"] = str(limit)
-                headers[f"x-ratelimit-remaining-{name}"] = str(
-                    max(0, math.floor(bucket.refill(now))))
-                headers[f"x-ratelimit-reset-{name}"] = format_duration(bucket.until_full(now))
-        return headers
+        return [Quota(name, limit, max(0, math.floor(bucket.refill(now))), bucket.until_full(now))
+                for name, limit, bucket in (("requests", self.rpm, buckets.requests),
+                                            ("tokens", self.tpm, buckets.tokens))
+                if limit is not None and bucket is not None]
 
     def _buckets(self, model: str, now: float) -> ModelBuckets:
         if model not in self.models:

@@ -51,25 +51,58 @@ class ToolContext:
         return count if self.parallel else 1
 
 
-def tool_call_id(prompt: str, round_: int, index: int) -> str:
-    """`call_` and 16 hex digits of a hash of the prompt, round (1-based) and index."""
+@dataclass(frozen=True)
+class ToolTurn:
+    """The next assistant turn when it calls tools: `count` parallel calls of `name`, in
+    either API's shape (`openai_tool_calls` here, `tool_use` blocks in messages.py)."""
+
+    name: str
+    arguments: dict[str, Any]
+    prompt: str
+    round: int  # 1-based
+    count: int
+    bad_args: bool  # [sim:tool_bad_args]: arguments that are no valid call
+
+    @property
+    def arguments_json(self) -> str:
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+    @property
+    def texts(self) -> list[str]:
+        """What each call counts as in usage: its name and arguments."""
+        return [f"{self.name} {self.arguments_json}"] * self.count
+
+    def call_ids(self, prefix: str = "call_") -> list[str]:
+        return [tool_call_id(self.prompt, self.round, i, prefix=prefix)
+                for i in range(self.count)]
+
+
+def tool_call_id(prompt: str, round_: int, index: int, *, prefix: str = "call_") -> str:
+    """`call_` (or `prefix`) and 16 hex digits of a hash of the prompt, round (1-based)
+    and index."""
     digest = hashlib.sha256(f"{prompt}\x00{round_}\x00{index}".encode()).hexdigest()
-    return f"call_{digest[:16]}"
+    return f"{prefix}{digest[:16]}"
 
 
-def next_tool_calls(ctx: ToolContext) -> list[dict[str, Any]] | None:
+def next_turn(ctx: ToolContext) -> ToolTurn | None:
     """The tool calls of the next assistant turn, or None when it is the final answer."""
     if not ctx.tools or ctx.choice_none or ctx.rounds_done >= ctx.rounds:
         return None
     tool = next((t for t in ctx.tools if t["name"] == ctx.forced), ctx.tools[0])
     round_ = ctx.rounds_done + 1
-    arguments = json.dumps(arguments_for(tool.get("parameters"), ctx.prompt, round_),
-                           ensure_ascii=False)
-    if ctx.directive is not None and ctx.directive.tool_bad_args:
-        arguments = arguments[:-1]  # cut short, as a model that ran out of tokens
-    return [{"id": tool_call_id(ctx.prompt, round_, i), "type": "function",
-             "function": {"name": tool["name"], "arguments": arguments}}
-            for i in range(ctx.calls_per_round)]
+    bad = ctx.directive is not None and ctx.directive.tool_bad_args
+    return ToolTurn(name=tool["name"], prompt=ctx.prompt, round=round_,
+                    arguments=arguments_for(tool.get("parameters"), ctx.prompt, round_),
+                    count=ctx.calls_per_round, bad_args=bad)
+
+
+def openai_tool_calls(turn: ToolTurn) -> list[dict[str, Any]]:
+    """OpenAI's `tool_calls`; bad arguments are cut short, as a model that ran out of
+    tokens writes them."""
+    arguments = turn.arguments_json[:-1] if turn.bad_args else turn.arguments_json
+    return [{"id": call_id, "type": "function",
+             "function": {"name": turn.name, "arguments": arguments}}
+            for call_id in turn.call_ids()]
 
 
 def arguments_for(parameters: Any, prompt: str, round_: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -66,7 +66,7 @@ class JsonlFile(PartialFile):
         super().__init__(path)
         self.count = 0
 
-    def write(self, line: dict[str, Any]) -> None:
+    def write(self, line: Mapping[str, Any]) -> None:
         self.append(json.dumps(line).encode() + b"\n")  # ASCII: any text survives
         self.count += 1
 
@@ -104,7 +104,8 @@ class FileStore:
     def open_jsonl(self, file_id: str) -> JsonlFile:
         return JsonlFile(self.path_for(file_id))
 
-    def write_jsonl(self, file_id: str, lines: Iterable[dict[str, Any]]) -> tuple[Path, int, int]:
+    def write_jsonl(self, file_id: str, lines: Iterable[Mapping[str, Any]]
+                    ) -> tuple[Path, int, int]:
         """Write `lines` as one JSONL file, durably. Returns the path, the size in bytes
         and the number of lines."""
         with self.open_jsonl(file_id) as out:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import fields
-from typing import Any
+from typing import Any, cast
 
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     Job,
     JobDraft,
     RowRecord,
+    RowStatus,
 )
 from daemon.store.interface import WorkspaceRecord
 from daemon.store.models import FileModel, JobModel, RowModel, Workspace
@@ -62,7 +63,7 @@ def file_record(r: FileModel) -> FileRecord:
 
 def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> RowRecord:
     return RowRecord(
-        id=r.id, position=r.position, custom_id=r.custom_id, status=r.status,
+        id=r.id, position=r.position, custom_id=r.custom_id, status=cast(RowStatus, r.status),
         body=json.loads(r.body), attempts=r.attempts, response=loads(r.response),
         status_code=r.status_code, error=r.error, error_code=r.error_code,
         dead_letter=bool(r.dead_letter),

@@ -16,7 +16,6 @@ from daemon.domain.jobs import (
     DL_DISCARDED,
     DL_OPEN,
     DL_REDRIVEN,
-    NEVER_RAN,
     ROW_COMPLETED,
     ROW_FAILED,
     ROW_PENDING,
@@ -283,7 +282,7 @@ def _added(column: Any, amount: int) -> Any:
 
 def _never_ran(outcome: RowOutcome) -> bool:
     """A row the job's ending stopped before its first call went out."""
-    return not outcome.ok and not outcome.attempts and outcome.error_code in NEVER_RAN
+    return not outcome.ok and not outcome.attempts and outcome.never_ran
 
 
 def _turn(r: RoundModel) -> Turn:

@@ -126,7 +126,7 @@ def _dead_letter_lifecycle(db: Database) -> None:
     db.execute_sql('UPDATE job SET dead_letter_open = (SELECT COUNT(*) FROM "row" r '
                    "WHERE r.job_id = job.seq AND r.dead_letter = 1 "
                    "AND r.redriven_to IS NULL)")
-    # The codes of rows that never ran as version 10 knew them (`domain.jobs.NEVER_RAN`
+    # The codes of rows that never ran as version 10 knew them (the dialects' codes
     # then), copied rather than read: a dialect adding its codes there later must not
     # change what this step counts in a database it upgrades.
     db.execute_sql('UPDATE job SET canceled = (SELECT COUNT(*) FROM "row" r '

@@ -13,6 +13,12 @@ server at capacity) lowers an adaptive model's concurrency instead, and only its
 waits (its `Retry-After`, else the backoff). Either way the row spends no attempt, up
 to `RATE_LIMITED_TRIES` times per model (so a model limited for good still ends),
 and does not fall back.
+
+Each model speaks its protocol (`[[models]] api`): the row's request is translated for
+it and its answer back into the row's shape (`protocols.py`), so a row may fall back
+from an OpenAI-compatible model to an Anthropic one. A request the model's protocol
+cannot carry fails on that model without calling it (`Untranslatable`), and the chain
+goes on.
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ from daemon.config import ModelConfig, RetryConfig
 from daemon.domain import codec
 from daemon.domain.cluster import Part
 from daemon.domain.concurrency import Signal
-from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
 from daemon.domain.ratelimit import (
     RATE_LIMITED_TRIES,
@@ -39,13 +44,17 @@ from daemon.domain.ratelimit import (
 from daemon.domain.retry import is_transient_status, retry_delay
 from daemon.domain.usage import INVALID, InvalidUsage, read_usage
 from daemon.upstream.gate import ModelGate
+from daemon.upstream.protocols import Translation, as_is, rate_names, translation_for, usage_reader
 from daemon.upstream.transport import Reply, Transport, TransportError
+from daemon.upstream.untranslatable import BadAnswer, Untranslatable
 
 MESSAGE_LIMIT = 200
 TOO_LARGE = "response_too_large"
 
 Kind = Literal["success", "transient", "permanent"]
 SILENT = RateHeaders()  # an answer with no rate-limit headers
+OVERLOADED = 529  # Anthropic's "overloaded_error": a server at capacity, like a bare 429
+UsageReader = Callable[[Mapping[str, Any]], Usage]
 
 
 @dataclass(frozen=True)
@@ -74,10 +83,29 @@ class Failure:
     tries: int
 
 
-def classify(reply: Reply, *, alias: str) -> Verdict:
-    """Judge one reply: 2xx with a JSON object succeeds; 408/409/429/5xx may pass on retry."""
+@dataclass(frozen=True)
+class Outbound:
+    """A row's request as one model takes it: where it goes, what is sent, and how its
+    answer comes back in the row's shape."""
+
+    path: str
+    sent: dict[str, Any]
+    payload: bytes
+    translation: Translation
+
+    @classmethod
+    def of(cls, endpoint: str, body: Mapping[str, Any], model: ModelConfig) -> Outbound:
+        """Raises `Untranslatable` when the model's protocol cannot carry the request."""
+        translation = translation_for(endpoint, model.api)
+        sent = translation.request(body, model)
+        return cls(translation.path or endpoint, sent, codec.dumps(sent), translation)
+
+
+def classify(reply: Reply, *, alias: str, usage_of: UsageReader = read_usage) -> Verdict:
+    """Judge one reply: 2xx with a JSON object succeeds; 408/409/429/5xx may pass on retry.
+    `usage_of` reads a success's usage in the upstream's protocol."""
     if 200 <= reply.status <= 299:
-        return _classify_ok(reply, alias=alias)
+        return _classify_ok(reply, alias=alias, usage_of=usage_of)
     message = upstream_message(reply.body)
     error = f"{reply.status} {message}" if message else str(reply.status)
     kind: Kind = "transient" if is_transient_status(reply.status) else "permanent"
@@ -88,8 +116,8 @@ def classify(reply: Reply, *, alias: str) -> Verdict:
 
 def load_signal(verdict: Verdict) -> Signal:
     """What a call says of the model's load, for its adaptive concurrency: a 429 or a
-    timeout is an overload; any other failure says nothing."""
-    if verdict.status == 429 or verdict.what == "timeout":
+    timeout (or Anthropic's 529) is an overload; any other failure says nothing."""
+    if verdict.status in (429, OVERLOADED) or verdict.what == "timeout":
         return "overload"
     return "ok" if verdict.kind == "success" else "neutral"
 
@@ -104,7 +132,28 @@ def classify_error(exc: TransportError) -> Verdict:
     return Verdict("transient", error=f"{exc.kind}: {exc}", what=what)
 
 
-def _classify_ok(reply: Reply, *, alias: str) -> Verdict:
+def refused(exc: Untranslatable, *, model: ModelConfig) -> Verdict:
+    """A request the model's protocol cannot carry: permanent, and never sent."""
+    return Verdict("permanent", error=f"{exc.code}: {exc.message}", code=exc.code,
+                   what=f"cannot take this row ({model.api} protocol): {exc.message}")
+
+
+def translated(verdict: Verdict, outbound: Outbound, *, alias: str, now: float) -> Verdict:
+    """A success's answer in the row's shape (re-encoded when stored); an answer that
+    cannot take that shape is an invalid response, kept as the row's error body."""
+    answer = outbound.translation.answer
+    if verdict.kind != "success" or answer is None or verdict.response is None:
+        return verdict
+    try:
+        response = answer(verdict.response, usage=verdict.usage, sent=outbound.sent, now=now)
+    except BadAnswer as exc:
+        what = f"answered {verdict.status} with {exc}"
+        return Verdict("permanent", status=verdict.status, error=f"{INVALID}: {alias} {what}",
+                       what=what, code=INVALID, response=verdict.response)
+    return replace(verdict, response=response, text=None)
+
+
+def _classify_ok(reply: Reply, *, alias: str, usage_of: UsageReader) -> Verdict:
     """A JSON object whose usage passes `read_usage` succeeds; any other 2xx is an invalid
     response (permanent: the same request would get the same answer), the answer kept
     as the row's error body."""
@@ -112,7 +161,7 @@ def _classify_ok(reply: Reply, *, alias: str) -> Verdict:
     if body is None:
         return _invalid(reply, alias, "with a body that is not a JSON object")
     try:
-        usage = read_usage(body)
+        usage = usage_of(body)
     except InvalidUsage as exc:
         return replace(_invalid(reply, alias, f"with {exc}"), response=body)
     return Verdict("success", status=reply.status, response=body, text=_utf8(reply.body),
@@ -145,10 +194,8 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def payload_for(body: Mapping[str, Any], model: ModelConfig) -> bytes:
-    """The request body as sent: the upstream's model name, without Relay's reserved key."""
-    sent = {k: v for k, v in body.items() if k != EXTENSIONS}  # Relay's own; never sent upstream
-    sent["model"] = model.model
-    return codec.dumps(sent)
+    """The request body as sent to a model of the row's own protocol (`protocols.as_is`)."""
+    return codec.dumps(as_is(body, model))
 
 
 def summarize(failures: Sequence[Failure]) -> str:
@@ -159,7 +206,7 @@ def summarize(failures: Sequence[Failure]) -> str:
 
 
 def _primary_phrase(failure: Failure) -> str:
-    if failure.verdict.code in (INVALID, TOO_LARGE):
+    if failure.verdict.code in (INVALID, TOO_LARGE) or failure.tries == 0:
         return f"{failure.alias} {failure.verdict.what}"
     return f"{failure.verdict.what} from {failure.alias}{_tries(failure)}"
 
@@ -169,7 +216,10 @@ def _phrase(failure: Failure) -> str:
 
 
 def _tries(failure: Failure) -> str:
-    """` after 3 attempts (upstream said: …)` or ` (not retried; upstream said: …)`."""
+    """` after 3 attempts (upstream said: …)` or ` (not retried; upstream said: …)`;
+    nothing for a model that was never called (its protocol refused the row)."""
+    if failure.tries == 0:
+        return ""
     said = f"upstream said: {failure.verdict.detail}" if failure.verdict.detail else ""
     if failure.tries == 1 and failure.verdict.kind == "permanent":
         return f" (not retried; {said})" if said else " (not retried)"
@@ -269,11 +319,15 @@ class Router:
         self, model: ModelConfig, endpoint: str, body: Mapping[str, Any],
         attempts: list[Attempt], fence: Callable[[], None],
     ) -> tuple[Verdict, int]:
-        payload = payload_for(body, model)
-        max_tokens = max_tokens_of(body)
+        """How the model ended for this row, and its tries (0: its protocol refused it)."""
+        try:
+            outbound = Outbound.of(endpoint, body, model)
+        except Untranslatable as exc:
+            return refused(exc, model=model), 0
+        max_tokens = max_tokens_of(outbound.sent)
         tries = paced = 0
         while True:
-            verdict = await self._attempt(model, endpoint, payload, attempts,
+            verdict = await self._attempt(model, outbound, attempts,
                                           max_tokens=max_tokens, fence=fence)
             if verdict.status == 429 and paced < RATE_LIMITED_TRIES:
                 paced += 1
@@ -295,7 +349,7 @@ class Router:
         )
 
     async def _attempt(
-        self, model: ModelConfig, endpoint: str, payload: bytes, attempts: list[Attempt], *,
+        self, model: ModelConfig, outbound: Outbound, attempts: list[Attempt], *,
         max_tokens: int | None, fence: Callable[[], None],
     ) -> Verdict:
         """One upstream call, holding the model's slot while it waits for its pace and
@@ -303,15 +357,15 @@ class Router:
         come during the wait."""
         gate = self._gates[model.alias]
         async with gate.slot() as ticket:
-            tokens = gate.pace.estimator.estimate(len(payload), max_tokens)
+            tokens = gate.pace.estimator.estimate(len(outbound.payload), max_tokens)
             await gate.admit(tokens, clock=self._clock, sleep=self._sleep)
             fence()
             started = self._clock()
-            verdict = await self._send(model, endpoint, payload, gate)
+            verdict = await self._send(model, outbound, gate)
             gate.finish(ticket, load_signal(verdict))
             elapsed_ms = max(0, round((self._clock() - started) * 1000))
         if verdict.kind == "success":
-            self._settle(gate, verdict, size=len(payload), max_tokens=max_tokens,
+            self._settle(gate, verdict, size=len(outbound.payload), max_tokens=max_tokens,
                          estimated=tokens)
         transient = verdict.kind == "transient"
         attempts.append(
@@ -319,21 +373,21 @@ class Router:
         )
         return verdict
 
-    async def _send(self, model: ModelConfig, endpoint: str, payload: bytes,
-                    gate: ModelGate) -> Verdict:
+    async def _send(self, model: ModelConfig, outbound: Outbound, gate: ModelGate) -> Verdict:
         try:
-            reply = await self._transport.send(model, endpoint, payload)
+            reply = await self._transport.send(model, outbound.path, outbound.payload)
         except TransportError as exc:
             return classify_error(exc)
-        paused = self._observe(gate, reply)
-        verdict = classify(reply, alias=model.alias)
+        paused = self._observe(gate, reply, model)
+        verdict = classify(reply, alias=model.alias, usage_of=usage_reader(model.api))
+        verdict = translated(verdict, outbound, alias=model.alias, now=self._clock())
         return replace(verdict, paused_model=True) if paused else verdict
 
-    def _observe(self, gate: ModelGate, reply: Reply) -> bool:
+    def _observe(self, gate: ModelGate, reply: Reply, model: ModelConfig) -> bool:
         """Let the model's pace learn from an answer's rate-limit headers (and a 429);
         say whether the answer paused the model."""
         now = self._clock()
-        names = {k.lower(): v for k, v in reply.headers.items()}
+        names = rate_names(model.api, {k.lower(): v for k, v in reply.headers.items()}, now=now)
         # Most answers say nothing of limits: skip reading them (a few µs a call).
         said = reply.status == 429 or any(k.startswith("x-ratelimit-") for k in names)
         rate = read_rate_headers(names.get, now=now) if said else SILENT

@@ -1,4 +1,4 @@
-"""The one-method transport that carries a request to an OpenAI-compatible server.
+"""The one-method transport that carries a request to an upstream (OpenAI or Anthropic).
 
 `Transport.send` posts a JSON payload and hands back the raw `Reply`, whatever its
 status: deciding what a status means is the router's job. Only a failure to get
@@ -27,6 +27,8 @@ from multidict import CIMultiDict
 
 from daemon.config import ModelConfig, RetryConfig
 from daemon.outbound.body import MAX_BYTES, BodyTooLarge, read_capped, size_text
+
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version Relay speaks upstream
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,14 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
 
 
 def request_headers(model: ModelConfig) -> dict[str, str]:
-    """JSON content type, and a bearer token only when the model has a key."""
+    """JSON content type and the model's protocol's auth, the key only when the model
+    has one: a bearer token (OpenAI), or `x-api-key` with `anthropic-version`."""
     headers = {"Content-Type": "application/json"}
-    if model.api_key:
+    if model.api == "anthropic":
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        if model.api_key:
+            headers["x-api-key"] = model.api_key
+    elif model.api_key:
         headers["Authorization"] = f"Bearer {model.api_key}"
     return headers
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from daemon.dialects.relay.render import relay_result
 from daemon.domain import cron, ids
 from daemon.domain.jobs import Job, JobDraft, RowDraft
-from daemon.domain.render import relay_result
 from daemon.store.faults import StoreUnavailable
 from daemon.store.sqlite import SqliteStore
 from tests.actors.conftest import Running

@@ -20,10 +20,10 @@ from daemon.api.body_budget import BODY_BUDGET
 from daemon.api.context import Services
 from daemon.api.openapi import EVENTS, document
 from daemon.dialects import DIALECTS
+from daemon.dialects.relay.render import row_detail
 from daemon.domain.cluster import NodeRecord
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.outcome import Turn, Usage
-from daemon.domain.render import row_detail
 from tests.actors.harness import PRIMARY, make_config, wait_for
 from tests.api.conftest import MakeRelay, batch
 from tests.api.openapi_contract import OPERATIONS, Contract, pointer, problems, validate

@@ -4,7 +4,7 @@ The rule, checked on every migration of every backend: a migration reads no glob
 that can change after its version ships. The globals its code loads may be builtins,
 and classes, functions and modules from outside `daemon` (Peewee, the standard
 library); never a data value (a code list, a SQL string: copy it in as a literal),
-and nothing of Relay's (`daemon.*`: a constant such as `domain.jobs.NEVER_RAN`, a
+and nothing of Relay's (`daemon.*`: a constant such as `domain.jobs.DL_STATES`, a
 model, whose table grows with later versions, or a helper). A database migrated from
 its backend's first version then has the schema a new one is created with.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from peewee import Database
 
-from daemon.domain.jobs import NEVER_RAN
+from daemon.domain.jobs import DL_STATES
 from daemon.store import postgres, sqlite
 from daemon.store.backend import SqlStore
 from daemon.store.models import RoundModel
@@ -82,7 +82,7 @@ def test_every_migration_is_frozen(backend: str, version: int,
 
 def test_the_check_refuses_what_the_rule_forbids() -> None:
     def reads_a_domain_constant(db: Database) -> None:  # migration 10 as it was
-        codes = ", ".join(f"'{code}'" for code in sorted(NEVER_RAN))
+        codes = ", ".join(f"'{code}'" for code in sorted(DL_STATES))
         db.execute_sql(f"UPDATE job SET canceled = 0 WHERE error_code IN ({codes})")
 
     def creates_a_table_from_its_model(db: Database) -> None:
@@ -94,7 +94,7 @@ def test_the_check_refuses_what_the_rule_forbids() -> None:
     def frozen(db: Database) -> None:
         db.execute_sql("UPDATE job SET errors = ?", (json.dumps(sorted(["b", "a"])),))
 
-    assert unfrozen(reads_a_domain_constant) == ["NEVER_RAN"]
+    assert unfrozen(reads_a_domain_constant) == ["DL_STATES"]
     assert unfrozen(creates_a_table_from_its_model) == ["RoundModel"]
     assert unfrozen(reads_a_module_constant) == ["CODES"]
     assert unfrozen(frozen) == []

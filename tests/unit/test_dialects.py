@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from daemon.dialects import DIALECTS, detect, event_view, listed, statuses_for
+from daemon.dialects.relay.render import relay_status
 from daemon.domain.jobs import STATUSES, Job
-from daemon.domain.render import relay_status
 
 
 def job(**overrides: Any) -> Job:
@@ -31,7 +31,7 @@ def test_the_registry_is_keyed_by_each_dialects_name() -> None:
     ({}, "relay"), ([], "relay"), ("text", "relay"), (None, "relay"),
 ])
 def test_detect(body: Any, name: str) -> None:
-    assert detect(body).name == name
+    assert detect(body, list(DIALECTS.values())).name == name
 
 
 @pytest.mark.parametrize(("internal", "relay"), [

@@ -11,7 +11,7 @@ import pytest
 import daemon.domain.errors as errors
 import daemon.store.faults as faults
 from daemon.api.middleware import status_of
-from daemon.dialects import error_envelope
+from daemon.dialects.base import openai_error as error_envelope
 from daemon.domain.errors import (
     Conflict,
     InsufficientStorage,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from daemon.api.middleware import status_of
-from daemon.dialects import error_envelope
+from daemon.dialects.base import openai_error as error_envelope
 from daemon.domain import cron
 from daemon.domain.cron import check
 from daemon.domain.errors import InvalidRequest

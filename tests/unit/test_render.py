@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from daemon.dialects import event_view
-from daemon.domain.jobs import Job, RowRecord
-from daemon.domain.render import (
+from daemon.dialects.relay.render import (
     assistant_content,
     dead_letter_entry,
-    iso,
     relay_job,
     relay_result,
 )
+from daemon.domain.jobs import Job, RowRecord
+from daemon.domain.stamps import iso
 
 CREATED = 1_791_105_164.0  # 2026-10-04T09:12:44Z
 JOB_ID = "9f2c1b7e4a8d4e51b0c6d3f2a1e5c7b9"

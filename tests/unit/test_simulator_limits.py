@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from daemon.domain.ratelimit import parse_duration
 from daemon.simulator import SimOptions, build_app
+from daemon.simulator.apis import openai_rate_headers
 from daemon.simulator.cli import build_parser, options_from
 from daemon.simulator.limits import SimLimits
 
@@ -67,7 +68,7 @@ def test_capacity_counts_requests_in_flight() -> None:
 def test_headers_speak_openai() -> None:
     sim = limits(rpm=600, tpm=6000)
     sim.admit("m", 30, T0)
-    headers = sim.headers("m", T0)
+    headers = openai_rate_headers(sim.quotas("m", T0), 0.0)
     assert headers["x-ratelimit-limit-requests"] == "600"
     assert headers["x-ratelimit-remaining-requests"] == "9"
     assert headers["x-ratelimit-reset-requests"] == "100ms"

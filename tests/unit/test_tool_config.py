@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from daemon.dialects import error_envelope
+from daemon.dialects.base import openai_error as error_envelope
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.openai_input import parse_records
 from daemon.domain.relay_input import parse_submission

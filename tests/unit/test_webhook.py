@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from daemon.dialects.relay.render import webhook_payload as payload
 from daemon.domain.jobs import Job
-from daemon.domain.render import webhook_payload as payload
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient, OutboundReply
 from daemon.outbound.webhook import TIMEOUT_S, deliver, sign

@@ -3,9 +3,23 @@ event view that the live feed and the TUI read. Pure: records in, dicts out."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+from daemon.dialects.openai.shapes import BatchUsage
+from daemon.dialects.relay.shapes import (
+    Attempt,
+    DeadLetterEntry,
+    RelayContent,
+    RelayFailure,
+    RelayJob,
+    RelayResult,
+    RelayStatus,
+    RowDetail,
+    WebhookSummary,
+    WorkflowCounters,
+    WorkflowView,
+    WorkspaceDeadLetterEntry,
+)
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import (
     CANCELLED,
@@ -21,35 +35,29 @@ from daemon.domain.jobs import (
     StatusView,
 )
 from daemon.domain.outcome import Turn
+from daemon.domain.stamps import iso, iso_ms
 from daemon.domain.tool_config import redacted
 
 # Seed 000 knows six statuses; the others read as their nearest Relay name.
 RELAY_VIEW = StatusView({VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RUNNING,
                          CANCELLED: "canceled", EXPIRED: FAILED})
-relay_status = RELAY_VIEW.name
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def relay_status(status: str) -> RelayStatus:
+    """An internal status by its Relay name (the shape's `RelayStatus` lists them: a
+    test holds the two together)."""
+    return cast(RelayStatus, RELAY_VIEW.name(status))
 
 
-def iso_ms(ts: float) -> str:
-    """ISO 8601 to the millisecond: retries of one row can start within a second."""
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds") \
-        .replace("+00:00", "Z")
-
-
-def attempt_log(row: RowRecord) -> list[dict[str, Any]]:
+def attempt_log(row: RowRecord) -> list[Attempt]:
     """A row's attempts as clients read them: `started_at` in ISO 8601 (the store keeps
     Unix seconds). The log is a Relay shape for jobs of either dialect."""
-    return [attempt | {"started_at": iso_ms(attempt["started_at"])}
-            if isinstance(attempt.get("started_at"), int | float) else dict(attempt)
-            for attempt in row.attempt_log]
+    return [cast(Attempt, attempt | {"started_at": iso_ms(attempt["started_at"])}
+                 if isinstance(attempt.get("started_at"), int | float) else dict(attempt))
+            for attempt in row.attempt_log]  # as the store kept them
 
 
-def usage(job: Job) -> dict[str, Any]:
+def usage(job: Job) -> BatchUsage:
     """OpenAI's `BatchUsage` (every field it requires), plus `cost_nano_usd`: the
     OpenAI view's `usage`, and the Relay view's too."""
     return {
@@ -62,9 +70,9 @@ def usage(job: Job) -> dict[str, Any]:
     }
 
 
-def relay_job(job: Job) -> dict[str, Any]:
+def relay_job(job: Job) -> RelayJob:
     """`GET /v1/batches/{id}` for a Relay-dialect job."""
-    view: dict[str, Any] = {
+    view: RelayJob = {
         "id": job.id,
         "object": "batch",
         "name": job.name,
@@ -94,16 +102,18 @@ def relay_job(job: Job) -> dict[str, Any]:
     return view
 
 
-def relay_result(row: RowRecord) -> dict[str, Any]:
+def relay_result(row: RowRecord) -> RelayResult:
     """One row of `GET /v1/batches/{id}/results`: content or error, never both."""
     if row.status == "completed":
         content = assistant_content(row.response)
         if content is None and isinstance(row.response, dict):  # a workflow's output
             content = row.response.get("output")
-        result = {"custom_id": row.custom_id, "content": content}
+        result: RelayContent = {"custom_id": row.custom_id, "content": content}
         summary = (row.response or {}).get(EXTENSIONS)
-        return result | ({"openrelay": summary} if isinstance(summary, dict) else {})
-    return {"custom_id": row.custom_id, "error": row.error or "failed"}
+        if isinstance(summary, dict):
+            result["openrelay"] = summary
+        return result
+    return RelayFailure(custom_id=row.custom_id, error=row.error or "failed")
 
 
 def assistant_content(response: dict[str, Any] | None) -> Any:
@@ -124,7 +134,7 @@ def assistant_content(response: dict[str, Any] | None) -> Any:
     return None
 
 
-def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
+def dead_letter_entry(row: RowRecord) -> DeadLetterEntry:
     models = list(dict.fromkeys(a["model"] for a in row.attempt_log))
     return {
         "custom_id": row.custom_id,
@@ -141,17 +151,17 @@ def dead_letter_entry(row: RowRecord) -> dict[str, Any]:
     }
 
 
-def workspace_dead_letter_entry(job: Job, row: RowRecord) -> dict[str, Any]:
+def workspace_dead_letter_entry(job: Job, row: RowRecord) -> WorkspaceDeadLetterEntry:
     """One row of `GET /v1/dead_letter`: a job's entry, with the job it belongs to."""
-    return {"batch_id": job.id, "batch_name": job.name} | dead_letter_entry(row)
+    return {"batch_id": job.id, "batch_name": job.name, **dead_letter_entry(row)}
 
 
 def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
-               workflow: dict[str, Any] | None = None) -> dict[str, Any]:
+               workflow: dict[str, Any] | None = None) -> RowDetail:
     """`GET /v1/batches/{id}/rows/{custom_id}`: one row, its attempts, its transcript
     (every tool round: the model's turn and the tool results) or where its workflow
     stands, secrets redacted."""
-    detail = {
+    detail: RowDetail = {
         "object": "batch.row",
         "batch_id": job.id,
         "custom_id": row.custom_id,
@@ -176,7 +186,7 @@ def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
     return detail
 
 
-def workflow_view(workflow: dict[str, Any]) -> dict[str, Any]:
+def workflow_view(workflow: dict[str, Any]) -> WorkflowView:
     """A workflow record's state as the row detail shows it: its phase, step, totals,
     each answer of its callback, and the current step's requests."""
     state, results = workflow["state"], workflow["results"]
@@ -195,7 +205,7 @@ def workflow_view(workflow: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def workflow_counters(job: Job, states: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def workflow_counters(job: Job, states: list[tuple[str, dict[str, Any]]]) -> WorkflowCounters:
     """`GET /v1/batches/{id}/workflows`: how a job's workflow records stand, summed."""
     live = [state for status, state in states if status == "pending"]
     return {
@@ -213,7 +223,7 @@ def workflow_counters(job: Job, states: list[tuple[str, dict[str, Any]]]) -> dic
     }
 
 
-def webhook_payload(job: Job) -> dict[str, Any]:
+def webhook_payload(job: Job) -> WebhookSummary:
     """Seed 000's completion summary, POSTed to `webhookUrl` when a run ends."""
     return {
         "id": job.id,

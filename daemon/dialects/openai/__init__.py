@@ -5,13 +5,16 @@ and the batch rate for the standard tier."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Intake, Redrive
-from daemon.domain import ids, render_openai
-from daemon.domain.errors import InvalidRequest
+from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.openai import render as render_openai
+from daemon.dialects.openai.shapes import Error, OpenAIBatch, OpenAICreate
+from daemon.dialects.relay import BATCHES, JOB_ID, ONE
+from daemon.domain import ids
+from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.files import BATCH, FileRecord
 from daemon.domain.jobs import (
     CANCELLED,
@@ -22,8 +25,16 @@ from daemon.domain.jobs import (
     JobDraft,
     RowRecord,
 )
-from daemon.domain.openai_input import CreateRequest, parse_create
+from daemon.domain.openai_input import (
+    CheckUrl,
+    CreateRequest,
+    ParsedRecords,
+    jsonl_lines,
+    parse_create,
+    parse_records,
+)
 from daemon.domain.pricing import STANDARD_DISCOUNT
+from daemon.domain.routes import Action, Operation, Route
 from daemon.store.interface import WorkspaceRecord
 
 NAME = "openai"
@@ -36,7 +47,34 @@ _UNRUN = {
 
 class OpenAIDialect:
     name = NAME
+    auth: KeyScheme = Bearer()
+    prefixes: tuple[str, ...] = ()  # its paths are Relay's own
+    job_shape = OpenAIBatch
+    error_shape = Error
+    webhook_shape = None
     writes_result_files = True
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.RESULT_FILES, Capability.DEAD_LETTER})
+    # (no webhook: its create body names none)
+
+    def routes(self) -> Sequence[Route]:
+        """OpenAI's batch routes, on the `/v1/batches` it shares with the Relay Batches
+        API. Its list, which Relay extends to every dialect's jobs (`?dialect=`), and the
+        Files API are Relay's routes (`daemon/api/`)."""
+        return [
+            Route("POST", BATCHES, Action.SUBMIT, Operation(
+                "createBatch", "Submit a batch", "Batches", answer=OpenAIBatch,
+                body=OpenAICreate, errors=(400, 404, 413, 429, 503, 507))),
+            Route("GET", ONE, Action.GET, Operation(
+                "getBatch", "A job's status", "Batches", answer=OpenAIBatch,
+                errors=(401, 404), params=(JOB_ID,))),
+            Route("POST", ONE + "/cancel", Action.CANCEL, Operation(
+                "cancelBatch", "Cancel a batch", "Batches", answer=OpenAIBatch,
+                errors=(401, 404, 409, 503, 507), params=(JOB_ID,))),
+        ]
+
+    def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
+        return openai_error(error)
 
     def recognises(self, body: Any) -> bool:
         return isinstance(body, dict) and not _SIGNATURE_KEYS.isdisjoint(body)
@@ -69,7 +107,7 @@ class OpenAIDialect:
     def new_id(self) -> str:
         return ids.openai_batch_id()
 
-    def render(self, job: Job) -> dict[str, Any]:
+    def render(self, job: Job, *, origin: str = "") -> OpenAIBatch:
         return render_openai.batch(job)
 
     def status_name(self, status: str) -> str:
@@ -88,10 +126,15 @@ class OpenAIDialect:
     def admission_problem(self, job: Job, models: frozenset[str]) -> str | None:
         return None  # each record names its model; a missing one fails that record only
 
-    def webhook_payload(self, job: Job) -> dict[str, Any]:
+    def parse_input(self, job: Job, data: Any, *, models: Collection[str],
+                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+        return parse_records(jsonl_lines(data), endpoint=job.endpoint, models=models,
+                             check_url=check_url, workflows=workflows)
+
+    def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         return render_openai.batch(job)
 
-    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, dict[str, Any]]:
+    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, Mapping[str, Any]]:
         if row.status == ROW_COMPLETED:
             return "output", render_openai.output_line(job, row)
         return "errors", render_openai.error_line(job, row)

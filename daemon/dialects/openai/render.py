@@ -5,8 +5,19 @@ Pure: records in, dicts out."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, cast
 
+from daemon.dialects.openai.shapes import (
+    Endpoint,
+    FileError,
+    FileObject,
+    OpenAIBatch,
+    OpenAIStatus,
+    OutputLine,
+    Purpose,
+    Tier,
+)
+from daemon.dialects.relay.render import usage
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     CANCELLED,
@@ -22,7 +33,6 @@ from daemon.domain.jobs import (
     RowRecord,
     StatusView,
 )
-from daemon.domain.render import usage
 
 OPENAI_VIEW = StatusView({QUEUED: "in_progress", RUNNING: "in_progress"})
 openai_status = OPENAI_VIEW.name
@@ -32,18 +42,19 @@ def _ts(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
-def batch(job: Job) -> dict[str, Any]:
+def batch(job: Job) -> OpenAIBatch:
     """`GET /v1/batches/{id}` for an OpenAI-dialect batch."""
     stamps = job.stamps
     progressed = job.completed + job.failed > 0 or job.input_tokens > 0
-    return {
+    view: OpenAIBatch = {
         "id": job.id,
         "object": "batch",
-        "endpoint": job.endpoint,
-        "errors": {"object": "list", "data": job.errors} if job.errors else None,
-        "input_file_id": job.input_file_id,
+        "endpoint": cast(Endpoint, job.endpoint),
+        "errors": {"object": "list", "data": cast(list[FileError], job.errors)}
+        if job.errors else None,
+        "input_file_id": job.input_file_id or "",  # every OpenAI batch has one
         "completion_window": "24h",
-        "status": openai_status(job.status),
+        "status": cast(OpenAIStatus, openai_status(job.status)),
         "output_file_id": job.output_file_id,
         "error_file_id": job.error_file_id,
         "created_at": int(job.created_at),
@@ -59,14 +70,17 @@ def batch(job: Job) -> dict[str, Any]:
                            "failed": job.failed},
         "metadata": job.metadata,
         "model": job.model or None,
-        "priority": job.tier,
+        "priority": cast(Tier, job.tier),
         "usage": usage(job) if progressed else None,
-    } | ({"retry_of": job.retry_of} if job.retry_of else {})
+    }
+    if job.retry_of:
+        view["retry_of"] = job.retry_of
+    return view
 
 
-def file_object(f: FileRecord) -> dict[str, Any]:
+def file_object(f: FileRecord) -> FileObject:
     return {"id": f.id, "object": "file", "bytes": f.bytes, "created_at": int(f.created_at),
-            "filename": f.filename, "purpose": f.purpose, "status": f.status,
+            "filename": f.filename, "purpose": cast(Purpose, f.purpose), "status": "processed",
             "status_details": None, "expires_at": _ts(f.expires_at)}
 
 
@@ -81,7 +95,7 @@ def _line_ids(job: Job, row: RowRecord) -> tuple[str, str]:
     return "batch_req_" + digest[:32], "req_" + digest[32:64]
 
 
-def output_line(job: Job, row: RowRecord) -> dict[str, Any]:
+def output_line(job: Job, row: RowRecord) -> OutputLine:
     """A successful record's line of the output file."""
     line_id, request_id = _line_ids(job, row)
     return {"id": line_id, "custom_id": row.custom_id,
@@ -90,7 +104,7 @@ def output_line(job: Job, row: RowRecord) -> dict[str, Any]:
             "error": None}
 
 
-def error_line(job: Job, row: RowRecord) -> dict[str, Any]:
+def error_line(job: Job, row: RowRecord) -> OutputLine:
     """A failed record's line of the error file: the upstream's non-2xx answer when
     there was one, otherwise `{code, message}`."""
     line_id, request_id = _line_ids(job, row)

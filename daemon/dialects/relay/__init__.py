@@ -1,0 +1,126 @@
+"""The Relay Batches API: `{model, requests: [{custom_id?, messages}], priority, cron,
+webhookUrl}`, checked whole at submit; its job view, six status names and
+`{custom_id, content | error}` results. Cron templates belong to this dialect, and
+Relay's own routes (results, the dead letter, rows, workflows) speak its shapes for
+every dialect's jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.openai.shapes import Error
+from daemon.dialects.relay import render
+from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
+from daemon.domain import cron, ids
+from daemon.domain.errors import RelayError
+from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
+from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
+from daemon.domain.relay_input import Submission, parse_submission
+from daemon.domain.routes import Action, Operation, Param, Route
+from daemon.outbound.policy import TargetCheck
+from daemon.store.interface import WorkspaceRecord
+
+NAME = "relay"
+
+
+BATCHES = "/v1/batches"
+ONE = BATCHES + "/{job_id}"
+JOB_ID = Param("job_id", "path", str, "A job id: Relay's (32 hex), OpenAI's (batch_…) or "
+                                      "Anthropic's (msgbatch_…).")
+
+
+class RelayDialect:
+    name = NAME
+    auth: KeyScheme = Bearer()
+    prefixes: tuple[str, ...] = ()  # its paths are Relay's own
+    job_shape = RelayJob
+    error_shape = Error
+    webhook_shape = WebhookSummary
+    writes_result_files = False  # results are read from the rows (`GET .../results`)
+    capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
+                              Capability.DEAD_LETTER, Capability.WEBHOOKS, Capability.CRON})
+
+    def routes(self) -> Sequence[Route]:
+        """`/v1/batches`, which the OpenRelay batch API shares (a body is told apart by
+        its keys, a job by its id)."""
+        return [
+            Route("POST", BATCHES, Action.SUBMIT, Operation(
+                "createBatch", "Submit a batch in either dialect", "Batches",
+                answer=RelayJob, answer_description="The new job, in its dialect's shape.",
+                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507),
+                description="A body with endpoint, input_file_id or completion_window is "
+                            "the OpenRelay batch API; any other is the Relay Batches API.")),
+            Route("GET", ONE, Action.GET, Operation(
+                "getBatch", "A job's status", "Batches", answer=RelayJob, errors=(401, 404),
+                params=(JOB_ID,))),
+            Route("POST", ONE + "/cancel", Action.CANCEL, Operation(
+                "cancelBatch", "Cancel a scheduled, queued or running job", "Batches",
+                answer=RelayJob, errors=(401, 404, 409, 503, 507), params=(JOB_ID,))),
+        ]
+
+    def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
+        return openai_error(error)
+
+    def recognises(self, body: Any) -> bool:
+        return isinstance(body, dict)  # what is not another dialect's body is ours
+
+    def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
+        """Parse, check, store: the job and all its rows in one transaction."""
+        now = intake.clock()
+        sub = parse_submission(
+            body, models={m.alias for m in intake.config.models}, now=now,
+            check_cron=cron.check,
+            check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
+                                  resolve=intake.resolve),
+        )
+        return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
+
+    def _draft(self, sub: Submission, workspace: WorkspaceRecord, *, now: float) -> JobDraft:
+        """A submission with `cron` is a template (its runs are drafted by the store)."""
+        return JobDraft(
+            id=self.new_id(), workspace_id=workspace.id, dialect=NAME, name=sub.name,
+            model=sub.model, endpoint=CHAT, status=SCHEDULED if sub.cron else QUEUED,
+            priority=sub.priority, created_at=now, webhook_url=sub.webhook_url, cron=sub.cron,
+            next_run_at=cron.next_after(sub.cron, now) if sub.cron else None,
+        )
+
+    def new_id(self) -> str:
+        return ids.relay_job_id()
+
+    def render(self, job: Job, *, origin: str = "") -> RelayJob:
+        return render.relay_job(job)
+
+    def status_name(self, status: str) -> str:
+        return render.RELAY_VIEW.name(status)
+
+    def statuses_for(self, name: str) -> tuple[str, ...] | None:
+        return render.RELAY_VIEW.statuses_for(name)
+
+    def unrun_error(self, ending: str) -> tuple[str, str]:
+        word = "canceled" if ending == CANCELLED else ending
+        return word, word
+
+    def discount(self, job: Job) -> Decimal:
+        return Decimal(0)
+
+    def admission_problem(self, job: Job, models: frozenset[str]) -> str | None:
+        """Every row runs on the job's one model, so without it nothing can run."""
+        return None if job.model in models else f"model '{job.model}' is no longer configured"
+
+    def parse_input(self, job: Job, data: Any, *, models: Collection[str],
+                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+        raise NotImplementedError("a Relay job is checked whole at submit, never validating")
+
+    def webhook_payload(self, job: Job) -> Mapping[str, Any]:
+        return render.webhook_payload(job)
+
+    def result_lines(self, job: Job, row: RowRecord) -> tuple[str, Mapping[str, Any]]:
+        name = "output" if row.status == ROW_COMPLETED else "errors"
+        return name, render.relay_result(row)
+
+    def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
+                now: float) -> Redrive:
+        return Redrive()  # a Relay job has no input file and no completion window
