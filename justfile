@@ -29,7 +29,7 @@ serve config="sample_data/demo.toml":
 simulate port="9900" *ARGS:
     relayd simulate --port {{port}} {{ARGS}}
 
-# Lint: ruff, then mypy over daemon and relaytui ([tool.mypy]); no formatter is enforced.
+# Lint: ruff, then mypy ([tool.mypy]: daemon and relaytui strict, all annotated); no formatter.
 lint:
     ruff check daemon relaytui tests bench
     mypy

@@ -91,7 +91,8 @@ def fmt(x: float) -> str:
 
 
 def table_rows(figures: list[Figure]) -> list[tuple[str, ...]]:
-    rows = [("scenario", "figure", "median", "spread (min–max)", "target", "")]
+    rows: list[tuple[str, ...]] = [
+        ("scenario", "figure", "median", "spread (min–max)", "target", "")]
     for f in figures:
         if not f.samples:
             rows.append((f.scenario, f.label, "—", "not run", str(f.target or "report"), ""))

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import httpx
 
@@ -88,9 +89,9 @@ def latency(b: Bench) -> None:
     for i in range(b.runs["latency"]):
         body = job_body("slow", prompts(n, f"lat{i}"), tag=f"lat{i}")
         relay_s, ref_s = side_by_side(
-            i, sim, lambda body=body: jobs.timed_job(client, body, timeout=job_timeout(n)),
-            lambda i=i: reference.run(sim.base_url, prompts(n, f"latref{i}"),
-                                      concurrency=CONCURRENCY))
+            i, sim, partial(jobs.timed_job, client, body, timeout=job_timeout(n)),
+            partial(reference.run, sim.base_url, prompts(n, f"latref{i}"),
+                    concurrency=CONCURRENCY))
         b.figures["latency_ratio"].add(n / relay_s / ideal)
         b.figures["latency_reference_ratio"].add(n / ref_s / ideal)
         b.figures["latency_vs_reference"].add(ref_s / relay_s)
@@ -280,10 +281,10 @@ def tools(b: Bench) -> None:
         plain = job_body("fast", prompts(n, f"row{i}"), tag=f"row{i}")
         tooled = tool_job_body("fast", prompts(n, f"tool{i}"), tag=f"tool{i}",
                                executor=sim.tools_url)
-        row_cpu, _ = cpu_of(daemon, lambda body=plain: jobs.timed_job(
-            client, body, timeout=job_timeout(n)))
-        tool_cpu, tool_s = cpu_of(daemon, lambda body=tooled: jobs.timed_job(
-            client, body, timeout=job_timeout(n * (TOOL_ROUNDS + 1))))
+        row_cpu, _ = cpu_of(daemon, partial(
+            jobs.timed_job, client, plain, timeout=job_timeout(n)))
+        tool_cpu, tool_s = cpu_of(daemon, partial(
+            jobs.timed_job, client, tooled, timeout=job_timeout(n * (TOOL_ROUNDS + 1))))
         per_row = row_cpu / n
         per_round = (tool_cpu / n - per_row) / TOOL_ROUNDS  # a record = its rounds + a row
         b.figures["tools_records_per_s"].add(n / tool_s)
@@ -303,10 +304,10 @@ def workflows(b: Bench) -> None:
     for i in range(b.runs["workflows"]):
         plain = job_body("fast", prompts(n * FLOW_REQUESTS, f"wrow{i}"), tag=f"wrow{i}")
         data = workflow_file("fast", n, tag=f"flow{i}", callback=sim.workflow_url)
-        row_cpu, _ = cpu_of(daemon, lambda body=plain: jobs.timed_job(
-            client, body, timeout=job_timeout(n * FLOW_REQUESTS)))
-        flow_cpu, flow_s = cpu_of(daemon, lambda data=data: jobs.timed_batch(
-            client, data, timeout=job_timeout(n * FLOW_REQUESTS * 2)))
+        row_cpu, _ = cpu_of(daemon, partial(
+            jobs.timed_job, client, plain, timeout=job_timeout(n * FLOW_REQUESTS)))
+        flow_cpu, flow_s = cpu_of(daemon, partial(
+            jobs.timed_batch, client, data, timeout=job_timeout(n * FLOW_REQUESTS * 2)))
         per_step = (flow_cpu - row_cpu) / n / FLOW_STEPS  # beyond the same requests as rows
         b.figures["workflow_records_per_s"].add(n / flow_s)
         b.figures["workflow_cpu_ms_per_step"].add(per_step * 1000)
@@ -349,8 +350,8 @@ def clients(b: Bench) -> None:
             body = job_body("fast", prompts(n, f"cl{i}{name}"), tag=f"cl{i}{name}")
             client = daemons[name].client()
             sim.reset()
-            took[name] = cpu_of(daemons[name], lambda body=body, client=client: jobs.timed_job(
-                client, body, timeout=job_timeout(n)))
+            took[name] = cpu_of(daemons[name], partial(
+                jobs.timed_job, client, body, timeout=job_timeout(n)))
         for name, (cpu, seconds) in took.items():
             b.figures[f"clients_{name}_rows_per_s"].add(n / seconds)
             b.figures[f"clients_{name}_cpu_s_per_1k_rows"].add(cpu / n * 1000)

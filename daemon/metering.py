@@ -66,8 +66,8 @@ class ScrapedCounts(Collector):
                              ["outcome"], [((o,), n, ws) for ws, o, n in counts.webhooks])
         yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks)
 
-    def _family(self, kind: Any, name: str, doc: str, labels: list[str],
-                samples: Iterable[tuple[Any, ...]]) -> Metric:
+    def _family(self, kind: type[GaugeMetricFamily | CounterMetricFamily], name: str,
+                doc: str, labels: list[str], samples: Iterable[tuple[Any, ...]]) -> Metric:
         """Sums samples `(label values, value[, workspace])` over workspaces unless
         series are per workspace."""
         names = [*labels, "workspace"] if self.per_workspace else labels

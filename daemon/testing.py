@@ -273,25 +273,31 @@ class Simulator:
         return self.root + "/_sim/workflow"
 
     def stats(self) -> dict[str, Any]:
-        return httpx.get(self.root + "/_sim/stats", timeout=10).json()
+        answer: dict[str, Any] = httpx.get(self.root + "/_sim/stats", timeout=10).json()
+        return answer
 
     def requests(self) -> list[dict[str, Any]]:
-        return httpx.get(self.root + "/_sim/requests", timeout=30).json()["data"]
+        return self._data("/_sim/requests")
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """What the HTTP tool executor received, in arrival order."""
-        return httpx.get(self.root + "/_sim/tool_calls", timeout=30).json()["data"]
+        return self._data("/_sim/tool_calls")
 
     def mcp_calls(self) -> list[dict[str, Any]]:
         """The tools/call requests the MCP server received, in arrival order."""
-        return httpx.get(self.root + "/_sim/mcp_calls", timeout=30).json()["data"]
+        return self._data("/_sim/mcp_calls")
 
     def workflow_events(self) -> list[dict[str, Any]]:
         """The events the workflow callback received, in arrival order: `headers`
         (Authorization, Content-Type, Relay-Event-Id, Relay-Signature, any other Relay-*),
         `body` (the JSON), `raw` (the body as sent), `status` and `answer` (what it
         answered; `answer` is None for an HTTP fault), `at`."""
-        return httpx.get(self.root + "/_sim/workflow_events", timeout=30).json()["data"]
+        return self._data("/_sim/workflow_events")
+
+    def _data(self, path: str) -> list[dict[str, Any]]:
+        """The `data` list of a `/_sim/...` listing."""
+        data: list[dict[str, Any]] = httpx.get(self.root + path, timeout=30).json()["data"]
+        return data
 
     def reset(self) -> None:
         httpx.post(self.root + "/_sim/reset", timeout=10).raise_for_status()

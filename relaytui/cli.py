@@ -339,7 +339,7 @@ def full_id(client: RelayClient, text: str) -> str:
         if exc.status != 404:
             raise
         unknown = exc
-    matches = [job["id"] for job in client.all_jobs(most=PREFIX_SCAN)
+    matches: list[str] = [job["id"] for job in client.all_jobs(most=PREFIX_SCAN)
                if job["id"].startswith(text)]
     if len(matches) == 1:
         return matches[0]

@@ -131,7 +131,8 @@ class RelayClient:
         return self._call("GET", "/v1/batches",
                           params={k: v for k, v in params.items() if v is not None})
 
-    def all_jobs(self, *, page: int = 100, most: int = 1000, **filters: Any) -> list[dict]:
+    def all_jobs(self, *, page: int = 100, most: int = 1000,
+                 **filters: Any) -> list[dict[str, Any]]:
         """Newest first, following `after` until the list ends or `most` are read."""
         return self.job_listing(page=page, most=most, **filters).jobs
 
@@ -248,7 +249,8 @@ class RelayClient:
             raise self._unreachable(exc) from exc
         self._raise_for(reply)
         try:
-            return reply.json()
+            answer: dict[str, Any] = reply.json()
+            return answer
         except ValueError as exc:  # something that is not relayd answered
             raise RelayError(None, f"{self.url} answered {reply.status_code} with a body "
                              "that is not JSON; is it relayd?") from exc

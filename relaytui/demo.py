@@ -271,7 +271,7 @@ def cron_template(client: RelayClient, rows: list[dict[str, Any]]) -> str:
     return str(job["id"])
 
 
-def long_job_rows(prompts: list[dict[str, Any]], count: int = LONG_ROWS) -> list[dict]:
+def long_job_rows(prompts: list[dict[str, Any]], count: int = LONG_ROWS) -> list[dict[str, Any]]:
     cycled = itertools.islice(itertools.cycle(prompts), count)
     return [{"custom_id": f"long-{n:04d}", "messages": row["messages"]}
             for n, row in enumerate(cycled, start=1)]

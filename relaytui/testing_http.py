@@ -68,7 +68,8 @@ class Route:
 
 
 def _query(request: httpx.Request, name: str) -> str | None:
-    return request.url.params.get(name)
+    value: str | None = request.url.params.get(name)
+    return value
 
 
 def _number(request: httpx.Request, name: str) -> int | None:

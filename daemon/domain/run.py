@@ -38,7 +38,7 @@ GIVE_UP_S = 5.0  # a job ended early waits this long for outcomes the store refu
 def write_retry_delay(failures: int) -> float:
     """How long a write the store refused `failures` times in a row waits before the
     next try (outcomes here; tool rounds and workflow states in `executors/store_calls.py`)."""
-    return min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (failures - 1))
+    return min(RETRY_CAP_S, RETRY_BASE_S * 2.0 ** (failures - 1))
 
 
 @dataclass

@@ -150,7 +150,8 @@ def parse_answer(value: Any, *, endpoint: str, models: frozenset[str]) -> Answer
                         f"{action!r}.")
 
 
-def _requests(requests: Any, *, endpoint: str, models: frozenset[str]) -> tuple[dict, ...]:
+def _requests(requests: Any, *, endpoint: str,
+              models: frozenset[str]) -> tuple[dict[str, Any], ...]:
     if not isinstance(requests, list) or not 1 <= len(requests) <= MOST_STEP_REQUESTS:
         raise InvalidAnswer(f"'requests' must be an array of 1 to {MOST_STEP_REQUESTS} "
                             "requests.")

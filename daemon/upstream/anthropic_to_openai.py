@@ -85,8 +85,8 @@ def _text_of(block: Any, where: str) -> str:
     return as_text(block.get("text"), f"{where}.text")
 
 
-def _block(block: Any, where: str) -> dict[str, Any]:
-    block = as_object(block, where)
+def _block(value: Any, where: str) -> dict[str, Any]:
+    block = as_object(value, where)
     kind = block.get("type")
     if not isinstance(kind, str) or kind not in BLOCK_KEYS:
         raise no_counterpart(f"{where}.type", TARGET, value=kind)

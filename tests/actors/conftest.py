@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from daemon.actors.scheduler import SupervisorFactory
 from daemon.domain import ids
 from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft
 from daemon.runtime import Daemon
@@ -17,12 +18,11 @@ from tests.actors.harness import (
     PRIMARY,
     FakeClock,
     Upstream,
+    actor_state,
     make_config,
     make_daemon,
     stop_daemon,
 )
-
-SupervisorFactory = Callable[[Job, Any], Any]  # (job, scheduler proxy) -> supervisor proxy
 
 
 class Running:
@@ -31,7 +31,7 @@ class Running:
     def __init__(self, daemon: Daemon, *, supervisors: SupervisorFactory | None = None) -> None:
         self.daemon = daemon
         if supervisors is not None:  # the seam where the scheduler starts supervisors
-            daemon._start_supervisor = supervisors  # type: ignore[method-assign]
+            daemon._start_supervisor = supervisors  # type: ignore[method-assign, assignment]
         self.services = daemon.start()
         self.repo: Store = self.services.repo
         self.stopped = False
@@ -69,7 +69,7 @@ class Running:
     def waiting_in_the_lane(self, job: Job) -> int:
         """Rows of `job` handed to its worker that wait for one of its
         `batch_concurrency` slots now."""
-        supervisor = self.services.scheduler.running.get(timeout=5).get(job.seq)
+        supervisor = actor_state(self.services.scheduler).running.get(timeout=5).get(job.seq)
         return 0 if supervisor is None else supervisor.lane.get(timeout=5).waiting
 
     def job(self, job: Job) -> Job:

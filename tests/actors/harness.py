@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pykka
 import pytest
@@ -43,6 +43,7 @@ START = datetime(2026, 10, 4, 9, 12, tzinfo=UTC).timestamp()
 TICK_S = 0.02
 POLL_S = 0.01  # between two tries of wait_until and wait_for
 JSON_HEADERS = {"Content-Type": "application/json"}
+A = TypeVar("A", bound=pykka.Actor)
 
 
 def answer(prompt: str) -> str:
@@ -177,11 +178,17 @@ def actor_threads_left(*, timeout: float = 1.0) -> list[str]:
     return _actor_threads()
 
 
+def actor_state(proxy: pykka.ActorProxy[A]) -> pykka.ActorProxy[A]:
+    """`proxy` as pykka's own proxy, which reads any of the actor's attributes (as a
+    future): tests look at state the typed proxies do not declare."""
+    return proxy
+
+
 def _actor_threads() -> list[str]:
     classes: set[str] = set()
     todo: list[type] = [pykka.ThreadingActor]
     while todo:  # every actor class defined so far
-        subclasses = todo.pop().__subclasses__()
+        subclasses: list[type] = todo.pop().__subclasses__()
         classes.update(c.__name__ for c in subclasses)
         todo.extend(subclasses)
     return sorted(t.name for t in threading.enumerate()

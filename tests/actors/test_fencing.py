@@ -5,16 +5,23 @@ and the row runs under its new lease."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from tests.actors.harness import wait_until
+import pytest
+
+from daemon.domain.jobs import Job
+from tests.actors.conftest import Running
+from tests.actors.harness import Upstream, wait_until
 
 
-def completed(relay, job):  # type: ignore[no-untyped-def]
-    return wait_until(lambda: relay.job(job) if relay.job(job).status == "completed" else None,
+def completed(relay: Running, job: Job) -> Job:
+    done: Job = wait_until(lambda: relay.job(job) if relay.job(job).status == "completed" else None,
                       what="the job to complete")
+    return done
 
 
-def test_rows_leased_before_a_lapse_start_only_once_leased_again(start_daemon, upstream):
+def test_rows_leased_before_a_lapse_start_only_once_leased_again(
+        start_daemon: Callable[..., Running], upstream: Upstream) -> None:
     relay = start_daemon(upstream, gateway={"batch_concurrency": 1})
     job = relay.submit(["first BLOCK", "second", "third"])
     wait_until(lambda: upstream.seen("first BLOCK"), what="the first row on the wire")
@@ -28,8 +35,9 @@ def test_rows_leased_before_a_lapse_start_only_once_leased_again(start_daemon, u
     assert relay.repo.row_counts(job.seq)["completed"] == 3
 
 
-def test_an_outcome_under_a_lease_that_moved_on_is_not_stored(start_daemon, upstream,
-                                                               caplog):
+def test_an_outcome_under_a_lease_that_moved_on_is_not_stored(
+        start_daemon: Callable[..., Running], upstream: Upstream,
+        caplog: pytest.LogCaptureFixture) -> None:
     relay = start_daemon(upstream, gateway={"batch_concurrency": 1})
     caplog.set_level(logging.WARNING, logger="relay.supervisor")
     job = relay.submit(["only BLOCK"])

@@ -4,11 +4,19 @@ they finish (group commit, no timer), and a job whose model is gone fails as a w
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
+from typing import Any
 
-from tests.actors.harness import wait_until
+import pytest
+
+from daemon.domain.jobs import Job
+from daemon.store.interface import Flushed
+from tests.actors.conftest import Running
+from tests.actors.harness import FakeClock, Upstream, wait_until
 
 
-def test_a_finished_row_is_stored_while_others_still_run(start_daemon, upstream):
+def test_a_finished_row_is_stored_while_others_still_run(start_daemon: Callable[..., Running],
+                                                         upstream: Upstream) -> None:
     relay = start_daemon(upstream)
     job = relay.submit(["fast", "slow BLOCK"])
     wait_until(lambda: upstream.seen("slow BLOCK") and upstream.seen("fast"), what="both rows")
@@ -19,7 +27,8 @@ def test_a_finished_row_is_stored_while_others_still_run(start_daemon, upstream)
     assert relay.job(job).status == "running"
 
 
-def test_a_job_whose_model_is_gone_fails_without_running_rows(start_daemon, upstream):
+def test_a_job_whose_model_is_gone_fails_without_running_rows(start_daemon: Callable[..., Running],
+                                                              upstream: Upstream) -> None:
     relay = start_daemon(upstream)
     job = relay.submit(["anything"], model="retired-model")
 
@@ -32,12 +41,13 @@ def test_a_job_whose_model_is_gone_fails_without_running_rows(start_daemon, upst
 
 
 def test_a_failed_write_is_kept_and_tried_again_without_rerunning_rows(
-        start_daemon, upstream, clock, monkeypatch):
+        start_daemon: Callable[..., Running], upstream: Upstream, clock: FakeClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     relay = start_daemon(upstream)
     save = relay.repo.save_outcomes
     failing = {"on": True, "refused": 0}
 
-    def flaky_save(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def flaky_save(*args: Any, **kwargs: Any) -> Flushed:
         if failing["on"]:
             failing["refused"] += 1
             raise OSError("disk full")
@@ -59,12 +69,13 @@ def test_a_failed_write_is_kept_and_tried_again_without_rerunning_rows(
 
 
 def test_an_ending_the_store_refuses_is_tried_again_on_a_later_tick(
-        start_daemon, upstream, clock, monkeypatch):
+        start_daemon: Callable[..., Running], upstream: Upstream, clock: FakeClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     relay = start_daemon(upstream)
     end = relay.repo.end_job
-    refused = []
+    refused: list[bool] = []
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> Job | None:
         if not refused:
             refused.append(True)
             raise OSError(errno.ENOSPC, "No space left on device")

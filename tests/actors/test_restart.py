@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
+
+import pytest
 
 from daemon.dialects.relay.render import relay_result
 from daemon.domain import cron, ids
-from daemon.domain.jobs import JobDraft, RowDraft
+from daemon.domain.jobs import Job, JobDraft, RowDraft
 from daemon.store.faults import StoreUnavailable
 from daemon.store.sqlite import SqliteStore
-from tests.actors.harness import PRIMARY, Upstream, answer, wait_until
+from tests.actors.conftest import Running
+from tests.actors.harness import PRIMARY, FakeClock, Upstream, answer, wait_until
 
 ROWS = 20
 INSTANT = 6  # rows answered before the upstream starts blocking
@@ -22,7 +26,8 @@ def prompts() -> list[str]:
     return [f"row {i}" if i <= INSTANT else f"row {i} BLOCK" for i in range(1, ROWS + 1)]
 
 
-def test_stop_mid_job_then_restart_finishes_without_resending(start_daemon, upstream):
+def test_stop_mid_job_then_restart_finishes_without_resending(start_daemon: Callable[..., Running],
+                                                              upstream: Upstream) -> None:
     first = start_daemon(upstream, gateway={"batch_concurrency": CONCURRENCY})
     job = first.submit(prompts())
     wait_until(lambda: upstream.in_flight() == CONCURRENCY and upstream.seen(f"row {INSTANT + 2}"),
@@ -56,7 +61,8 @@ def test_stop_mid_job_then_restart_finishes_without_resending(start_daemon, upst
     assert second.repo.row_counts(job.seq)["completed"] == ROWS
 
 
-def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon, upstream):
+def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon: Callable[..., Running],
+                                                             upstream: Upstream) -> None:
     first = start_daemon(upstream, gateway={"batch_concurrency": 1})
     job = first.submit(["held BLOCK", "never sent"])
     wait_until(lambda: upstream.seen("held BLOCK"), what="the first row in flight")
@@ -68,7 +74,8 @@ def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon, upstr
     assert acknowledged.wait(5)
 
     first.stop()
-    assert first.repo.job_by_seq(job.seq).status == "cancelling"
+    stored = first.repo.job_by_seq(job.seq)
+    assert stored is not None and stored.status == "cancelling"
 
     second = start_daemon(Upstream())
     wait_until(lambda: second.job(job).status == "cancelled", what="the cancel to end")
@@ -77,7 +84,9 @@ def test_a_cancel_cut_short_by_a_stop_ends_at_the_next_start(start_daemon, upstr
     assert upstream.prompts() == ["held BLOCK"]
 
 
-def test_ticks_missed_while_stopped_spawn_one_run_at_start(start_daemon, upstream, clock):
+def test_ticks_missed_while_stopped_spawn_one_run_at_start(start_daemon: Callable[..., Running],
+                                                           upstream: Upstream,
+                                                           clock: FakeClock) -> None:
     first = start_daemon(upstream)
     now = clock()
     template = first.repo.create_job(JobDraft(
@@ -96,12 +105,13 @@ def test_ticks_missed_while_stopped_spawn_one_run_at_start(start_daemon, upstrea
     wait_until(lambda: second.job(runs[0]).status == "completed", what="the run to finish")
     assert len(second.repo.list_jobs(first.workspace.id, limit=10,
                                      template_id=template.id)[0]) == 1
-    assert second.job(template).next_run_at > clock()
+    assert (second.job(template).next_run_at or 0) > clock()
     assert upstream.prompts() == ["report"]
 
 
 def test_a_store_that_fails_the_recovery_at_start_does_not_kill_the_scheduler(
-        start_daemon, upstream, monkeypatch):
+        start_daemon: Callable[..., Running], upstream: Upstream,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The scheduler's first act is to deal with what a previous process left; a store
     fault then used to kill the actor (its exception escaped `on_start`). Now the next
     ticks try again, and the jobs left running run once the store takes it."""
@@ -113,7 +123,7 @@ def test_a_store_that_fails_the_recovery_at_start_does_not_kill_the_scheduler(
     real = SqliteStore.requeue_running
     refused: list[int] = []
 
-    def flaky(self, *, now):  # type: ignore[no-untyped-def]
+    def flaky(self: SqliteStore, *, now: float) -> list[Job]:
         if len(refused) < 3:
             refused.append(1)
             raise StoreUnavailable("database is locked")

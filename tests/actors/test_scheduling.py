@@ -3,6 +3,9 @@ shared across jobs, and the per-job bound on rows in flight."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from tests.actors.conftest import Running
 from tests.actors.harness import PRIMARY, Upstream, wait_until
 
 MODELS_LIMIT_2 = [{"alias": PRIMARY, "base_url": "http://upstream.test/v1", "max_concurrency": 2}]
@@ -14,7 +17,8 @@ def first_seen_tags(upstream: Upstream, tags: set[str]) -> list[str]:
     return [t for t in dict.fromkeys(order) if t in tags]
 
 
-def test_queued_jobs_start_by_priority_then_oldest(start_daemon, upstream):
+def test_queued_jobs_start_by_priority_then_oldest(start_daemon: Callable[..., Running],
+                                                   upstream: Upstream) -> None:
     relay = start_daemon(upstream, gateway={"max_running_jobs": 1})
     relay.submit(["blocker BLOCK"], tag="blocker")
     wait_until(lambda: upstream.seen("blocker"), what="the blocking job to reach the upstream")
@@ -29,7 +33,8 @@ def test_queued_jobs_start_by_priority_then_oldest(start_daemon, upstream):
         "p5-older", "p5-newer", "p1"]
 
 
-def test_model_limit_is_shared_by_running_jobs(start_daemon, upstream):
+def test_model_limit_is_shared_by_running_jobs(start_daemon: Callable[..., Running],
+                                               upstream: Upstream) -> None:
     relay = start_daemon(upstream, gateway={"batch_concurrency": 4, "max_running_jobs": 2},
                          models=MODELS_LIMIT_2)
     a = relay.submit([f"a row {i} PAUSE" for i in range(8)], tag="a")
@@ -49,7 +54,8 @@ def test_model_limit_is_shared_by_running_jobs(start_daemon, upstream):
     assert relay.job(a).completed == relay.job(b).completed == 8
 
 
-def test_batch_concurrency_bounds_rows_in_flight(start_daemon, upstream):
+def test_batch_concurrency_bounds_rows_in_flight(start_daemon: Callable[..., Running],
+                                                 upstream: Upstream) -> None:
     relay = start_daemon(upstream, gateway={"batch_concurrency": 3})
     job = relay.submit([f"row {i} PAUSE" for i in range(12)])
     wait_until(lambda: upstream.in_flight() == 3, what="three rows in flight")

@@ -5,6 +5,7 @@ it. A hung worker is a non-daemon thread: `relayd` would never exit."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pykka
 import pytest
@@ -16,7 +17,7 @@ from daemon.executors import ChatExecutor, Executors, Lane
 from daemon.upstream.ioloop import IOLoop
 from daemon.upstream.router import Router
 from daemon.upstream.transport import FunctionTransport
-from tests.actors.harness import PRIMARY, make_config
+from tests.actors.harness import PRIMARY, Upstream, make_config
 
 
 class Supervisor(pykka.ThreadingActor):
@@ -32,7 +33,8 @@ class Worker(RowWorker):
     use_daemon_thread = True  # if it hangs, it must not hold the test process
 
 
-def test_a_row_reaching_a_stopping_io_loop_does_not_hang_the_worker(tmp_path, upstream):
+def test_a_row_reaching_a_stopping_io_loop_does_not_hang_the_worker(tmp_path: Path,
+                                                                    upstream: Upstream) -> None:
     config = make_config(tmp_path)
     io_loop = IOLoop(name="test-io")
     io_loop.start()

@@ -5,6 +5,7 @@ messages is exact rather than left to thread timing."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pykka
@@ -12,7 +13,8 @@ import pytest
 
 from daemon.domain.jobs import CANCELLING, COMPLETED, Job
 from daemon.store.interface import Ending
-from tests.actors.harness import wait_until
+from tests.actors.conftest import Running
+from tests.actors.harness import FakeClock, Upstream, wait_until
 
 
 class StandIn(pykka.ThreadingActor):
@@ -51,12 +53,13 @@ def died_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.name == "relay.scheduler" and r.levelno >= logging.ERROR and "died" in r.message]
 
 
-def tick(relay) -> None:
+def tick(relay: Running) -> None:
     relay.services.scheduler.tick(relay.daemon.clock()).get(timeout=5)
 
 
-def test_a_dead_supervisors_job_is_requeued_and_runs_again(start_daemon, upstream, stand_ins,
-                                                           caplog):
+def test_a_dead_supervisors_job_is_requeued_and_runs_again(
+        start_daemon: Callable[..., Running], upstream: Upstream, stand_ins: StandIns,
+        caplog: pytest.LogCaptureFixture) -> None:
     relay = start_daemon(upstream, supervisors=stand_ins)
     job = relay.submit(["survives"])
     wait_until(lambda: stand_ins.started, what="the first supervisor")
@@ -71,8 +74,9 @@ def test_a_dead_supervisors_job_is_requeued_and_runs_again(start_daemon, upstrea
     assert upstream.prompts() == ["survives"]
 
 
-def test_a_supervisor_that_finished_is_not_reported_dead(start_daemon, upstream, stand_ins,
-                                                         caplog):
+def test_a_supervisor_that_finished_is_not_reported_dead(start_daemon: Callable[..., Running],
+                                                         upstream: Upstream, stand_ins: StandIns,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
     relay = start_daemon(upstream, supervisors=stand_ins)
     job = relay.submit(["done"])
     wait_until(lambda: stand_ins.started, what="the supervisor")
@@ -88,8 +92,8 @@ def test_a_supervisor_that_finished_is_not_reported_dead(start_daemon, upstream,
     assert died_logs(caplog) == [], "a normal finish was logged as a dead supervisor"
 
 
-def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(start_daemon, upstream,
-                                                                 stand_ins):
+def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(
+        start_daemon: Callable[..., Running], upstream: Upstream, stand_ins: StandIns) -> None:
     relay = start_daemon(upstream, supervisors=stand_ins)
     job = relay.submit(["one", "two"])
     wait_until(lambda: stand_ins.started, what="the supervisor")
@@ -107,8 +111,9 @@ def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(start_daemon, u
     assert [r.error for r in relay.repo.rows(job.seq)] == ["canceled", "canceled"]
 
 
-def test_a_free_slot_takes_a_running_job_that_nothing_runs(start_daemon, upstream,
-                                                           clock):
+def test_a_free_slot_takes_a_running_job_that_nothing_runs(start_daemon: Callable[..., Running],
+                                                           upstream: Upstream,
+                                                           clock: FakeClock) -> None:
     relay = start_daemon(upstream, gateway={"max_running_jobs": 1})
     blocker = relay.submit(["hold BLOCK"], tag="blocker")
     wait_until(lambda: upstream.seen("hold BLOCK"), what="the blocker to run")

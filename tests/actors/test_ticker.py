@@ -46,7 +46,7 @@ def broken(now: float) -> None:
 
 
 def test_a_dead_actor_and_a_failing_target_stop_neither_the_round_nor_the_next(
-        dead_chore, caplog):
+        dead_chore: pykka.ActorProxy[Chore], caplog: pytest.LogCaptureFixture) -> None:
     before, after = Calls(), Calls()
     ticker = Ticker({"before": before, "dead chore": dead_chore.tick.defer,
                      "broken": broken, "after": after}, interval=1.0, clock=lambda: 0.0)
@@ -59,7 +59,7 @@ def test_a_dead_actor_and_a_failing_target_stop_neither_the_round_nor_the_next(
     assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 1  # once a streak
 
 
-def test_a_target_that_recovers_is_said_to_tick_again(caplog):
+def test_a_target_that_recovers_is_said_to_tick_again(caplog: pytest.LogCaptureFixture) -> None:
     failing = [True]
 
     def flaky(now: float) -> None:
@@ -75,7 +75,8 @@ def test_a_target_that_recovers_is_said_to_tick_again(caplog):
     assert ticker.failing == set()
 
 
-def test_the_ticker_thread_keeps_calling_the_live_after_a_dead_one(dead_chore):
+def test_the_ticker_thread_keeps_calling_the_live_after_a_dead_one(
+        dead_chore: pykka.ActorProxy[Chore]) -> None:
     times = iter(range(1, 10_000))
     live = Calls(n=5)
     ticker = Ticker({"dead chore": dead_chore.tick.defer, "live": live},
@@ -89,12 +90,13 @@ def test_the_ticker_thread_keeps_calling_the_live_after_a_dead_one(dead_chore):
     assert live.seen[:5] == [1.0, 2.0, 3.0, 4.0, 5.0]  # the clock's, round after round
 
 
-def test_dead_parts_names_those_whose_check_says_no():
+def test_dead_parts_names_those_whose_check_says_no() -> None:
     assert dead_parts({"scheduler": lambda: True, "notifier": lambda: False,
                        "heartbeat": lambda: False}) == ("notifier", "heartbeat")
 
 
-def test_vitals_report_a_death_once_and_make_health_degraded(dead_chore):
+def test_vitals_report_a_death_once_and_make_health_degraded(
+        dead_chore: pykka.ActorProxy[Chore]) -> None:
     health, deaths = Health(), []
     vitals = Vitals({"scheduler": lambda: True, "validator": dead_chore.actor_ref.is_alive},
                     health=health, on_death=lambda: deaths.append(1))
@@ -105,7 +107,7 @@ def test_vitals_report_a_death_once_and_make_health_degraded(dead_chore):
     assert (health.death.parts, health.death.at) == (("validator",), 10.0)
 
 
-def test_vitals_say_nothing_while_every_part_lives():
+def test_vitals_say_nothing_while_every_part_lives() -> None:
     health, deaths = Health(), []
     Vitals({"scheduler": lambda: True}, health=health,
            on_death=lambda: deaths.append(1)).check(1.0)

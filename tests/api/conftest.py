@@ -20,6 +20,7 @@ from tests.actors.harness import (
     PRIMARY,
     FakeClock,
     Upstream,
+    actor_state,
     make_config,
     make_daemon,
     stop_daemon,
@@ -119,14 +120,14 @@ class Relay:
         assert job is not None
 
         def gone() -> bool:
-            return job.seq not in self.services.scheduler.running.get(timeout=5)
+            return job.seq not in actor_state(self.services.scheduler).running.get(timeout=5)
         await wait_for(lambda: asyncio.to_thread(gone), what=f"{job_id}'s supervisor to stop")
 
     async def webhooks_settled(self) -> None:
         """Return once every webhook the notifier was told to send before this call has
         been sent and its outcome handled: a message to the notifier (read after those)
         gives it a new thread pool, and the old one's shutdown waits for all it took."""
-        notifier = self.services.notifier
+        notifier = actor_state(self.services.notifier)
 
         def settle() -> None:
             old = notifier.pool.get(timeout=5)

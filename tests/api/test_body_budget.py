@@ -154,7 +154,11 @@ async def test_a_compressed_body_reserves_the_cap_and_is_read_decoded(relay: Rel
     budget = relay.client.app[BODY_BUDGET]
     seen: list[int] = []
     reserve = budget.reserve
-    with mock.patch.object(budget, "reserve", lambda size: seen.append(size) or reserve(size)):
+
+    def reserve_seen(size: int) -> bool:
+        seen.append(size)
+        return reserve(size)
+    with mock.patch.object(budget, "reserve", reserve_seen):
         status, job = await post_gzip(relay, json.dumps(batch("compressed")).encode())
     assert status == 200, job
     assert seen == [CAP] and budget.reserved == 0

@@ -6,10 +6,10 @@ import asyncio
 
 from daemon.api.batches import request_cancel
 from tests.actors.harness import answer, wait_for
-from tests.api.conftest import assert_envelope, batch
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch
 
 
-async def test_cancel_a_queued_job_fails_every_row_as_canceled(make_relay):
+async def test_cancel_a_queued_job_fails_every_row_as_canceled(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     blocker = await relay.submit(batch("hold BLOCK"))
     await relay.wait_status(blocker["id"], "running")
@@ -28,7 +28,7 @@ async def test_cancel_a_queued_job_fails_every_row_as_canceled(make_relay):
     assert not any(p in ("a", "b", "c") for p in relay.upstream.prompts())
 
 
-async def test_cancel_a_running_job_lets_rows_in_flight_finish(make_relay):
+async def test_cancel_a_running_job_lets_rows_in_flight_finish(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"batch_concurrency": 2})
     prompts = [f"row {i} BLOCK" for i in range(1, 7)]
     job = await relay.submit(batch(*prompts))
@@ -50,7 +50,7 @@ async def test_cancel_a_running_job_lets_rows_in_flight_finish(make_relay):
     assert (done["completed"], done["failed"]) == (2, 4)
 
 
-async def test_cancel_an_ended_job_is_409(relay):
+async def test_cancel_an_ended_job_is_409(relay: Relay) -> None:
     job = await relay.submit(batch("quick"))
     await relay.wait_status(job["id"], "completed")
 
@@ -61,7 +61,7 @@ async def test_cancel_an_ended_job_is_409(relay):
     assert (await relay.job(job["id"]))["status"] == "completed"
 
 
-async def test_cancel_twice_is_409_the_second_time(make_relay):
+async def test_cancel_twice_is_409_the_second_time(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     await relay.submit(batch("hold BLOCK"))
     queued = await relay.submit(batch("later"))
@@ -70,7 +70,8 @@ async def test_cancel_twice_is_409_the_second_time(make_relay):
     assert status == 409
 
 
-async def test_a_second_cancel_of_a_running_job_is_409_and_changes_nothing(make_relay):
+async def test_a_second_cancel_of_a_running_job_is_409_and_changes_nothing(
+        make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"batch_concurrency": 1})
     job = await relay.submit(batch("first BLOCK", "second"))
     await wait_for(lambda: relay.upstream.in_flight() == 1, what="the first row in flight")
@@ -85,13 +86,13 @@ async def test_a_second_cancel_of_a_running_job_is_409_and_changes_nothing(make_
     assert (done["completed"], done["failed"]) == (1, 1)
 
 
-async def test_cancel_an_unknown_job_is_404(relay):
+async def test_cancel_an_unknown_job_is_404(relay: Relay) -> None:
     status, body = await relay.call("POST", "/v1/batches/" + "a" * 32 + "/cancel")
     assert status == 404
     assert_envelope(body, code="not_found")
 
 
-async def test_cancel_a_cron_template_stops_its_runs(relay):
+async def test_cancel_a_cron_template_stops_its_runs(relay: Relay) -> None:
     template = await relay.submit(batch("every five", cron="*/5 * * * *"))
 
     reply = await relay.ok("POST", f"/v1/batches/{template['id']}/cancel")
@@ -106,7 +107,7 @@ async def test_cancel_a_cron_template_stops_its_runs(relay):
 
 
 async def test_a_cancel_that_read_the_job_queued_does_not_end_it_behind_its_supervisor(
-        make_relay):
+        make_relay: MakeRelay) -> None:
     """The handler reads the job (queued), then the scheduler admits it, then the handler
     writes the cancel. Replayed in that order by calling the handler's store step with the
     snapshot it would have read."""
@@ -116,7 +117,7 @@ async def test_a_cancel_that_read_the_job_queued_does_not_end_it_behind_its_supe
     job = await relay.submit(batch("j1 PAUSE", "j2", "j3", "j4"))
     repo = relay.services.repo
     read_queued = await asyncio.to_thread(repo.get_job, job["id"])
-    assert read_queued.status == "queued"
+    assert read_queued is not None and read_queued.status == "queued"
     relay.upstream.gate.set()  # the blocker ends; the job is admitted; j1 goes upstream
     await wait_for(lambda: relay.upstream.seen("j1 PAUSE"), what="the job's first row")
 

@@ -12,6 +12,7 @@ import pykka
 import pytest
 
 from tests.actors.harness import wait_for
+from tests.api.conftest import Relay
 from tests.api.openapi_contract import Contract
 
 CORE_ACTORS = {"scheduler": "scheduler", "validator": "validator", "notifier": "notifier",
@@ -24,7 +25,8 @@ def crash(actor: pykka.ActorRef[Any]) -> None:
 
 
 @pytest.mark.parametrize("attribute", sorted(CORE_ACTORS))
-async def test_a_dead_core_actor_makes_healthz_degraded_naming_it(relay, attribute):
+async def test_a_dead_core_actor_makes_healthz_degraded_naming_it(relay: Relay,
+                                                                  attribute: str) -> None:
     told = threading.Event()
     relay.daemon.vitals.on_death = told.set
     status, body = await relay.call("GET", "/healthz")
@@ -45,7 +47,7 @@ async def test_a_dead_core_actor_makes_healthz_degraded_naming_it(relay, attribu
     assert told.is_set()
 
 
-async def test_degraded_outlasts_the_drain_that_follows(relay):
+async def test_degraded_outlasts_the_drain_that_follows(relay: Relay) -> None:
     """While the process drains (no longer accepting), `/healthz` still says why."""
     crash(relay.daemon.scheduler.actor_ref)
     await wait_for(lambda: relay.daemon.health.death is not None, what="the death noticed")
@@ -54,7 +56,7 @@ async def test_degraded_outlasts_the_drain_that_follows(relay):
     assert status == 503 and body["actors"] == ["scheduler"]
 
 
-async def test_a_drain_after_the_scheduler_died_reaches_the_jobs_supervisor(relay):
+async def test_a_drain_after_the_scheduler_died_reaches_the_jobs_supervisor(relay: Relay) -> None:
     """The stop that follows drains each supervisor itself when the scheduler cannot
     pass the drain on: what finished is stored, the job stays running for the next
     start."""

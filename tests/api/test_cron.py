@@ -4,18 +4,18 @@ ticks collapse), driven by the injected clock and the scheduler's tick."""
 from __future__ import annotations
 
 from tests.actors.harness import answer, wait_for
-from tests.api.conftest import batch
+from tests.api.conftest import Relay, batch
 
 EVERY_FIVE = "*/5 * * * *"
 # The harness clock starts at 2026-10-04T09:12:00Z.
 FIRST_TICK = "2026-10-04T09:15:00Z"
 
 
-async def runs_of(relay, template_id: str) -> list[dict]:
+async def runs_of(relay: Relay, template_id: str) -> list[dict]:
     return (await relay.listing(f"?template_id={template_id}"))["data"]
 
 
-async def test_template_is_scheduled_with_its_next_tick(relay):
+async def test_template_is_scheduled_with_its_next_tick(relay: Relay) -> None:
     template = await relay.submit(batch("daily digest", "weekly digest", cron=EVERY_FIVE))
 
     assert (template["status"], template["total"]) == ("scheduled", 2)
@@ -28,7 +28,7 @@ async def test_template_is_scheduled_with_its_next_tick(relay):
     assert relay.upstream.calls == []
 
 
-async def test_a_due_tick_spawns_one_run_with_the_templates_rows(relay):
+async def test_a_due_tick_spawns_one_run_with_the_templates_rows(relay: Relay) -> None:
     template = await relay.submit(batch("digest one", "digest two", cron=EVERY_FIVE))
 
     await relay.tick(relay.clock.advance(200))  # 09:15:20
@@ -51,7 +51,7 @@ async def test_a_due_tick_spawns_one_run_with_the_templates_rows(relay):
     assert sorted(relay.upstream.prompts()) == ["digest one", "digest two"]
 
 
-async def test_the_ticker_spawns_runs_without_help(relay):
+async def test_the_ticker_spawns_runs_without_help(relay: Relay) -> None:
     template = await relay.submit(batch("tick", cron=EVERY_FIVE))
 
     relay.clock.advance(200)
@@ -62,7 +62,7 @@ async def test_the_ticker_spawns_runs_without_help(relay):
     assert len(await runs_of(relay, template["id"])) == 1
 
 
-async def test_missed_ticks_collapse_into_one_run(relay):
+async def test_missed_ticks_collapse_into_one_run(relay: Relay) -> None:
     template = await relay.submit(batch("catch up", cron=EVERY_FIVE))
     await relay.tick(relay.clock.advance(200))  # 09:15:20: the first run
     first = (await runs_of(relay, template["id"]))[0]
@@ -79,7 +79,7 @@ async def test_missed_ticks_collapse_into_one_run(relay):
     assert after["next_run_at"] == "2026-10-04T10:20:00Z"
 
 
-async def test_a_tick_before_next_run_at_spawns_nothing(relay):
+async def test_a_tick_before_next_run_at_spawns_nothing(relay: Relay) -> None:
     template = await relay.submit(batch("not yet", cron=EVERY_FIVE))
     await relay.tick(relay.clock.advance(60))  # 09:13
     assert await runs_of(relay, template["id"]) == []

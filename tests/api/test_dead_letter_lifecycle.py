@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from tests.actors.harness import wait_for
-from tests.api.conftest import assert_envelope, batch
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch
 
 
-async def test_a_cancelled_job_counts_the_rows_that_never_ran(make_relay):
+async def test_a_cancelled_job_counts_the_rows_that_never_ran(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"batch_concurrency": 2})
     job = await relay.submit(batch(*(f"row {i} BLOCK" for i in range(1, 7))))
     await wait_for(lambda: relay.upstream.in_flight() == 2, what="two rows in flight")
@@ -22,13 +22,13 @@ async def test_a_cancelled_job_counts_the_rows_that_never_ran(make_relay):
     assert (done["completed"], done["failed"], done["canceled"]) == (2, 4, 4)
 
 
-async def test_a_finished_job_with_failed_rows_cancelled_none(relay):
+async def test_a_finished_job_with_failed_rows_cancelled_none(relay: Relay) -> None:
     job = await relay.submit(batch("fine", "REFUSE"))
     done = await relay.wait_status(job["id"], "completed")
     assert (done["failed"], done["canceled"], done["dead_letter_open"]) == (1, 0, 0)
 
 
-async def test_re_driven_and_discarded_rows_leave_the_open_dead_letter(relay):
+async def test_re_driven_and_discarded_rows_leave_the_open_dead_letter(relay: Relay) -> None:
     job = await relay.submit(batch("x OUTAGE", "y OUTAGE", "z OUTAGE", name="October"))
     one = f"/v1/batches/{job['id']}"
     done = await relay.wait_status(job["id"], "completed")
@@ -54,7 +54,7 @@ async def test_re_driven_and_discarded_rows_leave_the_open_dead_letter(relay):
         (job["id"], "October", "r-3")]
 
 
-async def test_discarding_nothing_open_is_400(relay):
+async def test_discarding_nothing_open_is_400(relay: Relay) -> None:
     job = await relay.submit(batch("fine"))
     await relay.wait_status(job["id"], "completed")
     status, body = await relay.call("POST", f"/v1/batches/{job['id']}/dead_letter/discard")
@@ -62,7 +62,7 @@ async def test_discarding_nothing_open_is_400(relay):
     assert_envelope(body, code="nothing_to_discard")
 
 
-async def test_attempt_logs_are_iso_8601_to_the_millisecond(relay):
+async def test_attempt_logs_are_iso_8601_to_the_millisecond(relay: Relay) -> None:
     job = await relay.submit(batch("x OUTAGE", name="stamps"))
     one = f"/v1/batches/{job['id']}"
     done = await relay.wait_status(job["id"], "completed")

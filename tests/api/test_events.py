@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import ClientResponse
 
 from tests.actors.harness import wait_for
-from tests.api.conftest import batch
+from tests.api.conftest import Relay, batch
 
 
 class EventStream:
@@ -49,7 +49,7 @@ class EventStream:
                 return seen
 
 
-async def test_events_snapshot_then_live_events_of_own_workspace(relay):
+async def test_events_snapshot_then_live_events_of_own_workspace(relay: Relay) -> None:
     active = await relay.submit(batch("held BLOCK"))
     await relay.wait_status(active["id"], "running")
     template = await relay.submit(batch("cron row", cron="0 * * * *"))
@@ -95,7 +95,7 @@ async def read_ids(response: ClientResponse, count: int) -> list[str]:
     return ids
 
 
-async def test_each_stream_has_its_own_unguessable_ids(relay):
+async def test_each_stream_has_its_own_unguessable_ids(relay: Relay) -> None:
     other = await relay.new_key("ws-b")
     async with relay.client.get("/v1/events", headers=relay.headers()) as mine, \
             relay.client.get("/v1/events", headers=relay.headers(other)) as theirs:
@@ -112,7 +112,7 @@ async def test_each_stream_has_its_own_unguessable_ids(relay):
     assert (hello_b, next_b) == (f"{token_b}-1", f"{token_b}-2")
 
 
-async def test_revoking_a_key_closes_its_stream_within_a_second(relay):
+async def test_revoking_a_key_closes_its_stream_within_a_second(relay: Relay) -> None:
     async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
         await read_ids(stream, 1)  # hello
         await asyncio.to_thread(relay.services.repo.revoke_key, relay.key[:10],
@@ -121,7 +121,7 @@ async def test_revoking_a_key_closes_its_stream_within_a_second(relay):
     assert b"event: stream.closed" in body
 
 
-async def test_stopping_relayd_ends_every_stream_at_once(relay):
+async def test_stopping_relayd_ends_every_stream_at_once(relay: Relay) -> None:
     async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
         await read_ids(stream, 1)  # hello
         relay.services.hub.close_all()  # what the app's shutdown does

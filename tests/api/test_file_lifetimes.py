@@ -33,7 +33,7 @@ def lifetime(seconds: int | str, anchor: str = "created_at") -> dict[str, str]:
     return {"expires_after[anchor]": anchor, "expires_after[seconds]": str(seconds)}
 
 
-async def upload(relay: Relay, **fields: str) -> tuple[int, dict[str, Any]]:
+async def upload(relay: Relay, **fields: Any) -> tuple[int, dict[str, Any]]:
     return await relay.call("POST", "/v1/files", data=form(**fields))
 
 

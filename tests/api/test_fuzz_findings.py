@@ -16,7 +16,7 @@ from tests.api.conftest import Relay, assert_envelope, batch, openai_batch
 from tests.api.openapi_contract import pointer, problems
 
 
-async def test_a_multipart_part_header_with_control_characters_is_a_400(relay: Relay):
+async def test_a_multipart_part_header_with_control_characters_is_a_400(relay: Relay) -> None:
     """aiohttp's multipart reader raises its own BadHttpMessage (not a ValueError) for a
     part header it cannot parse: that was a 500."""
     body = (b'--B\r\nContent-Disposition: form-data; name="a\x10b\x00"\r\n\r\n{}\r\n'
@@ -27,7 +27,7 @@ async def test_a_multipart_part_header_with_control_characters_is_a_400(relay: R
         assert assert_envelope(await resp.json())["param"] == "file"
 
 
-async def test_a_405_names_the_methods_the_route_has(relay: Relay):
+async def test_a_405_names_the_methods_the_route_has(relay: Relay) -> None:
     """RFC 9110: a 405 carries Allow. The error envelope used to drop it."""
     for path, key in (("/healthz", None), ("/v1/batches", relay.key)):
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -37,7 +37,7 @@ async def test_a_405_names_the_methods_the_route_has(relay: Relay):
             assert "GET" in resp.headers["Allow"]
 
 
-async def test_a_cron_with_a_one_value_range_runs_when_it_says(relay: Relay):
+async def test_a_cron_with_a_one_value_range_runs_when_it_says(relay: Relay) -> None:
     """croniter reads `1-1` as `*`: this template would have run every day."""
     job = await relay.submit(batch("weekly", cron="0 9 * * 1-1"))
     assert job["next_run_at"] == "2026-10-05T09:00:00Z"  # the harness clock: Sun 4 Oct
@@ -49,7 +49,8 @@ async def test_a_cron_with_a_one_value_range_runs_when_it_says(relay: Relay):
 @pytest.mark.parametrize(("path", "param"), [("/v1/batches?status=", "status"),
                                              ("/v1/batches?dialect=all&status=", "status"),
                                              ("/v1/dead_letter?state=", "state")])
-async def test_an_empty_enum_filter_is_refused_naming_it(relay: Relay, path: str, param: str):
+async def test_an_empty_enum_filter_is_refused_naming_it(relay: Relay, path: str,
+                                                         param: str) -> None:
     """`status=` listed everything as if absent; the document's enum has no "" (and
     `dialect=`, `order=` were already refused)."""
     status, answer = await relay.call("GET", path)
@@ -58,7 +59,7 @@ async def test_an_empty_enum_filter_is_refused_naming_it(relay: Relay, path: str
 
 
 @pytest.mark.parametrize("action", ["retry", "discard"])
-async def test_custom_ids_null_means_every_dead_lettered_row(relay: Relay, action: str):
+async def test_custom_ids_null_means_every_dead_lettered_row(relay: Relay, action: str) -> None:
     """The document has `custom_ids` nullable: null is the same as leaving it out."""
     made = await relay.submit(openai_batch("x OUTAGE", "y OUTAGE", "fine"))
     await relay.wait_status(made["id"], "completed")
@@ -70,7 +71,7 @@ async def test_custom_ids_null_means_every_dead_lettered_row(relay: Relay, actio
         assert (answer["discarded"], answer["dead_letter_open"]) == (2, 0)
 
 
-async def test_an_empty_upload_is_refused_naming_the_file(relay: Relay):
+async def test_an_empty_upload_is_refused_naming_the_file(relay: Relay) -> None:
     form = aiohttp.FormData()
     form.add_field("purpose", "batch")
     form.add_field("file", b"", filename="empty.jsonl")
@@ -82,7 +83,7 @@ async def test_an_empty_upload_is_refused_naming_the_file(relay: Relay):
     assert file_schema["minLength"] == 1  # the document says so too
 
 
-async def test_every_event_of_the_stream_matches_the_document(relay: Relay):
+async def test_every_event_of_the_stream_matches_the_document(relay: Relay) -> None:
     """Each kind the stream sends, live ones and the closing one included, against the
     schema the document's x-events names for it; and a snapshot of every job that has
     not ended, past the first page of 100."""

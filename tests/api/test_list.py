@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import assert_envelope, batch
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch
 
 
-async def submit_three(relay) -> list[str]:
+async def submit_three(relay: Relay) -> list[str]:
     return [(await relay.submit(batch(f"job {i}", name=f"job {i}")))["id"] for i in range(3)]
 
 
-async def test_newest_first(relay):
+async def test_newest_first(relay: Relay) -> None:
     ids = await submit_three(relay)
 
     page = await relay.listing()
@@ -23,7 +23,7 @@ async def test_newest_first(relay):
     assert all(j["object"] == "batch" for j in page["data"])
 
 
-async def test_paging_with_limit_and_after(relay):
+async def test_paging_with_limit_and_after(relay: Relay) -> None:
     ids = await submit_three(relay)
 
     first = await relay.listing("?limit=2")
@@ -39,26 +39,26 @@ async def test_paging_with_limit_and_after(relay):
     assert past_the_end["first_id"] is None
 
 
-async def test_limit_exactly_filling_the_page_has_no_more(relay):
+async def test_limit_exactly_filling_the_page_has_no_more(relay: Relay) -> None:
     await submit_three(relay)
     page = await relay.listing("?limit=3")
     assert (len(page["data"]), page["has_more"]) == (3, False)
 
 
 @pytest.mark.parametrize("limit", ["0", "101", "x", "-1", "2.5"])
-async def test_bad_limit_is_400(relay, limit):
+async def test_bad_limit_is_400(relay: Relay, limit: str) -> None:
     status, body = await relay.call("GET", f"/v1/batches?limit={limit}")
     assert status == 400
     assert assert_envelope(body)["param"] == "limit"
 
 
-async def test_unknown_status_filter_is_400(relay):
+async def test_unknown_status_filter_is_400(relay: Relay) -> None:
     status, body = await relay.call("GET", "/v1/batches?status=sleeping")
     assert status == 400
     assert assert_envelope(body)["param"] == "status"
 
 
-async def test_status_filter_uses_relay_names(make_relay):
+async def test_status_filter_uses_relay_names(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     running = (await relay.submit(batch("hold BLOCK")))["id"]
     await relay.wait_status(running, "running")
@@ -80,7 +80,7 @@ async def test_status_filter_uses_relay_names(make_relay):
     assert await ids("queued") == []
 
 
-async def test_template_filter_lists_only_that_templates_runs(relay):
+async def test_template_filter_lists_only_that_templates_runs(relay: Relay) -> None:
     template = await relay.submit(batch("tick", cron="*/5 * * * *"))
     other = await relay.submit(batch("tock", cron="*/5 * * * *"))
     now = relay.clock.advance(600)

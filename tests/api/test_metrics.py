@@ -38,7 +38,7 @@ def named(samples: Samples, name: str) -> list[dict[str, str]]:
     return [dict(labels) for n, labels in samples if n == name]
 
 
-async def test_metrics_parse_and_carry_every_listed_series(relay: Relay):
+async def test_metrics_parse_and_carry_every_listed_series(relay: Relay) -> None:
     before = await scrape(relay)
     assert value(before, "relay_jobs", status="queued") == 0
     cut_off(relay, "DOWN")
@@ -72,7 +72,7 @@ async def test_metrics_parse_and_carry_every_listed_series(relay: Relay):
     assert value(again, "relay_upstream_requests_total", model=PRIMARY, outcome="ok") == 2
 
 
-async def test_rows_in_flight_and_queue_depth_are_gauges(make_relay: MakeRelay):
+async def test_rows_in_flight_and_queue_depth_are_gauges(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     held = await relay.submit(batch("BLOCK one", "BLOCK two"))
     await relay.wait_status(held["id"], "running")
@@ -89,7 +89,8 @@ async def test_rows_in_flight_and_queue_depth_are_gauges(make_relay: MakeRelay):
         relay.upstream.gate.set()
 
 
-async def test_a_token_guards_metrics_and_a_workspace_key_is_not_needed(make_relay: MakeRelay):
+async def test_a_token_guards_metrics_and_a_workspace_key_is_not_needed(
+        make_relay: MakeRelay) -> None:
     relay = await make_relay(metrics={"token": "s3cret"})
     for headers in ({}, {"Authorization": "Bearer wrong"}, relay.headers()):
         async with relay.client.get("/metrics", headers=headers) as resp:
@@ -99,11 +100,11 @@ async def test_a_token_guards_metrics_and_a_workspace_key_is_not_needed(make_rel
         relay, {"Authorization": "Bearer s3cret"})}
 
 
-async def test_open_metrics_need_no_key(relay: Relay):
+async def test_open_metrics_need_no_key(relay: Relay) -> None:
     assert await scrape(relay)
 
 
-async def test_per_workspace_adds_the_workspace_label(make_relay: MakeRelay):
+async def test_per_workspace_adds_the_workspace_label(make_relay: MakeRelay) -> None:
     relay = await make_relay(metrics={"per_workspace": True})
     job = await relay.submit(batch("fine"))
     await relay.wait_status(job["id"], "completed")

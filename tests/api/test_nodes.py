@@ -39,7 +39,7 @@ def by_id(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {n["id"]: n for n in nodes}
 
 
-async def test_the_answering_node_lists_itself(relay: Relay):
+async def test_the_answering_node_lists_itself(relay: Relay) -> None:
     node = relay.daemon.membership
     [me] = await listed(relay)
     assert set(me) == {"object", "id", "address", "version", "started_at", "heartbeat_at",
@@ -52,7 +52,7 @@ async def test_the_answering_node_lists_itself(relay: Relay):
     assert 0 <= me["seconds_since_heartbeat"] < LEASE_S
 
 
-async def test_every_node_is_listed_with_its_health_oldest_first(relay: Relay):
+async def test_every_node_is_listed_with_its_health_oldest_first(relay: Relay) -> None:
     await register(relay, "lost-1", started=7200, silent=2 * LEASE_S)
     await register(relay, "late-1", started=3600, silent=0.8 * LEASE_S)
     await register(relay, "draining-1", started=1800, silent=1, stopping=True)
@@ -68,7 +68,7 @@ async def test_every_node_is_listed_with_its_health_oldest_first(relay: Relay):
     assert by_id(nodes)["lost-1"]["address"] == "http://lost-1:8080"
 
 
-async def test_a_node_lists_only_the_callers_jobs(relay: Relay):
+async def test_a_node_lists_only_the_callers_jobs(relay: Relay) -> None:
     other_key = await relay.new_key("ws-b")
     stranger_key = await relay.new_key("ws-c")
     mine = await relay.submit(batch("mine", name="mine"))
@@ -88,7 +88,7 @@ async def test_a_node_lists_only_the_callers_jobs(relay: Relay):
         "lost-1": [], "busy-1": [], relay.daemon.membership.id: []}
 
 
-async def test_a_job_this_node_runs_is_listed_from_its_next_heartbeat(relay: Relay):
+async def test_a_job_this_node_runs_is_listed_from_its_next_heartbeat(relay: Relay) -> None:
     job = await relay.submit(batch("held BLOCK", name="held"))
     seq = await seq_of(relay, job["id"])
     node = relay.daemon.membership
@@ -103,7 +103,7 @@ async def test_a_job_this_node_runs_is_listed_from_its_next_heartbeat(relay: Rel
     await relay.wait_status(job["id"], "completed")
 
 
-async def test_without_a_valid_key_the_answer_is_401(relay: Relay):
+async def test_without_a_valid_key_the_answer_is_401(relay: Relay) -> None:
     async with relay.client.get("/v1/nodes") as resp:
         assert resp.status == 401
         assert_envelope(await resp.json(), code="missing_api_key")
@@ -112,7 +112,7 @@ async def test_without_a_valid_key_the_answer_is_401(relay: Relay):
     assert_envelope(body, code="invalid_api_key")
 
 
-async def test_a_workspace_without_batch_access_is_answered_404(relay: Relay):
+async def test_a_workspace_without_batch_access_is_answered_404(relay: Relay) -> None:
     closed = await relay.new_key("ws-closed")
     await asyncio.to_thread(relay.services.repo.set_workspace, "ws-closed",
                             now=relay.clock(), batch_access=False)

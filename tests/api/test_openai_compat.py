@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from openai.types import Batch
 
-from tests.api.conftest import Relay, assert_envelope, batch, openai_batch
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch, openai_batch
 
 WINDOW_S = 86_400  # the harness keeps the default `gateway.completion_window_s`
 
@@ -36,7 +36,7 @@ async def both_dialects(relay: Relay) -> tuple[dict[str, Any], dict[str, Any]]:
 # -- GET /v1/batches: OpenAI's list -----------------------------------------------------
 
 
-async def test_the_list_holds_only_openai_batches_in_openais_shape(relay):
+async def test_the_list_holds_only_openai_batches_in_openais_shape(relay: Relay) -> None:
     _, ours = await both_dialects(relay)
 
     listed = await relay.listing(dialect=None)
@@ -51,7 +51,7 @@ async def test_the_list_holds_only_openai_batches_in_openais_shape(relay):
     assert await relay.listing(dialect="openai") == listed
 
 
-async def test_relay_jobs_are_listed_in_their_own_shape_when_asked(relay):
+async def test_relay_jobs_are_listed_in_their_own_shape_when_asked(relay: Relay) -> None:
     native, ours = await both_dialects(relay)
 
     relay_only = (await relay.listing(dialect="relay"))["data"]
@@ -65,13 +65,13 @@ async def test_relay_jobs_are_listed_in_their_own_shape_when_asked(relay):
 
 
 @pytest.mark.parametrize("value", ["", "sdk", "OpenAI", "relay,openai"])
-async def test_an_unknown_dialect_is_400_naming_it(relay, value):
+async def test_an_unknown_dialect_is_400_naming_it(relay: Relay, value: str) -> None:
     status, body = await relay.call("GET", f"/v1/batches?dialect={value}")
     assert status == 400
     assert assert_envelope(body)["param"] == "dialect"
 
 
-async def test_pages_are_cut_from_the_listed_dialect_alone(relay):
+async def test_pages_are_cut_from_the_listed_dialect_alone(relay: Relay) -> None:
     made = []
     for i in range(3):  # Relay jobs between the batches: a filter after the cut shows
         made.append((await relay.submit(openai_batch(f"batch {i}")))["id"])
@@ -84,7 +84,7 @@ async def test_pages_are_cut_from_the_listed_dialect_alone(relay):
     assert ([b["id"] for b in second["data"]], second["has_more"]) == ([made[0]], False)
 
 
-async def test_a_status_filter_reads_the_listed_dialects_names(relay):
+async def test_a_status_filter_reads_the_listed_dialects_names(relay: Relay) -> None:
     _, ours = await both_dialects(relay)
     assert [b["id"] for b in (await relay.listing("?status=completed", dialect=None))["data"]
             ] == [ours["id"]]
@@ -94,7 +94,7 @@ async def test_a_status_filter_reads_the_listed_dialects_names(relay):
 # -- usage -------------------------------------------------------------------------
 
 
-async def test_usage_sums_the_upstreams_cached_and_reasoning_tokens(relay):
+async def test_usage_sums_the_upstreams_cached_and_reasoning_tokens(relay: Relay) -> None:
     relay.upstream.usage = {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42,
                             "prompt_tokens_details": {"cached_tokens": 16},
                             "completion_tokens_details": {"reasoning_tokens": 5}}
@@ -110,7 +110,7 @@ async def test_usage_sums_the_upstreams_cached_and_reasoning_tokens(relay):
     assert isinstance(done["usage"]["cost_nano_usd"], int)
 
 
-async def test_usage_details_are_zero_when_the_upstream_reports_none(relay):
+async def test_usage_details_are_zero_when_the_upstream_reports_none(relay: Relay) -> None:
     made = await relay.submit(openai_batch("plain"))
     done = await relay.wait_status(made["id"], "completed")
     assert {k: v for k, v in done["usage"].items() if k != "cost_nano_usd"} == {
@@ -135,7 +135,7 @@ async def file_lines(relay: Relay, file_id: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (await reply.read()).splitlines()]
 
 
-async def test_a_retried_batch_has_its_own_input_file_window_and_source(relay):
+async def test_a_retried_batch_has_its_own_input_file_window_and_source(relay: Relay) -> None:
     source = await dead_lettered(relay, "fine", "OUTAGE one", "OUTAGE two")
     relay.upstream.outage = False
 
@@ -157,7 +157,7 @@ async def test_a_retried_batch_has_its_own_input_file_window_and_source(relay):
     assert done.input_file_id == typed.input_file_id
 
 
-async def test_a_retried_batch_expires_when_its_window_closes(make_relay):
+async def test_a_retried_batch_expires_when_its_window_closes(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     source = await dead_lettered(relay, "OUTAGE one")
     blocker = await relay.submit(batch("hold BLOCK"))  # keeps the retry queued
@@ -171,7 +171,7 @@ async def test_a_retried_batch_expires_when_its_window_closes(make_relay):
     relay.upstream.gate.set()
 
 
-async def test_a_relay_retry_stays_without_file_or_window(relay):
+async def test_a_relay_retry_stays_without_file_or_window(relay: Relay) -> None:
     made = await relay.submit(batch("OUTAGE one"))
     await relay.wait_status(made["id"], "completed")
 
@@ -182,7 +182,7 @@ async def test_a_relay_retry_stays_without_file_or_window(relay):
     assert (stored.input_file_id, stored.expires_at) == (None, None)
 
 
-async def test_concurrent_retries_of_a_batch_make_one_batch_and_one_file(relay):
+async def test_concurrent_retries_of_a_batch_make_one_batch_and_one_file(relay: Relay) -> None:
     source = await dead_lettered(relay, "x OUTAGE", "y OUTAGE", "fine")
     path = f"/v1/batches/{source['id']}/dead_letter/retry"
 

@@ -52,7 +52,7 @@ def jsonl(*records: dict[str, Any]) -> bytes:
 # -- the document itself ----------------------------------------------------------------
 
 
-def test_the_document_is_valid_openapi_3_1():
+def test_the_document_is_valid_openapi_3_1() -> None:
     doc = document()
     schemathesis.openapi.from_dict(json.loads(json.dumps(doc))).validate()
     for schema in doc["components"]["schemas"].values():
@@ -60,9 +60,10 @@ def test_the_document_is_valid_openapi_3_1():
     assert doc["openapi"].startswith("3.1")
 
 
-def test_the_document_lists_exactly_the_routes_the_app_serves(tmp_path: Path):
-    app = create_app(Services(repo=None, config=make_config(tmp_path), scheduler=None,
-                              notifier=None, files=None, validator=None))  # routes only
+def test_the_document_lists_exactly_the_routes_the_app_serves(tmp_path: Path) -> None:
+    unused: Any = None  # routes only: nothing is served
+    app = create_app(Services(repo=unused, config=make_config(tmp_path), scheduler=unused,
+                              notifier=unused, files=unused, validator=unused))
     served = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}  # HEAD: aiohttp's, per GET
     documented = {(op.method, op.template) for op in OPERATIONS}
@@ -70,14 +71,14 @@ def test_the_document_lists_exactly_the_routes_the_app_serves(tmp_path: Path):
     assert documented - served == set(), "documented routes the app does not serve"
 
 
-async def test_the_document_is_served_without_a_key(make_relay: MakeRelay):
+async def test_the_document_is_served_without_a_key(make_relay: MakeRelay) -> None:
     relay = await make_relay()
     async with relay.client.get("/openapi.json") as resp:
         assert resp.status == 200 and resp.content_type == "application/json"
         assert await resp.json() == json.loads(json.dumps(document()))
 
 
-def test_row_details_with_a_transcript_and_a_workflow_match_the_document():
+def test_row_details_with_a_transcript_and_a_workflow_match_the_document() -> None:
     """Shapes the API scenario below cannot reach cheaply: a tool row's transcript and a
     workflow record's state."""
     job = Job(id="b" * 32, workspace_id=1, dialect="relay", name="n", model=PRIMARY,
@@ -97,7 +98,7 @@ def test_row_details_with_a_transcript_and_a_workflow_match_the_document():
 # -- real answers of every route --------------------------------------------------------
 
 
-async def test_every_route_of_both_dialects_answers_as_documented(make_relay: MakeRelay):
+async def test_every_route_of_both_dialects_answers_as_documented(make_relay: MakeRelay) -> None:
     relay = await make_relay(server={"max_body_mb": 1, "max_upload_mb": 1})
     contract = Contract(relay)
 
@@ -313,7 +314,7 @@ async def checked_events(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
             yield kind
 
 
-def test_a_job_view_of_each_dialect_is_one_branch_of_batch():
+def test_a_job_view_of_each_dialect_is_one_branch_of_batch() -> None:
     """`Batch` is anyOf the two dialects' objects: each job reads as exactly one."""
     job = Job(id="0" * 32, workspace_id=1, dialect="relay", name="n", model=PRIMARY,
               endpoint=CHAT, status="completed", priority=0, created_at=0.0, seq=1)
@@ -326,7 +327,7 @@ def test_a_job_view_of_each_dialect_is_one_branch_of_batch():
         assert matched == [name]
 
 
-async def test_a_full_body_budget_answers_the_documented_429(make_relay: MakeRelay):
+async def test_a_full_body_budget_answers_the_documented_429(make_relay: MakeRelay) -> None:
     relay = await make_relay(server={"max_body_mb": 1, "max_parsing_mb": 1})
     contract, release = Contract(relay), asyncio.Event()
 

@@ -5,25 +5,27 @@ from __future__ import annotations
 
 import asyncio
 
+from daemon.domain.jobs import RowRecord
 from tests.actors.harness import BACKUP, PRIMARY, answer
-from tests.api.conftest import assert_envelope, batch
+from tests.api.conftest import Relay, assert_envelope, batch
 
 MIXED = ("plain", "FLAKY twice", "NOPRIMARY", "OUTAGE everywhere", "REFUSE", "GARBAGE")
 
 
-async def stored_rows(relay, job_id: str) -> dict[str, object]:
+async def stored_rows(relay: Relay, job_id: str) -> dict[str, RowRecord]:
     job = await asyncio.to_thread(relay.services.repo.get_job, job_id)
+    assert job is not None
     rows = await asyncio.to_thread(lambda: list(relay.services.repo.rows(job.seq)))
     return {r.custom_id: r for r in rows}
 
 
-async def run_mixed(relay) -> tuple[dict, list[dict]]:
+async def run_mixed(relay: Relay) -> tuple[dict, list[dict]]:
     job = await relay.submit(batch(*MIXED))
     done = await relay.wait_status(job["id"], "completed")
     return done, await relay.results(job["id"])
 
 
-async def test_each_row_ends_by_its_own_fate(relay):
+async def test_each_row_ends_by_its_own_fate(relay: Relay) -> None:
     done, results = await run_mixed(relay)
 
     by_id = {r["custom_id"]: r for r in results}
@@ -38,7 +40,7 @@ async def test_each_row_ends_by_its_own_fate(relay):
     assert (done["completed"], done["failed"], done["dead_letter"]) == (3, 3, 1)
 
 
-async def test_counters_equal_what_results_and_dead_letters_say(relay):
+async def test_counters_equal_what_results_and_dead_letters_say(relay: Relay) -> None:
     done, results = await run_mixed(relay)
     dead = await relay.ok("GET", f"/v1/batches/{done['id']}/dead_letter")
 
@@ -48,7 +50,7 @@ async def test_counters_equal_what_results_and_dead_letters_say(relay):
     assert done["completed"] + done["failed"] == done["total"] == len(MIXED)
 
 
-async def test_retries_and_fallback_are_what_the_upstream_saw(relay):
+async def test_retries_and_fallback_are_what_the_upstream_saw(relay: Relay) -> None:
     done, _ = await run_mixed(relay)
     rows = await stored_rows(relay, done["id"])
     calls = relay.upstream.calls
@@ -65,7 +67,7 @@ async def test_retries_and_fallback_are_what_the_upstream_saw(relay):
     assert [a for a, p in calls if p == "OUTAGE everywhere"] == [PRIMARY] * 3 + [BACKUP] * 3
 
 
-async def test_dead_letter_lists_rows_that_failed_transiently_everywhere(relay):
+async def test_dead_letter_lists_rows_that_failed_transiently_everywhere(relay: Relay) -> None:
     done, _ = await run_mixed(relay)
 
     dead = (await relay.ok("GET", f"/v1/batches/{done['id']}/dead_letter"))["data"]
@@ -80,7 +82,7 @@ async def test_dead_letter_lists_rows_that_failed_transiently_everywhere(relay):
     assert entry["messages"] == [{"role": "user", "content": "OUTAGE everywhere"}]
 
 
-async def test_a_bad_body_does_not_stop_the_job(relay):
+async def test_a_bad_body_does_not_stop_the_job(relay: Relay) -> None:
     job = await relay.submit(batch("GARBAGE first", *[f"after {i}" for i in range(8)]))
     done = await relay.wait_status(job["id"], "completed")
     results = await relay.results(job["id"])
@@ -88,7 +90,7 @@ async def test_a_bad_body_does_not_stop_the_job(relay):
     assert [r.get("content") for r in results[1:]] == [answer(f"after {i}") for i in range(8)]
 
 
-async def test_retry_dead_letters_makes_a_new_job_of_just_those_rows(relay):
+async def test_retry_dead_letters_makes_a_new_job_of_just_those_rows(relay: Relay) -> None:
     job = await relay.submit(batch("ok", "OUTAGE one", "OUTAGE two", "REFUSE"))
     await relay.wait_status(job["id"], "completed")
     relay.upstream.outage = False
@@ -105,7 +107,7 @@ async def test_retry_dead_letters_makes_a_new_job_of_just_those_rows(relay):
     assert (await relay.job(job["id"]))["dead_letter"] == 2  # the source is left as it was
 
 
-async def test_retry_only_the_given_custom_ids(relay):
+async def test_retry_only_the_given_custom_ids(relay: Relay) -> None:
     job = await relay.submit(batch("OUTAGE one", "OUTAGE two", "OUTAGE three"))
     await relay.wait_status(job["id"], "completed")
 
@@ -117,7 +119,7 @@ async def test_retry_only_the_given_custom_ids(relay):
     assert [r["custom_id"] for r in await relay.results(retry["id"])] == ["r-1", "r-3"]
 
 
-async def test_retry_without_dead_letters_is_400(relay):
+async def test_retry_without_dead_letters_is_400(relay: Relay) -> None:
     job = await relay.submit(batch("ok", "REFUSE"))
     await relay.wait_status(job["id"], "completed")
 
@@ -128,7 +130,7 @@ async def test_retry_without_dead_letters_is_400(relay):
     assert len((await relay.listing())["data"]) == 1
 
 
-async def test_retry_of_custom_ids_that_are_not_dead_lettered_is_400(relay):
+async def test_retry_of_custom_ids_that_are_not_dead_lettered_is_400(relay: Relay) -> None:
     job = await relay.submit(batch("ok", "OUTAGE"))
     await relay.wait_status(job["id"], "completed")
 
@@ -139,7 +141,7 @@ async def test_retry_of_custom_ids_that_are_not_dead_lettered_is_400(relay):
     assert assert_envelope(body)["param"] == "custom_ids"
 
 
-async def test_retry_with_a_bad_custom_ids_value_is_400(relay):
+async def test_retry_with_a_bad_custom_ids_value_is_400(relay: Relay) -> None:
     job = await relay.submit(batch("OUTAGE"))
     await relay.wait_status(job["id"], "completed")
     status, body = await relay.call("POST", f"/v1/batches/{job['id']}/dead_letter/retry",

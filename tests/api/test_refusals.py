@@ -10,7 +10,7 @@ import logging
 import aiohttp
 import pytest
 
-from tests.api.conftest import Relay, assert_envelope, batch
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch
 
 
 async def post_raw(relay: Relay, path: str, data: str | bytes,
@@ -21,7 +21,7 @@ async def post_raw(relay: Relay, path: str, data: str | bytes,
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-async def test_non_standard_json_numbers_are_refused(relay, constant):
+async def test_non_standard_json_numbers_are_refused(relay: Relay, constant: str) -> None:
     raw = f'{{"model": "gpt-4o-mini", "priority": {constant}, "requests": []}}'
     status, body = await post_raw(relay, "/v1/batches", raw)
     assert status == 400
@@ -29,20 +29,20 @@ async def test_non_standard_json_numbers_are_refused(relay, constant):
     assert (await relay.listing())["data"] == []
 
 
-async def test_deeply_nested_json_is_a_400_not_a_crash(relay):
+async def test_deeply_nested_json_is_a_400_not_a_crash(relay: Relay) -> None:
     raw = "[" * 100_000 + "]" * 100_000
     status, body = await post_raw(relay, "/v1/batches", raw)
     assert status == 400
     assert "nested too deeply" in assert_envelope(body)["message"]
 
 
-async def test_a_multipart_upload_without_a_boundary_is_a_400(relay):
+async def test_a_multipart_upload_without_a_boundary_is_a_400(relay: Relay) -> None:
     status, body = await post_raw(relay, "/v1/files", b"--x\r\n", "multipart/form-data")
     assert status == 400
     assert assert_envelope(body)["param"] == "file"
 
 
-async def test_without_batch_access_the_files_routes_are_404_too(relay):
+async def test_without_batch_access_the_files_routes_are_404_too(relay: Relay) -> None:
     await asyncio.to_thread(relay.services.repo.set_workspace, "ws-a", now=relay.clock(),
                             batch_access=False)
     for method, path in (("GET", "/v1/files"), ("GET", "/v1/files/file-" + "a" * 32),
@@ -52,7 +52,8 @@ async def test_without_batch_access_the_files_routes_are_404_too(relay):
         assert_envelope(body, code="not_found")
 
 
-async def test_a_client_leaving_an_event_stream_is_not_an_error(relay, caplog):
+async def test_a_client_leaving_an_event_stream_is_not_an_error(
+        relay: Relay, caplog: pytest.LogCaptureFixture) -> None:
     job = await relay.submit(batch("a"))
     with caplog.at_level(logging.DEBUG, logger="relay"):
         async with relay.client.get("/v1/events", headers=relay.headers()) as stream:
@@ -82,7 +83,9 @@ def bomb_field(boundary: str, name: str, payload: bytes, encoding: str | None) -
     ("gzip-bomb", "gzip", "must not be compressed"),
     ("long", None, "longer than 4096 bytes"),
 ])
-async def test_a_form_field_is_read_small_and_never_inflated(relay, kind, encoding, says):
+async def test_a_form_field_is_read_small_and_never_inflated(relay: Relay, kind: str,
+                                                             encoding: str | None,
+                                                             says: str) -> None:
     """A compressed `purpose` part used to be inflated whole into memory (an upload is
     exempt from the body budget)."""
     payload = (gzip.compress(b"batch" + b" " * 50_000_000, mtime=0) if kind == "gzip-bomb"
@@ -98,7 +101,7 @@ async def test_a_form_field_is_read_small_and_never_inflated(relay, kind, encodi
     assert (await relay.ok("GET", "/v1/files"))["data"] == []
 
 
-async def test_files_list_in_either_order_and_nothing_else(relay):
+async def test_files_list_in_either_order_and_nothing_else(relay: Relay) -> None:
     made = [await upload(relay, f"f{i}.jsonl") for i in range(3)]
     newest = await relay.ok("GET", "/v1/files")
     oldest = await relay.ok("GET", "/v1/files?order=asc&limit=2")
@@ -110,7 +113,7 @@ async def test_files_list_in_either_order_and_nothing_else(relay):
     assert status == 400 and assert_envelope(body)["param"] == "order"
 
 
-async def test_concurrent_dead_letter_retries_make_one_job(make_relay):
+async def test_concurrent_dead_letter_retries_make_one_job(make_relay: MakeRelay) -> None:
     relay = await make_relay()
     relay.upstream.outage = True
     job = await relay.submit(batch("x OUTAGE", "y OUTAGE", "fine"))

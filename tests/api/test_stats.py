@@ -29,7 +29,7 @@ def model(body: dict[str, Any], alias: str) -> dict[str, Any]:
     return next(m for m in body["models"] if m["model"] == alias)
 
 
-async def test_an_empty_workspace_has_a_full_window_of_zeros(relay: Relay):
+async def test_an_empty_workspace_has_a_full_window_of_zeros(relay: Relay) -> None:
     body = await stats(relay)
     assert body["object"] == "stats" and body["workspace"] == "ws-a"
     assert body["window"] == {"since": body["window"]["since"], "minutes": 60,
@@ -41,7 +41,7 @@ async def test_an_empty_workspace_has_a_full_window_of_zeros(relay: Relay):
                                       "cost_nano_usd": 0, "cost_usd": 0.0}
 
 
-async def test_rows_errors_latency_and_cost_are_counted(make_relay: MakeRelay):
+async def test_rows_errors_latency_and_cost_are_counted(make_relay: MakeRelay) -> None:
     relay = await make_relay(models=[
         {"alias": PRIMARY, "base_url": "http://upstream.test/v1",
          "input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0},
@@ -74,7 +74,7 @@ async def test_rows_errors_latency_and_cost_are_counted(make_relay: MakeRelay):
         9, 6, used["cost_nano_usd"])
 
 
-async def test_a_model_that_cannot_be_reached_is_named_failing(relay: Relay):
+async def test_a_model_that_cannot_be_reached_is_named_failing(relay: Relay) -> None:
     cut_off(relay, "DOWN")
     job = await relay.submit(batch("DOWN a", "DOWN b"))
     await relay.wait_status(job["id"], "completed")
@@ -86,7 +86,7 @@ async def test_a_model_that_cannot_be_reached_is_named_failing(relay: Relay):
     assert failing[PRIMARY]["error"] == "connection" and failing[PRIMARY]["share"] == 1.0
 
 
-async def test_queue_depth_is_by_priority(make_relay: MakeRelay):
+async def test_queue_depth_is_by_priority(make_relay: MakeRelay) -> None:
     relay = await make_relay(gateway={"max_running_jobs": 1})
     held = await relay.submit(batch("BLOCK"))
     await relay.wait_status(held["id"], "running")
@@ -101,7 +101,7 @@ async def test_queue_depth_is_by_priority(make_relay: MakeRelay):
         relay.upstream.gate.set()
 
 
-async def test_stats_see_only_the_callers_workspace(relay: Relay):
+async def test_stats_see_only_the_callers_workspace(relay: Relay) -> None:
     job = await relay.submit(batch("mine"))
     await relay.wait_status(job["id"], "completed")
     other = await relay.new_key("ws-b")
@@ -111,7 +111,7 @@ async def test_stats_see_only_the_callers_workspace(relay: Relay):
     assert sum(p["completed"] for p in body["throughput"]) == 0
 
 
-async def test_the_window_is_a_query_parameter(relay: Relay):
+async def test_the_window_is_a_query_parameter(relay: Relay) -> None:
     body = await stats(relay, "?minutes=5")
     assert body["window"]["minutes"] == 5 and len(body["throughput"]) == 60
     assert body["window"]["bucket_seconds"] == 5
@@ -122,7 +122,7 @@ async def test_the_window_is_a_query_parameter(relay: Relay):
     assert status == 401
 
 
-async def test_the_stats_queries_are_bounded_by_the_window(relay: Relay):
+async def test_the_stats_queries_are_bounded_by_the_window(relay: Relay) -> None:
     """A job that ended before the window is read for its totals only."""
     job = await relay.submit(batch("old"))
     await relay.wait_status(job["id"], "completed")

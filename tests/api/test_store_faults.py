@@ -16,6 +16,7 @@ import peewee
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from daemon.store.backend import SqlStore
 from daemon.store.files import PartialFile
 from tests.api.conftest import Relay, assert_envelope, batch
 
@@ -27,6 +28,7 @@ class StoreFault:
         self.on = False
         self.message = DISK_FULL
         repo = relay.services.repo
+        assert isinstance(repo, SqlStore)
         real = repo.write
 
         def write() -> AbstractContextManager[Any]:

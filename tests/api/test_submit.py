@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.actors.harness import PRIMARY, answer, wait_for
-from tests.api.conftest import assert_envelope, batch, rows
+from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch, rows
 
 SEED_BODY: dict[str, Any] = {
     "name": "Review sentiment — October",
@@ -29,7 +29,7 @@ SEED_BODY: dict[str, Any] = {
 }
 
 
-async def test_seed_example_is_accepted_then_completes_with_results_in_order(relay):
+async def test_seed_example_is_accepted_then_completes_with_results_in_order(relay: Relay) -> None:
     job = await relay.submit(SEED_BODY)
 
     assert re.fullmatch(r"[0-9a-f]{32}", job["id"])
@@ -44,7 +44,7 @@ async def test_seed_example_is_accepted_then_completes_with_results_in_order(rel
     ]
 
 
-async def test_custom_ids_default_to_row_positions(relay):
+async def test_custom_ids_default_to_row_positions(relay: Relay) -> None:
     body = {"model": PRIMARY, "requests": [
         {"messages": [{"role": "user", "content": p}]} for p in ("one", "two", "three")]}
     job = await relay.submit(body)
@@ -53,7 +53,7 @@ async def test_custom_ids_default_to_row_positions(relay):
         "row-1", "row-2", "row-3"]
 
 
-async def test_results_are_empty_until_the_job_ends(relay):
+async def test_results_are_empty_until_the_job_ends(relay: Relay) -> None:
     job = await relay.submit(batch("fast", "slow BLOCK"))
     await relay.wait_status(job["id"], "running")
     await wait_for(lambda: relay.upstream.seen("slow BLOCK"), what="the blocked row")
@@ -118,7 +118,8 @@ REFUSALS: dict[str, tuple[Any, str | None]] = {
 
 
 @pytest.mark.parametrize("body,param", REFUSALS.values(), ids=REFUSALS.keys())
-async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay, body, param):
+async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay: Relay, body: Any,
+                                                                  param: str | None) -> None:
     status, reply = await relay.call("POST", "/v1/batches", json=body)
 
     assert status == 400, reply
@@ -131,14 +132,14 @@ async def test_refusal_is_400_naming_the_field_and_stores_nothing(relay, body, p
 
 @pytest.mark.parametrize("raw", [b"{not json", b"", b"\xff\xfe", b"[1, 2"],
                          ids=["malformed", "empty", "not utf-8", "truncated"])
-async def test_unreadable_body_is_400(relay, raw):
+async def test_unreadable_body_is_400(relay: Relay, raw: bytes) -> None:
     status, reply = await relay.call("POST", "/v1/batches", data=raw)
     assert status == 400, reply
     assert_envelope(reply)
     assert (await relay.listing())["data"] == []
 
 
-async def test_body_over_the_limit_is_413(make_relay):
+async def test_body_over_the_limit_is_413(make_relay: MakeRelay) -> None:
     relay = await make_relay(server={"max_body_mb": 1})
     big = batch(*["x" * 1000 for _ in range(2000)])  # about 2 MB
     assert len(json.dumps(big)) > 2_000_000
@@ -150,7 +151,7 @@ async def test_body_over_the_limit_is_413(make_relay):
     assert (await relay.listing())["data"] == []
 
 
-async def test_fifty_thousand_rows_are_accepted(relay):
+async def test_fifty_thousand_rows_are_accepted(relay: Relay) -> None:
     body = batch(*[f"row {i}" for i in range(50_000)])
 
     job = await relay.submit(body)
@@ -162,7 +163,7 @@ async def test_fifty_thousand_rows_are_accepted(relay):
     assert done["completed"] < 50_000
 
 
-async def test_more_than_fifty_thousand_rows_is_400(relay):
+async def test_more_than_fifty_thousand_rows_is_400(relay: Relay) -> None:
     status, reply = await relay.call("POST", "/v1/batches",
                                      json=batch(*["x"] * 50_001))
     assert status == 400

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from daemon.domain.cluster import NodeRecord
+from tests.actors.harness import actor_state
 from tests.api.conftest import Relay, openai_batch
 
 
@@ -31,7 +32,7 @@ async def unvalidated(relay: Relay, monkeypatch: pytest.MonkeyPatch, *,
     before the test gave it to `claimed_by`. The tests tick the validator themselves."""
     await asyncio.to_thread(relay.daemon.ticker.stop)
     assert not relay.daemon.ticker.thread.is_alive()
-    await asyncio.to_thread(lambda: relay.daemon.validator.watch.get(timeout=5))
+    await asyncio.to_thread(lambda: actor_state(relay.daemon.validator).watch.get(timeout=5))
     monkeypatch.setattr(relay.services, "validator", Idle(relay.services.validator))
     job = await relay.submit(openai_batch("a", "b"))
     assert job["status"] == "validating"

@@ -9,10 +9,12 @@ import hmac
 import json
 from typing import Any
 
+import pytest
 from aiohttp import web
+from pytest_aiohttp import AiohttpServer
 
 from tests.actors.harness import wait_for
-from tests.api.conftest import batch
+from tests.api.conftest import MakeRelay, Relay, batch
 
 
 class Receiver:
@@ -38,7 +40,7 @@ def verify(signature: str, body: bytes, secret: str) -> bool:
     return hmac.compare_digest(parts["v1"], expected.hexdigest())
 
 
-async def job_with_webhook(relay, receiver: Receiver, aiohttp_server: Any,
+async def job_with_webhook(relay: Relay, receiver: Receiver, aiohttp_server: Any,
                            *prompts: str) -> tuple[dict, str]:
     server = await aiohttp_server(receiver.app())
     url = str(server.make_url("/hook"))
@@ -48,7 +50,7 @@ async def job_with_webhook(relay, receiver: Receiver, aiohttp_server: Any,
 
 
 async def test_webhook_gets_the_signed_summary_and_the_outcome_is_recorded(
-        make_relay, aiohttp_server):
+        make_relay: MakeRelay, aiohttp_server: AiohttpServer) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     receiver = Receiver()
     job, url = await job_with_webhook(relay, receiver, aiohttp_server, "ok", "OUTAGE", "REFUSE")
@@ -67,7 +69,12 @@ async def test_webhook_gets_the_signed_summary_and_the_outcome_is_recorded(
         "completed_at": final["completed_at"],
     }
     repo = relay.services.repo
-    secret = await asyncio.to_thread(lambda: repo.webhook_secret(repo.authenticate(relay.key).id))
+
+    def read_secret() -> str:
+        workspace = repo.authenticate(relay.key)
+        assert workspace is not None
+        return repo.webhook_secret(workspace.id)
+    secret = await asyncio.to_thread(read_secret)
     assert verify(headers["Relay-Signature"], body, secret)
     assert not verify(headers["Relay-Signature"], body + b" ", secret)
     assert shown["webhook"]["status_code"] == 200
@@ -76,7 +83,8 @@ async def test_webhook_gets_the_signed_summary_and_the_outcome_is_recorded(
     assert shown["webhookUrl"] == url
 
 
-async def test_a_failing_receiver_is_recorded_and_not_retried(make_relay, aiohttp_server):
+async def test_a_failing_receiver_is_recorded_and_not_retried(
+        make_relay: MakeRelay, aiohttp_server: AiohttpServer) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     receiver = Receiver(status=500)
     job, _ = await job_with_webhook(relay, receiver, aiohttp_server, "ok")
@@ -90,7 +98,8 @@ async def test_a_failing_receiver_is_recorded_and_not_retried(make_relay, aiohtt
     assert len(receiver.received) == 1
 
 
-async def test_a_canceled_job_sends_its_webhook_too(make_relay, aiohttp_server):
+async def test_a_canceled_job_sends_its_webhook_too(make_relay: MakeRelay,
+                                                    aiohttp_server: AiohttpServer) -> None:
     relay = await make_relay(security={"allow_private_targets": True},
                              gateway={"max_running_jobs": 1})
     await relay.submit(batch("hold BLOCK"))
@@ -104,19 +113,20 @@ async def test_a_canceled_job_sends_its_webhook_too(make_relay, aiohttp_server):
     assert (payload["status"], payload["failed"], payload["completed"]) == ("canceled", 1, 0)
 
 
-async def _webhook_recorded(relay, job_id: str) -> dict | None:
+async def _webhook_recorded(relay: Relay, job_id: str) -> dict | None:
     job = await relay.job(job_id)
     webhook = job["webhook"]
     return job if webhook and "status_code" in webhook else None
 
 
-async def test_a_claim_the_store_refuses_is_sent_later_once(make_relay, aiohttp_server,
-                                                           monkeypatch):
+async def test_a_claim_the_store_refuses_is_sent_later_once(
+        make_relay: MakeRelay, aiohttp_server: AiohttpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     repo = relay.services.repo
-    claim, refused = repo.claim_webhook, []
+    claim, refused = repo.claim_webhook, list[bool]()
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> bool:
         if not refused:
             refused.append(True)
             raise OSError(28, "No space left on device")
@@ -136,20 +146,21 @@ async def test_a_claim_the_store_refuses_is_sent_later_once(make_relay, aiohttp_
     assert len(receiver.received) == 1
 
 
-async def test_an_outcome_the_store_refuses_is_stored_on_a_later_try(make_relay, aiohttp_server,
-                                                                     monkeypatch):
+async def test_an_outcome_the_store_refuses_is_stored_on_a_later_try(
+        make_relay: MakeRelay, aiohttp_server: AiohttpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     relay = await make_relay(security={"allow_private_targets": True})
     repo = relay.services.repo
-    save, refused = repo.save_webhook, []
+    save, refused = repo.save_webhook, list[bool]()
 
-    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def full_disk(*args: Any, **kwargs: Any) -> None:
         if len(refused) < 2:
             refused.append(True)
             raise OSError(28, "No space left on device")
         return save(*args, **kwargs)
 
     monkeypatch.setattr(repo, "save_webhook", full_disk)
-    relay.daemon.notifier.save_waits = (0.01, 0.01, 0.01)  # type: ignore[attr-defined]
+    relay.daemon.notifier.save_waits = (0.01, 0.01, 0.01)
     receiver = Receiver()
     job, _ = await job_with_webhook(relay, receiver, aiohttp_server, "ok")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import assert_envelope, batch
+from tests.api.conftest import Relay, assert_envelope, batch
 
 
 @pytest.mark.parametrize("method,suffix", [
@@ -14,7 +14,8 @@ from tests.api.conftest import assert_envelope, batch
     ("POST", "/dead_letter/retry"),
     ("POST", "/cancel"),
 ])
-async def test_another_workspaces_job_is_404(relay, method, suffix):
+async def test_another_workspaces_job_is_404(relay: Relay, method: str,
+                                             suffix: str) -> None:
     other_key = await relay.new_key("ws-b")
     theirs = await relay.submit(batch("secret OUTAGE"), key=other_key)
     await relay.wait_status(theirs["id"], "completed", key=other_key)
@@ -27,7 +28,7 @@ async def test_another_workspaces_job_is_404(relay, method, suffix):
     assert (await relay.call(method, path, key=other_key))[0] != 404  # 409 for cancel
 
 
-async def test_cancel_from_another_workspace_changes_nothing(relay):
+async def test_cancel_from_another_workspace_changes_nothing(relay: Relay) -> None:
     other_key = await relay.new_key("ws-b")
     theirs = await relay.submit(batch("waiting BLOCK"), key=other_key)
     await relay.wait_status(theirs["id"], "running", key=other_key)
@@ -36,7 +37,7 @@ async def test_cancel_from_another_workspace_changes_nothing(relay):
     assert (status, job["status"]) == (200, "running")
 
 
-async def test_lists_show_only_the_keys_workspace(relay):
+async def test_lists_show_only_the_keys_workspace(relay: Relay) -> None:
     other_key = await relay.new_key("ws-b")
     mine = await relay.submit(batch("mine"))
     theirs = await relay.submit(batch("theirs"), key=other_key)

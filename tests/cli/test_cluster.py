@@ -22,6 +22,7 @@ import pytest
 
 from daemon.testing import closed_port, free_port
 from relaytui import cluster
+from relaytui.demo import SAMPLES
 from tests.store import postgres
 
 pytestmark = pytest.mark.e2e
@@ -31,13 +32,13 @@ SIMULATOR = re.compile(r"^  simulator  \S+ \(pid (\d+)\)")
 KEY = re.compile(r"^API key \(workspace demo\): (\S+)$")
 
 
-def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
+def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path: Path) -> None:
     with postgres.fresh_schema() as url:
         runner = start(url, tmp_path)
         try:
             lines = read_until(runner, "Ctrl-C stops every node")
-            nodes = [NODE.match(line).groups() for line in lines if NODE.match(line)]
-            key = next(KEY.match(line)[1] for line in lines if KEY.match(line))
+            nodes = [node.groups() for line in lines if (node := NODE.match(line))]
+            key = next(said[1] for line in lines if (said := KEY.match(line)))
             assert [number for number, _, _ in nodes] == ["1", "2"]
             answer = httpx.get(f"{nodes[1][1]}/v1/nodes", timeout=5,
                                headers={"Authorization": f"Bearer {key}"})
@@ -47,7 +48,7 @@ def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
             assert {n["health"] for n in listed} == {"healthy"}
             assert [n["address"] for n in listed if n["self"]] == [nodes[1][1]]
             pids = [int(pid) for _, _, pid in nodes]
-            pids += [int(SIMULATOR.match(line)[1]) for line in lines if SIMULATOR.match(line)]
+            pids += [int(sim[1]) for line in lines if (sim := SIMULATOR.match(line))]
             assert len(pids) == 3
         finally:
             runner.send_signal(signal.SIGTERM)
@@ -61,7 +62,7 @@ def test_two_nodes_see_each_other_and_stop_on_sigterm(tmp_path):
             assert conn.execute("SELECT id FROM node").fetchall() == []  # each one left
 
 
-def test_an_unreachable_database_is_said_in_one_line(tmp_path):
+def test_an_unreachable_database_is_said_in_one_line(tmp_path: Path) -> None:
     with closed_port() as closed:  # nothing listens there
         done = subprocess.run(
             [sys.executable, "-m", "relaytui.cluster", "--nodes", "1",
@@ -75,7 +76,7 @@ def test_an_unreachable_database_is_said_in_one_line(tmp_path):
     assert "refused" in done.stderr
 
 
-def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
+def test_taken_ports_are_swapped_for_the_next_free_ones_all_different() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", free_port()))
         busy.listen()
@@ -86,9 +87,9 @@ def test_taken_ports_are_swapped_for_the_next_free_ones_all_different():
     assert nodes[0] > base  # the next free one above, not one the OS picks
 
 
-def test_a_node_config_shares_the_database_and_data_dir():
+def test_a_node_config_shares_the_database_and_data_dir() -> None:
     node = cluster.Node(2, 18082)
-    text = cluster.node_config((cluster.SAMPLES / "demo.toml").read_text(), node,
+    text = cluster.node_config((SAMPLES / "demo.toml").read_text(), node,
                                sim_port=19900, url="postgresql://u:secret@db:5432/relay")
     config = tomllib.loads(text)
     assert config["server"]["port"] == 18082

@@ -8,14 +8,17 @@ import subprocess
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from relaytui import cli as relay_cli
 from relaytui import progress
-from tests.e2e.harness import closed_port
+from tests.cli.conftest import Run
+from tests.e2e.harness import Relayd, closed_port
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +27,8 @@ COMMANDS = [("ls",), ("status", "abc"), ("cancel", "abc"), ("results", "abc"),
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_an_unreachable_daemon_exits_3_with_its_address(cli, command):
+def test_an_unreachable_daemon_exits_3_with_its_address(cli: Callable[..., Run],
+                                                       command: tuple[str, ...]) -> None:
     with closed_port() as port:
         url = f"http://127.0.0.1:{port}"
         run = cli(*command, "--url", url, "--key", "k")
@@ -39,7 +43,8 @@ def test_an_unreachable_daemon_exits_3_with_its_address(cli, command):
     assert error["message"].startswith(f"cannot reach relayd at {url}")
 
 
-def test_submit_to_an_unreachable_daemon_exits_3(cli, write):
+def test_submit_to_an_unreachable_daemon_exits_3(cli: Callable[..., Run],
+                                                 write: Callable[[str, Any], Path]) -> None:
     with closed_port() as port:
         url = f"http://127.0.0.1:{port}"
         run = cli("submit", write("p.csv", "hi\n"), "--model", "m", "--url", url,
@@ -49,7 +54,8 @@ def test_submit_to_an_unreachable_daemon_exits_3(cli, write):
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_missing_key_says_how_to_get_one(cli, shared_relayd, command):
+def test_a_missing_key_says_how_to_get_one(cli: Callable[..., Run], shared_relayd: Relayd,
+                                           command: tuple[str, ...]) -> None:
     run = cli(*command, "--url", shared_relayd.url)
     assert run.code == 2
     assert run.err.startswith("relay: no API key.")
@@ -60,14 +66,16 @@ def test_a_missing_key_says_how_to_get_one(cli, shared_relayd, command):
     assert "relayd keys create --workspace NAME" in error["message"]
 
 
-def test_a_wrong_key_is_the_daemons_401_with_the_same_hint(cli, shared_relayd):
+def test_a_wrong_key_is_the_daemons_401_with_the_same_hint(cli: Callable[..., Run],
+                                                           shared_relayd: Relayd) -> None:
     run = cli("ls", "--url", shared_relayd.url, "--key", "rk_wrong")
     assert run.code == 1
     assert run.err.startswith("relay: Invalid API key.")
     assert "relayd keys create --workspace NAME" in run.err
 
 
-def test_url_and_key_come_from_the_config_file(cli, shared_relayd, workspace, tmp_path):
+def test_url_and_key_come_from_the_config_file(cli: Callable[..., Run], shared_relayd: Relayd,
+                                               workspace: str, tmp_path: Path) -> None:
     config = tmp_path / "config" / "relay" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(f'url = "{shared_relayd.url}"\nkey = "{shared_relayd.key(workspace)}"\n')
@@ -75,7 +83,9 @@ def test_url_and_key_come_from_the_config_file(cli, shared_relayd, workspace, tm
     assert (run.code, run.json()) == (0, [])
 
 
-def test_options_go_before_or_after_the_command(cli, shared_relayd, workspace, monkeypatch):
+def test_options_go_before_or_after_the_command(cli: Callable[..., Run], shared_relayd: Relayd,
+                                                workspace: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     key = shared_relayd.key(workspace)
     monkeypatch.setenv("RELAY_API_KEY", "rk_wrong")  # the flag wins over the environment
     before = cli("--url", shared_relayd.url, "--key", key, "--json", "ls")
@@ -105,7 +115,7 @@ def not_relayd() -> Iterator[str]:
     server.shutdown()
 
 
-def test_a_server_that_is_not_relayd_exits_3(cli, not_relayd):
+def test_a_server_that_is_not_relayd_exits_3(cli: Callable[..., Run], not_relayd: str) -> None:
     run = cli("ls", "--url", not_relayd, "--key", "k")
     assert run.code == 3
     assert run.err.startswith(f"relay: {not_relayd} answered 200 with a body that is not "
@@ -118,23 +128,28 @@ def test_a_server_that_is_not_relayd_exits_3(cli, not_relayd):
     (("ls", "--limit", "0"), "--limit: must be at least 1"),
     (("ls", "--url", "localhost:8080", "--key", "k"), "--url must look like http://HOST:PORT"),
 ])
-def test_usage_errors_exit_2(cli, argv, message):
+def test_usage_errors_exit_2(cli: Callable[..., Run], argv: tuple[str, ...],
+                            message: str) -> None:
     run = cli(*argv)
     assert run.code == 2
     assert message in run.err
 
 
-def test_help_exits_0(cli):
+def test_help_exits_0(cli: Callable[..., Run]) -> None:
     run = cli("--help")
     assert run.code == 0
     assert "dead-letter" in run.out and "Exit codes: 0 ok" in run.out
 
 
-def test_bare_relay_opens_the_tui_with_the_resolved_settings(cli, monkeypatch):
-    calls = []
+def test_bare_relay_opens_the_tui_with_the_resolved_settings(
+        cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str, bool]] = []
+
+    def run(url: str, key: str, read_only: bool = False) -> int:
+        calls.append((url, key, read_only))
+        return 7
     fake = types.ModuleType("relaytui.app")
-    fake.run = (lambda url, key, read_only=False:  # type: ignore[attr-defined]
-                calls.append((url, key, read_only)) or 7)
+    fake.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "relaytui.app", fake)
     monkeypatch.setenv("RELAY_URL", "http://relay.example:9000/")
     assert cli("--key", "rk_1").code == 7
@@ -143,20 +158,23 @@ def test_bare_relay_opens_the_tui_with_the_resolved_settings(cli, monkeypatch):
                      ("http://relay.example:9000", "rk_1", True)]
 
 
-def test_bare_relay_without_the_tui_says_so(cli, monkeypatch):
+def test_bare_relay_without_the_tui_says_so(cli: Callable[..., Run],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "relaytui.app", None)  # import fails
     run = cli()
     assert run.code == 1
     assert "terminal UI is not available" in run.err and "relay --help" in run.err
 
 
-def test_scripting_commands_do_not_load_textual():
+def test_scripting_commands_do_not_load_textual() -> None:
     probe = "import sys, relaytui.cli; print(any(m.startswith('textual') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_ctrl_c_while_waiting_exits_130_and_leaves_the_job(relay, write, monkeypatch):
+def test_ctrl_c_while_waiting_exits_130_and_leaves_the_job(relay: Callable[..., Run],
+                                                           write: Callable[[str, Any], Path],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
@@ -184,7 +202,9 @@ class Jobs:
     ("completed", 1, 4, "completed with errors (0 completed, 1 failed"),
     ("failed", 1, 1, "failed (0 completed, 1 failed"),
     ("canceled", 1, 1, "canceled (0 completed, 1 failed")])
-def test_wait_exits_0_only_for_completed_with_no_failed_row(capsys, status, failed, code, shown):
+def test_wait_exits_0_only_for_completed_with_no_failed_row(capsys: pytest.CaptureFixture[str],
+                                                            status: str, failed: int, code: int,
+                                                            shown: str) -> None:
     assert relay_cli.wait_for(Jobs(status, failed), "j1", json_out=False) == code  # type: ignore[arg-type]
     out = capsys.readouterr().out
     assert out.startswith(f"j1: {shown}"), out

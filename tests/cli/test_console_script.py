@@ -6,18 +6,22 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e.harness import rows
+from tests.e2e.harness import Relayd, rows
 
 pytestmark = pytest.mark.e2e
 
 RELAY = Path(sys.executable).parent / "relay"
 
 
-def test_the_console_script_submits_waits_and_lists(shared_relayd, workspace, write, tmp_path):
+def test_the_console_script_submits_waits_and_lists(shared_relayd: Relayd, workspace: str,
+                                                    write: Callable[[str, Any], Path],
+                                                    tmp_path: Path) -> None:
     env = {**os.environ, "RELAY_URL": shared_relayd.url,
            "RELAY_API_KEY": shared_relayd.key(workspace),
            "XDG_CONFIG_HOME": str(tmp_path / "config")}

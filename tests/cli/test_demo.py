@@ -11,6 +11,9 @@ import threading
 import time
 import tomllib
 import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,12 +21,12 @@ import pytest
 from daemon.testing import free_port
 from relaytui import demo
 from relaytui.client import RelayClient
-from tests.e2e.harness import Simulator, rows, wait_for_status, wait_until
+from tests.e2e.harness import Relayd, Simulator, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
 
-def test_the_config_points_at_the_ports_found_free():
+def test_the_config_points_at_the_ports_found_free() -> None:
     text = demo.config_text((demo.SAMPLES / "demo.toml").read_text(), sim_port=19900,
                             api_port=18080)
     config = tomllib.loads(text)
@@ -32,7 +35,7 @@ def test_the_config_points_at_the_ports_found_free():
     assert config["server"]["data_dir"] == "relay-data/demo"
 
 
-def test_a_busy_port_is_swapped_for_the_next_free_one():
+def test_a_busy_port_is_swapped_for_the_next_free_one() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", free_port()))
         busy.listen()
@@ -43,7 +46,7 @@ def test_a_busy_port_is_swapped_for_the_next_free_one():
     assert demo.free_port(other) == other
 
 
-def test_the_long_job_cycles_the_csv_prompts_under_unique_ids():
+def test_the_long_job_cycles_the_csv_prompts_under_unique_ids() -> None:
     prompts = [{"messages": [{"role": "user", "content": f"p{i}"}]} for i in range(3)]
     long = demo.long_job_rows(prompts, count=7)
     assert [r["custom_id"] for r in long] == [f"long-000{i}" for i in range(1, 8)]
@@ -52,7 +55,8 @@ def test_the_long_job_cycles_the_csv_prompts_under_unique_ids():
 
 
 def test_the_samples_are_submitted_and_the_cron_template_is_reused(
-        simulator_factory, relayd_factory, capsys):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        capsys: pytest.CaptureFixture[str]) -> None:
     sim = simulator_factory("--mcp-port", "0")
     relayd = relayd_factory(sim).start()  # its own: 3,000 rows of load
     key = relayd.key("demo")
@@ -88,7 +92,7 @@ def demo_ports(sim: Simulator) -> demo.Ports:
     return demo.Ports(simulator=sim.port, mcp=int(sim.mcp_url.rsplit(":", 1)[1].split("/")[0]))
 
 
-def test_the_tool_sample_points_at_this_runs_simulator():
+def test_the_tool_sample_points_at_this_runs_simulator() -> None:
     records = demo.tool_rows(demo.SAMPLES / "tools.jsonl", demo.Ports(19900, 19901))
     urls = {r["body"]["openrelay"]["tool_config"]["url"] for r in records}
     assert urls == {"http://127.0.0.1:19900/_sim/tools", "http://127.0.0.1:19901/mcp"}
@@ -97,7 +101,8 @@ def test_the_tool_sample_points_at_this_runs_simulator():
 
 
 def test_the_printing_mode_shows_progress_results_and_dead_letters(
-        shared_relayd, workspace, http, capsys):
+        shared_relayd: Relayd, workspace: str, http: httpx.Client,
+        capsys: pytest.CaptureFixture[str]) -> None:
     dead = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
     job = http.post("/v1/batches", json={"model": "gpt-4o-mini",
                                          "requests": [*rows(3), dead]}).json()
@@ -113,7 +118,8 @@ def test_the_printing_mode_shows_progress_results_and_dead_letters(
     assert f"cron template {template['id']}: next run " in out
 
 
-def test_the_tui_is_chosen_only_on_a_terminal_and_when_it_exists(monkeypatch, capsys):
+def test_the_tui_is_chosen_only_on_a_terminal_and_when_it_exists(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     fake = types.ModuleType("relaytui.app")
     fake.run = lambda url, key: 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "relaytui.app", fake)
@@ -130,9 +136,10 @@ def long_id(client: RelayClient) -> str:
 
 
 def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
-        tmp_path, monkeypatch, capsys):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)  # the demo keeps its data under ./relay-data/demo
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
 
     def tui(*, url: str, key: str) -> int:
         with RelayClient(url, key) as client:
@@ -148,9 +155,9 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     port, sim_port = free_port(), free_port()
     assert demo.main(["--port", str(port), "--sim-port", str(sim_port)]) == 0
     assert seen["url"] == f"http://127.0.0.1:{port}"
-    assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"  # type: ignore[index]
-    assert seen["jobs"]["Demo: long job"] in ("queued", "running")  # type: ignore[index]
-    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",  # type: ignore[arg-type]
+    assert seen["jobs"]["Demo: every 5 minutes"] == "scheduled"
+    assert seen["jobs"]["Demo: long job"] in ("queued", "running")
+    assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",
                                  "Demo: workflows.jsonl", "Demo: every 5 minutes",
                                  "Demo: long job"}
     with pytest.raises(httpx.ConnectError):
@@ -166,7 +173,7 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     assert not (tmp_path / "config").exists() or not any((tmp_path / "config").iterdir())
 
 
-def test_ports_are_flags_and_the_hint_names_them():
+def test_ports_are_flags_and_the_hint_names_them() -> None:
     args = demo.parse_args(["--port", "18081", "--sim-port", "19911"])
     assert (args.port, args.sim_port) == (18081, 19911)
     assert demo.parse_args([]).port is None
@@ -178,7 +185,7 @@ def test_ports_are_flags_and_the_hint_names_them():
         demo.parse_args(["--port", "70000"])
 
 
-def test_a_taken_port_ends_the_demo_at_once_after_printing_ports_and_key(tmp_path):
+def test_a_taken_port_ends_the_demo_at_once_after_printing_ports_and_key(tmp_path: Path) -> None:
     """A real run: the banner comes first, then relayd cannot bind and the demo stops."""
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

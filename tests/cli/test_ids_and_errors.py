@@ -3,20 +3,27 @@ under --json with the same exit codes, and ISO 8601 timestamps, against a real r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from relaytui import cli as relay_cli
+from tests.cli.conftest import Run
 from tests.e2e.harness import rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
 DEAD = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
+MakeJob = Callable[[list[dict[str, Any]]], dict[str, Any]]  # `job`: its rows -> the ended job
+MakeBatch = Callable[[], dict[str, Any]]  # `openai_batch`: the ended batch
 
 
 @pytest.fixture
-def job(http):
+def job(http: httpx.Client) -> MakeJob:
     """`job(lines)`: a Relay job of `lines`, once it ended."""
 
     def make(lines: list[dict]) -> dict:
@@ -27,7 +34,7 @@ def job(http):
 
 
 @pytest.fixture
-def openai_batch(http):
+def openai_batch(http: httpx.Client) -> MakeBatch:
     def make() -> dict:
         batch = http.post("/v1/batches", json={
             "endpoint": "/v1/chat/completions", "completion_window": "24h",
@@ -44,7 +51,8 @@ def is_iso(text: str) -> bool:
     return text.endswith("Z") and datetime.fromisoformat(text).tzinfo is not None
 
 
-def test_a_unique_prefix_names_its_job_in_every_command(relay, job, openai_batch):
+def test_a_unique_prefix_names_its_job_in_every_command(relay: Callable[..., Run], job: MakeJob,
+                                                        openai_batch: MakeBatch) -> None:
     mine, other = job([*rows(2), DEAD]), openai_batch()
     prefix = mine["id"][:6]  # Relay ids are hex; the other job's starts with batch_
     assert relay("status", prefix, "--json").json()["id"] == mine["id"]
@@ -57,7 +65,8 @@ def test_a_unique_prefix_names_its_job_in_every_command(relay, job, openai_batch
     assert ended.code == relay_cli.REFUSED and f"Batch {mine['id']} has already" in ended.err
 
 
-def test_an_ambiguous_prefix_is_a_usage_error_naming_the_candidates(relay, openai_batch):
+def test_an_ambiguous_prefix_is_a_usage_error_naming_the_candidates(
+        relay: Callable[..., Run], openai_batch: MakeBatch) -> None:
     first, second = openai_batch(), openai_batch()
     run = relay("status", "batch_")
     assert (run.code, run.out) == (relay_cli.USAGE, "")
@@ -70,7 +79,7 @@ def test_an_ambiguous_prefix_is_a_usage_error_naming_the_candidates(relay, opena
     assert sorted(error["candidates"]) == sorted([first["id"], second["id"]])
 
 
-def test_an_unknown_id_or_prefix_is_relayds_404(relay, job):
+def test_an_unknown_id_or_prefix_is_relayds_404(relay: Callable[..., Run], job: MakeJob) -> None:
     job(rows(1))
     run = relay("status", "zzzz")
     assert (run.code, run.out) == (relay_cli.REFUSED, "")
@@ -79,7 +88,7 @@ def test_an_unknown_id_or_prefix_is_relayds_404(relay, job):
     assert (error["status"], error["type"], error["exit_code"]) == (404, "refused", 1)
 
 
-def test_ls_says_when_more_jobs_exist(relay, job):
+def test_ls_says_when_more_jobs_exist(relay: Callable[..., Run], job: MakeJob) -> None:
     for _ in range(3):
         job(rows(1))
     short = relay("ls", "--limit", "2")
@@ -91,7 +100,9 @@ def test_ls_says_when_more_jobs_exist(relay, job):
     assert len(everything.out.splitlines()) == 4 and everything.err == ""
 
 
-def test_json_errors_are_on_stdout_with_the_same_exit_codes(cli, relay, write):
+def test_json_errors_are_on_stdout_with_the_same_exit_codes(
+        cli: Callable[..., Run], relay: Callable[..., Run],
+        write: Callable[[str, Any], Path]) -> None:
     usage = cli("ls", "--limit", "0", "--json")
     assert (usage.code, usage.err) == (relay_cli.USAGE, "")
     assert usage.json() == {"error": {"message": "argument --limit: must be at least 1; "
@@ -109,7 +120,9 @@ def test_json_errors_are_on_stdout_with_the_same_exit_codes(cli, relay, write):
     assert "relayd keys create" in error["hint"]
 
 
-def test_timestamps_are_iso_8601_for_people_and_in_relay_json(relay, job, openai_batch):
+def test_timestamps_are_iso_8601_for_people_and_in_relay_json(relay: Callable[..., Run],
+                                                              job: MakeJob,
+                                                              openai_batch: MakeBatch) -> None:
     mine, other = job([DEAD]), openai_batch()
     shown = dict(line.split(":", 1) for line in relay("status", mine["id"]).out.splitlines())
     assert all(is_iso(shown[k].strip()) for k in ("created_at", "started_at",

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from relaytui import cli
 from relaytui.client import RelayClient
-from tests.e2e.harness import rows, wait_for_status
+from tests.cli.conftest import Run
+from tests.e2e.harness import Relayd, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
 DEAD = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
 QUOTED = {"custom_id": "quoted", "messages": [{"role": "user", "content": 'say "hi", then go'}]}
+Submit = Callable[..., dict[str, Any]]  # `submit`: (rows, *options, wait=) -> the job
 
 
 def slow_rows(n: int) -> list[dict]:
@@ -23,7 +29,7 @@ def slow_rows(n: int) -> list[dict]:
 
 
 @pytest.fixture
-def submit(relay, write):
+def submit(relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> Submit:
     """Submit rows as a job (`--wait`s unless told otherwise) and return its JSON."""
 
     def run(lines: list[dict], *options: str, wait: bool = True) -> dict:
@@ -38,7 +44,7 @@ def submit(relay, write):
 
 
 @pytest.fixture
-def openai_batch(http):
+def openai_batch(http: httpx.Client) -> dict[str, Any]:
     batch = http.post("/v1/batches", json={
         "endpoint": "/v1/chat/completions", "completion_window": "24h",
         "metadata": {"name": "From the SDK"},
@@ -48,7 +54,8 @@ def openai_batch(http):
     return wait_for_status(http, batch["id"], "completed")
 
 
-def test_ls_shows_both_dialects_in_one_table(relay, submit, openai_batch):
+def test_ls_shows_both_dialects_in_one_table(relay: Callable[..., Run], submit: Submit,
+                                             openai_batch: dict[str, Any]) -> None:
     job = submit([*rows(3), DEAD], "--name", "Reviews", "--priority", "2")
     run = relay("ls")
     assert run.code == 0
@@ -64,7 +71,7 @@ def test_ls_shows_both_dialects_in_one_table(relay, submit, openai_batch):
     assert older.split()[10].endswith("Z")  # Unix seconds shown as ISO
 
 
-def test_ls_json_status_filter_and_limit(relay, submit):
+def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit: Submit) -> None:
     first, second = submit(rows(1)), submit(rows(1))
     template = submit(rows(1), "--cron", "0 3 * * *", wait=False)
     listed = relay("ls", "--json")
@@ -78,7 +85,8 @@ def test_ls_json_status_filter_and_limit(relay, submit):
     assert bogus.code == 1 and "(field: status)" in bogus.err
 
 
-def test_status_prints_key_value_lines_or_json(relay, submit, openai_batch):
+def test_status_prints_key_value_lines_or_json(relay: Callable[..., Run], submit: Submit,
+                                               openai_batch: dict[str, Any]) -> None:
     job = submit(rows(2), "--name", "Two rows")
     run = relay("status", job["id"])
     assert run.code == 0
@@ -95,13 +103,14 @@ def test_status_prints_key_value_lines_or_json(relay, submit, openai_batch):
     assert "created_at:" in openai and "Z\n" in openai  # Unix seconds shown as ISO
 
 
-def test_status_of_an_unknown_job_is_the_daemons_404(relay):
+def test_status_of_an_unknown_job_is_the_daemons_404(relay: Callable[..., Run]) -> None:
     run = relay("status", "0" * 32)
     assert run.code == 1
     assert run.err == f"relay: No batch found with id '{'0' * 32}'.\n"
 
 
-def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay, submit):
+def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay: Callable[..., Run],
+                                                                  submit: Submit) -> None:
     template = submit(rows(1), "--cron", "*/5 * * * *", wait=False)
     run = relay("cancel", template["id"])
     assert (run.code, run.out) == (0, f"{template['id']}: canceled\n")
@@ -113,7 +122,8 @@ def test_cancel_a_template_ends_it_and_a_second_cancel_is_refused(relay, submit)
         409, "batch_already_ended", 1)
 
 
-def test_cancel_a_running_job_then_results_once_it_ends(relay, http, submit):
+def test_cancel_a_running_job_then_results_once_it_ends(relay: Callable[..., Run],
+                                                        http: httpx.Client, submit: Submit) -> None:
     job = submit(slow_rows(16), wait=False)
     wait_for_status(http, job["id"], "running")
     early = relay("results", job["id"])
@@ -129,7 +139,8 @@ def test_cancel_a_running_job_then_results_once_it_ends(relay, http, submit):
     assert {r.get("error") for r in results if "error" in r} == {"canceled"}
 
 
-def test_results_as_jsonl_on_stdout_and_to_files(relay, submit, tmp_path):
+def test_results_as_jsonl_on_stdout_and_to_files(relay: Callable[..., Run], submit: Submit,
+                                                 tmp_path: Path) -> None:
     job = submit([*rows(2), DEAD, QUOTED])
     run = relay("results", job["id"])
     assert run.code == 0
@@ -156,11 +167,13 @@ def test_results_as_jsonl_on_stdout_and_to_files(relay, submit, tmp_path):
     assert 'say "hi", then go' in records[4][1]
 
 
-def test_results_are_read_a_page_at_a_time(relay, submit, tmp_path, monkeypatch):
+def test_results_are_read_a_page_at_a_time(relay: Callable[..., Run], submit: Submit,
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pages: list[list[str]] = []
     whole_pages = RelayClient.result_pages
 
-    def small_pages(self, job_id, *, page=2):
+    def small_pages(self: RelayClient, job_id: str, *,
+                    page: int = 2) -> Iterator[dict[str, Any]]:
         for answer in whole_pages(self, job_id, page=2):
             pages.append([r["custom_id"] for r in answer["data"]])
             yield answer
@@ -177,7 +190,8 @@ def test_results_are_read_a_page_at_a_time(relay, submit, tmp_path, monkeypatch)
     assert [len(page) for page in pages[3:]] == [2, 2, 1]
 
 
-def test_results_refuses_other_extensions_and_templates(relay, submit, tmp_path):
+def test_results_refuses_other_extensions_and_templates(relay: Callable[..., Run], submit: Submit,
+                                                        tmp_path: Path) -> None:
     job = submit(rows(1))
     bad = relay("results", job["id"], "-o", tmp_path / "out.txt")
     assert bad.code == 2 and "must end in .jsonl or .csv" in bad.err
@@ -186,7 +200,7 @@ def test_results_refuses_other_extensions_and_templates(relay, submit, tmp_path)
     assert early.code == 1 and "is a cron template" in early.err
 
 
-def test_dead_letter_table_and_json(relay, submit):
+def test_dead_letter_table_and_json(relay: Callable[..., Run], submit: Submit) -> None:
     job = submit([*rows(2), DEAD])
     run = relay("dead-letter", job["id"])
     assert run.code == 0
@@ -202,13 +216,14 @@ def test_dead_letter_table_and_json(relay, submit):
     assert relay("dead-letter", clean["id"], "--json").json() == []
 
 
-def test_a_job_of_another_workspace_is_not_found(relay, shared_relayd, submit):
+def test_a_job_of_another_workspace_is_not_found(relay: Callable[..., Run], shared_relayd: Relayd,
+                                                 submit: Submit) -> None:
     job = submit(rows(1))
     other = relay("status", job["id"], "--key", shared_relayd.key("stranger"))
     assert other.code == 1 and "No batch found" in other.err
 
 
-def test_dead_letter_retry_discard_and_every_job(relay, submit):
+def test_dead_letter_retry_discard_and_every_job(relay: Callable[..., Run], submit: Submit) -> None:
     first = submit([*rows(1), DEAD])
     second = submit([DEAD, {**DEAD, "custom_id": "dead-2"}])
 
@@ -232,7 +247,8 @@ def test_dead_letter_retry_discard_and_every_job(relay, submit):
     assert relay("dead-letter", "--retry").code == cli.USAGE
 
 
-def test_a_job_with_failed_rows_reads_completed_with_errors(relay, submit):
+def test_a_job_with_failed_rows_reads_completed_with_errors(relay: Callable[..., Run],
+                                                            submit: Submit) -> None:
     submit([*rows(1), DEAD])
     listed = relay("ls").out.splitlines()[1]
     assert "completed with errors" in listed

@@ -4,13 +4,14 @@ reading of the answer, as in the TUI's nodes view."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
 from relaytui import cli as relay_cli
 from relaytui.nodes import NodeView
+from tests.cli.conftest import Run
 from tests.e2e.harness import Relayd, rows, running_pair, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +29,8 @@ def relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
 
 
 @pytest.fixture
-def as_workspace(cli, relayd: Relayd, monkeypatch: pytest.MonkeyPatch, workspace: str):
+def as_workspace(cli: Callable[..., Run], relayd: Relayd, monkeypatch: pytest.MonkeyPatch,
+                 workspace: str) -> Callable[..., Run]:
     monkeypatch.setenv("RELAY_URL", relayd.url)
     monkeypatch.setenv("RELAY_API_KEY", relayd.key(workspace))
     return cli
@@ -40,7 +42,7 @@ def started(http: httpx.Client, name: str) -> str:
     return str(job["id"])
 
 
-def test_nodes_shows_the_answering_node(as_workspace):
+def test_nodes_shows_the_answering_node(as_workspace: Callable[..., Run]) -> None:
     text = as_workspace("nodes")
     assert text.code == relay_cli.OK, text.err
     header, line = text.out.splitlines()
@@ -52,7 +54,8 @@ def test_nodes_shows_the_answering_node(as_workspace):
     assert line.endswith(f" ago  {node['started_at']}  -")
 
 
-def test_nodes_names_only_the_callers_jobs(as_workspace, relayd: Relayd, workspace: str):
+def test_nodes_names_only_the_callers_jobs(as_workspace: Callable[..., Run], relayd: Relayd,
+                                           workspace: str) -> None:
     with relayd.client(workspace) as mine, relayd.client(f"{workspace}-b") as theirs:
         my_job, their_job = started(mine, "mine"), started(theirs, "theirs")
         try:
@@ -73,12 +76,12 @@ def test_nodes_names_only_the_callers_jobs(as_workspace, relayd: Relayd, workspa
             theirs.post(f"/v1/batches/{their_job}/cancel")
 
 
-def test_what_relayd_did_not_say_is_a_dash():
+def test_what_relayd_did_not_say_is_a_dash() -> None:
     node = NodeView.from_answer({"id": "web-9", "health": "lost", "jobs": [{"id": "b1"}]})
     assert relay_cli.node_cells(node) == ["web-9", "-", "lost", "-", "-", "-", "b1"]
 
 
-def test_a_refused_key_exits_1(cli, relayd: Relayd):
+def test_a_refused_key_exits_1(cli: Callable[..., Run], relayd: Relayd) -> None:
     run = cli("nodes", "--url", relayd.url, "--key", "rk_not_a_key", "--json")
     assert run.code == relay_cli.REFUSED
     assert run.json()["error"]["status"] == 401

@@ -16,7 +16,7 @@ OPENAI_BATCH = {"id": "batch_1", "object": "batch", "endpoint": "/v1/embeddings"
                 "request_counts": {"total": 10, "completed": 4, "failed": 1}}
 
 
-def test_a_relay_job_and_an_openai_batch_read_the_same():
+def test_a_relay_job_and_an_openai_batch_read_the_same() -> None:
     assert summarize(RELAY_JOB) == JobSummary(
         id="9f2c", status="running", name="Reviews", model="gpt-4o-mini", priority="5",
         total=300, completed=120, failed=3, dead_letter=1, created_at="2026-10-04T09:12:44Z")
@@ -26,7 +26,7 @@ def test_a_relay_job_and_an_openai_batch_read_the_same():
         created_at="2026-10-04T09:12:44Z")
 
 
-def test_ended_covers_both_dialects():
+def test_ended_covers_both_dialects() -> None:
     for status in ("completed", "failed", "canceled", "cancelled", "expired"):
         assert summarize({**RELAY_JOB, "status": status}).ended
     for status in ("queued", "scheduled", "running", "in_progress", "validating",
@@ -34,7 +34,7 @@ def test_ended_covers_both_dialects():
         assert not summarize({**RELAY_JOB, "status": status}).ended
 
 
-def test_the_line_and_the_outcome():
+def test_the_line_and_the_outcome() -> None:
     view = summarize(RELAY_JOB)
     assert line(view) == "running    [########............] 123/300  failed 3  dead-letter 1"
     assert line(summarize(OPENAI_BATCH)) == "in_progress [##########..........]  5/10  failed 1"
@@ -63,7 +63,7 @@ class Feed:
         self.now += seconds
 
 
-def test_a_log_gets_a_line_every_few_seconds_and_the_last_one():
+def test_a_log_gets_a_line_every_few_seconds_and_the_last_one() -> None:
     feed, log = Feed([0, 10, 20, 30, 40, 50, 60, 300]), io.StringIO()
     job = watch(feed.fetch, stream=log, every=1.0, log_every=3.0, sleep=feed.sleep,
                 clock=lambda: feed.now)
@@ -73,7 +73,7 @@ def test_a_log_gets_a_line_every_few_seconds_and_the_last_one():
     assert feed.now == 7.0
 
 
-def test_a_log_line_tells_the_rate_and_the_eta():
+def test_a_log_line_tells_the_rate_and_the_eta() -> None:
     feed, log = Feed([0, 30, 60, 300]), io.StringIO()
     watch(feed.fetch, stream=log, every=1.0, log_every=0.0, sleep=feed.sleep,
           clock=lambda: feed.now)
@@ -84,7 +84,7 @@ def test_a_log_line_tells_the_rate_and_the_eta():
     assert lines[3].endswith("100.0 rows/s  ETA -")  # ended: no ETA
 
 
-def test_pace_and_eta():
+def test_pace_and_eta() -> None:
     running = summarize({**RELAY_JOB, "completed": 100, "failed": 0})
     assert eta(running, 2.0) == 100.0
     assert pace(running, 2.0) == "2.0 rows/s  ETA 0:01:40"
@@ -93,7 +93,7 @@ def test_pace_and_eta():
     assert hms(3725.4) == "1:02:05"
 
 
-def test_a_terminal_gets_a_rich_bar_with_the_rate_and_eta_redrawn_in_place():
+def test_a_terminal_gets_a_rich_bar_with_the_rate_and_eta_redrawn_in_place() -> None:
     feed, tty = Feed([0, 150, 300]), Terminal()
     watch(feed.fetch, stream=tty, every=1.0, sleep=feed.sleep, clock=lambda: feed.now)
     text = tty.getvalue()

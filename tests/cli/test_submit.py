@@ -3,8 +3,13 @@ submission is refused (by the file before anything is sent, or by the daemon).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from tests.cli.conftest import Run
 from tests.e2e.harness import closed_port, rows
 
 pytestmark = pytest.mark.e2e
@@ -19,7 +24,8 @@ def openai_records(n: int) -> list[dict]:
             for i in range(n)]
 
 
-def test_a_csv_is_one_job_and_a_quoted_multiline_cell_is_one_row(relay, write):
+def test_a_csv_is_one_job_and_a_quoted_multiline_cell_is_one_row(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     path = write("prompts.csv", MULTILINE_CSV)
     run = relay("submit", path, "--model", "gpt-4o-mini", "--name", "CSV", "--json")
     assert run.code == 0, run.err
@@ -30,7 +36,8 @@ def test_a_csv_is_one_job_and_a_quoted_multiline_cell_is_one_row(relay, write):
     assert text.out.startswith(f"submitted 3 rows from {path} as job ")
 
 
-def test_relay_rows_in_jsonl_keep_their_ids_and_priority(relay, write):
+def test_relay_rows_in_jsonl_keep_their_ids_and_priority(relay: Callable[..., Run],
+                                                         write: Callable[[str, Any], Path]) -> None:
     path = write("rows.jsonl", rows(4, prefix="mine"))
     run = relay("submit", path, "--model", "gpt-4o-mini", "--priority", "7", "--json",
                 "--wait")
@@ -40,7 +47,8 @@ def test_relay_rows_in_jsonl_keep_their_ids_and_priority(relay, write):
     assert ids == ["mine-0", "mine-1", "mine-2", "mine-3"]
 
 
-def test_openai_records_in_jsonl_run_as_a_relay_job(relay, write):
+def test_openai_records_in_jsonl_run_as_a_relay_job(relay: Callable[..., Run],
+                                                    write: Callable[[str, Any], Path]) -> None:
     path = write("records.jsonl", openai_records(3))
     run = relay("submit", path, "--model", "gpt-4o-mini", "--wait", "--json")
     assert run.code == 0, run.err
@@ -49,7 +57,8 @@ def test_openai_records_in_jsonl_run_as_a_relay_job(relay, write):
     assert all("Simulated reply" in r["content"] for r in results)
 
 
-def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(relay, write):
+def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     dead = {"custom_id": "dead", "messages": [{"role": "user", "content": "x [sim:fail=503]"}]}
     lines = [*rows(6), dead]
     run = relay("submit", write("rows.jsonl", lines), "--model", "gpt-4o-mini", "--wait")
@@ -71,7 +80,10 @@ def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(relay, write):
     ("blank.csv", "\n\n", ": the file has no rows"),
     ("notes.txt", "hello", ": expected a .csv or .jsonl file"),
 ])
-def test_a_bad_file_exits_2_before_anything_is_sent(cli, write, name, content, reason):
+def test_a_bad_file_exits_2_before_anything_is_sent(cli: Callable[..., Run],
+                                                    write: Callable[[str, Any], Path],
+                                                    name: str, content: str | bytes,
+                                                    reason: str) -> None:
     path = write(name, content)
     with closed_port() as port:  # exit 3 would mean it tried to connect
         run = cli("submit", path, "--model", "gpt-4o-mini",
@@ -81,13 +93,14 @@ def test_a_bad_file_exits_2_before_anything_is_sent(cli, write, name, content, r
     assert run.out == ""
 
 
-def test_a_missing_file_exits_2(cli, tmp_path):
+def test_a_missing_file_exits_2(cli: Callable[..., Run], tmp_path: Path) -> None:
     run = cli("submit", tmp_path / "nope.csv", "--model", "m", "--key", "k")
     assert run.code == 2
     assert "nope.csv: cannot read" in run.err
 
 
-def test_an_unknown_model_prints_the_daemons_message_and_field(relay, write):
+def test_an_unknown_model_prints_the_daemons_message_and_field(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     run = relay("submit", write("p.csv", "hello\n"), "--model", "nope")
     assert run.code == 1
     assert run.err.startswith("relay: Unknown model 'nope'.")
@@ -95,7 +108,8 @@ def test_an_unknown_model_prints_the_daemons_message_and_field(relay, write):
     assert relay("ls", "--json").json() == []
 
 
-def test_a_bad_cron_is_refused_naming_cron(relay, write):
+def test_a_bad_cron_is_refused_naming_cron(relay: Callable[..., Run],
+                                           write: Callable[[str, Any], Path]) -> None:
     run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
                 "--cron", "* * *", "--json")
     assert (run.code, run.err) == (1, "")
@@ -103,7 +117,8 @@ def test_a_bad_cron_is_refused_naming_cron(relay, write):
     assert (error["param"], error["type"], error["exit_code"]) == ("cron", "refused", 1)
 
 
-def test_a_cron_template_is_scheduled(relay, write):
+def test_a_cron_template_is_scheduled(relay: Callable[..., Run],
+                                      write: Callable[[str, Any], Path]) -> None:
     run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
                 "--cron", "*/5 * * * *", "--name", "Every five")
     assert run.code == 0, run.err
@@ -112,7 +127,8 @@ def test_a_cron_template_is_scheduled(relay, write):
     assert (template["status"], template["name"]) == ("scheduled", "Every five")
 
 
-def test_wait_and_cron_together_is_a_usage_error(relay, write):
+def test_wait_and_cron_together_is_a_usage_error(relay: Callable[..., Run],
+                                                 write: Callable[[str, Any], Path]) -> None:
     run = relay("submit", write("p.csv", "hello\n"), "--model", "gpt-4o-mini",
                 "--cron", "*/5 * * * *", "--wait")
     assert run.code == 2
@@ -120,7 +136,8 @@ def test_wait_and_cron_together_is_a_usage_error(relay, write):
     assert relay("ls", "--json").json() == []
 
 
-def test_a_non_integer_priority_is_a_usage_error(cli, write):
+def test_a_non_integer_priority_is_a_usage_error(cli: Callable[..., Run],
+                                                 write: Callable[[str, Any], Path]) -> None:
     run = cli("submit", write("p.csv", "hello\n"), "--model", "m", "--priority", "high")
     assert run.code == 2
     assert "--priority: invalid int value" in run.err

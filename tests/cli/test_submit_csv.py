@@ -4,21 +4,27 @@ row told by the file's line rather than the request's index."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from tests.cli.conftest import Run
 from tests.e2e.harness import closed_port
 
 pytestmark = pytest.mark.e2e
 
 
 
-def results(relay, job_id):
+def results(relay: Callable[..., Run], job_id: str) -> list[tuple[str, str]]:
     """(custom_id, prompt) of each result: the simulator's reply echoes the prompt."""
     return [(r["custom_id"], r["content"].split("): ", 1)[1])
             for r in relay("results", job_id, "--json").json()]
 
 
-def test_a_header_names_the_prompt_and_the_custom_ids(relay, write):
+def test_a_header_names_the_prompt_and_the_custom_ids(relay: Callable[..., Run],
+                                                      write: Callable[[str, Any], Path]) -> None:
     path = write("reviews.csv", "custom_id,Text,stars\nr-1,good tent,5\n\nr-2,bad zip,1\n")
     run = relay("submit", path, "--model", "gpt-4o-mini", "--wait", "--json")
     assert run.code == 0, run.err
@@ -28,7 +34,8 @@ def test_a_header_names_the_prompt_and_the_custom_ids(relay, write):
     assert said.out.startswith(f"submitted 2 rows from {path} (prompt column 'Text') as job ")
 
 
-def test_column_picks_the_prompt_of_a_header_relay_does_not_know(relay, write):
+def test_column_picks_the_prompt_of_a_header_relay_does_not_know(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     path = write("scores.csv", "id,review,score\n1,good tent,5\n2,bad zip,1\n")
     refused = relay("submit", path, "--model", "gpt-4o-mini")
     assert refused.code == 2
@@ -40,7 +47,8 @@ def test_column_picks_the_prompt_of_a_header_relay_does_not_know(relay, write):
                                                 ("row-2", "bad zip")]
 
 
-def test_a_line_that_only_looks_like_a_header_is_a_prompt(relay, write):
+def test_a_line_that_only_looks_like_a_header_is_a_prompt(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     path = write("prompts.csv", "prompt me\ntext two\n")
     run = relay("submit", path, "--model", "gpt-4o-mini", "--wait", "--json")
     assert run.code == 0, run.err
@@ -54,8 +62,10 @@ def test_a_line_that_only_looks_like_a_header_is_a_prompt(relay, write):
     ("text,content\na,b\n", None, ":1: several columns could be the prompt"),
     ("prompt,reply\na,b\n", "answer", ":1: no column named 'answer'"),
 ])
-def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli, write, content,
-                                                                  column, reason):
+def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli: Callable[..., Run],
+                                                                 write: Callable[[str, Any], Path],
+                                                                 content: str, column: str | None,
+                                                                 reason: str) -> None:
     path = write("bad.csv", content)
     chosen = ["--column", column] if column else []
     with closed_port() as port:  # exit 3 would mean it tried to connect
@@ -65,7 +75,8 @@ def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli, write, con
     assert run.err.startswith(f"{path}{reason}")
 
 
-def test_relayds_refusal_of_a_row_names_its_line_in_the_file(relay, write):
+def test_relayds_refusal_of_a_row_names_its_line_in_the_file(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
     path = write("ids.csv", "custom_id,prompt\na,one\n\nb,two\na,three\n")
     run = relay("submit", path, "--model", "gpt-4o-mini")
     assert run.code == 1

@@ -47,7 +47,7 @@ def wait_until(check: Callable[[], Any], *, timeout: float = TIMEOUT_S) -> Any:
 
 def config_tables(sim: Simulator, *, concurrency: int = 8, running: int = 2,
                   allow_private: bool = True, attempts: int = 3,
-                  server: dict[str, int] | None = None,
+                  server: dict[str, Any] | None = None,
                   gateway: dict[str, int] | None = None,
                   retry: dict[str, Any] | None = None,
                   model: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -45,7 +45,8 @@ def drain(relayd: Relayd, sim: Simulator) -> tuple[int, int, dict[str, Any]]:
     return early, sim.stats()["by_status"].get("429", 0), model
 
 
-def test_the_concurrency_settles_at_the_capacity(simulator_factory, start_relayd):
+def test_the_concurrency_settles_at_the_capacity(simulator_factory: Callable[..., Simulator],
+                                                 start_relayd: Callable[..., Relayd]) -> None:
     # A 429 pauses the whole model for its Retry-After (item 2's rule); kept short here,
     # as the harness's retry_after_cap_s is, so the test measures the controller alone.
     sim = simulator_factory("--capacity", str(CAPACITY), "--latency-ms", str(LATENCY_MS),
@@ -63,7 +64,8 @@ def test_the_concurrency_settles_at_the_capacity(simulator_factory, start_relayd
     assert limited <= 2 * 64  # the first bursts, then one halving and a short search
 
 
-def test_adaptive_false_keeps_the_configured_concurrency(simulator_factory, start_relayd):
+def test_adaptive_false_keeps_the_configured_concurrency(
+        simulator_factory: Callable[..., Simulator], start_relayd: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--capacity", str(CAPACITY), "--retry-after", "0.05")
     relayd = start_relayd(sim, max_concurrency=8, adaptive=False)
     with relayd.client() as client:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.harness import rows, wait_for_status
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_batch_runs_with_retries_fallback_and_dead_letter(simulator_factory, relayd_factory):
+def test_a_batch_runs_with_retries_fallback_and_dead_letter(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     special = [
@@ -57,7 +60,8 @@ def test_a_batch_runs_with_retries_fallback_and_dead_letter(simulator_factory, r
     assert seen["d [sim:fail=400]"] == 2  # not retried; its fallback tried once
 
 
-def test_workspaces_do_not_see_each_other(simulator_factory, relayd_factory):
+def test_workspaces_do_not_see_each_other(simulator_factory: Callable[..., Simulator],
+                                          relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     with relayd.client("acme") as acme, relayd.client("globex") as globex:
         job = acme.post("/v1/batches", json={"model": "gpt-4o-mini",
@@ -73,7 +77,8 @@ def test_workspaces_do_not_see_each_other(simulator_factory, relayd_factory):
         assert no_key.status_code == 401
 
 
-def test_bad_input_is_refused_and_nothing_is_created(simulator_factory, relayd_factory):
+def test_bad_input_is_refused_and_nothing_is_created(simulator_factory: Callable[..., Simulator],
+                                                     relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     with relayd.client() as client:
         bad = client.post("/v1/batches", json={"model": "nope", "requests": rows(1)})

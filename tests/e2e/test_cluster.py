@@ -105,7 +105,8 @@ def node_id_of(cluster: Cluster, node: Relayd) -> str:
 
 
 @pytest.mark.timeout(300)  # 5,000 rows, waited for up to 120 s
-def test_a_large_job_spreads_over_three_nodes_and_survives_a_kill(cluster):
+def test_a_large_job_spreads_over_three_nodes_and_survives_a_kill(
+        cluster: Callable[..., Cluster]) -> None:
     nodes = cluster("--latency-ms", "20")
     for _ in range(3):
         nodes.add(concurrency=8)
@@ -166,7 +167,7 @@ def test_a_large_job_spreads_over_three_nodes_and_survives_a_kill(cluster):
     assert nodes.sim.stats()["requests"] <= total + len(sent_by_victim)
 
 
-def test_sigterm_gives_the_leases_back_at_once(cluster):
+def test_sigterm_gives_the_leases_back_at_once(cluster: Callable[..., Cluster]) -> None:
     nodes = cluster("--latency-ms", "100")
     for _ in range(2):  # leases that would take 20 s to lapse
         nodes.add(concurrency=4, lease_s=20)
@@ -214,7 +215,8 @@ def calls_to(nodes: Cluster, prefix: str) -> int:
     return sum(1 for r in nodes.sim.requests() if r["prompt"].startswith(prefix))
 
 
-def test_a_cancel_through_another_node_stops_the_job_where_it_runs(cluster):
+def test_a_cancel_through_another_node_stops_the_job_where_it_runs(
+        cluster: Callable[..., Cluster]) -> None:
     nodes = cluster("--latency-ms", "400")
     bystander = busy_bystander(nodes)
     runner = start_another(nodes, concurrency=4)
@@ -240,7 +242,7 @@ def test_a_cancel_through_another_node_stops_the_job_where_it_runs(cluster):
     assert calls_to(nodes, "Slow:") == calls
 
 
-def test_events_stream_on_a_node_not_running_the_job(cluster):
+def test_events_stream_on_a_node_not_running_the_job(cluster: Callable[..., Cluster]) -> None:
     nodes = cluster("--latency-ms", "50")
     watcher = busy_bystander(nodes)
     runner = start_another(nodes, concurrency=8)
@@ -280,7 +282,7 @@ def share_of(nodes: Cluster, node: Relayd, alias: str) -> int:
     return next(int(m["state"]["concurrency"]) for m in models if m["id"] == alias)
 
 
-def test_a_models_limit_holds_across_the_nodes(cluster):
+def test_a_models_limit_holds_across_the_nodes(cluster: Callable[..., Cluster]) -> None:
     nodes = cluster("--latency-ms", "100")
     limit = 6
     for _ in range(3):  # each node alone would send 8 at once

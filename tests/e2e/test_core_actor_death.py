@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.harness import RELAYD, rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import RELAYD, Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -18,7 +20,7 @@ ROWS = 60
 
 
 def test_a_dead_scheduler_ends_serve_with_status_70_and_a_restart_finishes_the_job(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "50")
     relayd = relayd_factory(sim, concurrency=2)
     relayd.command = (sys.executable, "-m", "tests.e2e.actor_killer", "Scheduler")

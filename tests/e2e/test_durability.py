@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
+import httpx
 import pytest
 
-from tests.e2e.harness import rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -15,7 +19,7 @@ CONCURRENCY = 8
 LATENCY_MS = 40
 
 
-def _check_finished(client, job_id: str) -> None:  # type: ignore[no-untyped-def]
+def _check_finished(client: httpx.Client, job_id: str) -> None:
     job = wait_for_status(client, job_id, "completed", timeout=60)
     data = client.get(f"/v1/batches/{job_id}/results").json()["data"]
     ids = [item["custom_id"] for item in data]
@@ -24,7 +28,7 @@ def _check_finished(client, job_id: str) -> None:  # type: ignore[no-untyped-def
     assert job["failed"] == 0
 
 
-def _started_job(relayd):  # type: ignore[no-untyped-def]
+def _started_job(relayd: Relayd) -> tuple[httpx.Client, dict[str, Any]]:
     client = relayd.client()
     job = client.post("/v1/batches", json={"model": "gpt-4o-mini",
                                            "requests": rows(ROWS)}).json()
@@ -33,7 +37,7 @@ def _started_job(relayd):  # type: ignore[no-untyped-def]
 
 
 def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", str(LATENCY_MS))
     relayd = relayd_factory(sim, concurrency=CONCURRENCY).start()
     client, job = _started_job(relayd)
@@ -50,7 +54,8 @@ def test_kill_9_mid_run_then_restart_finishes_without_repeating_stored_rows(
     client.close()
 
 
-def test_sigterm_stops_within_10_seconds_and_the_job_resumes(simulator_factory, relayd_factory):
+def test_sigterm_stops_within_10_seconds_and_the_job_resumes(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", str(LATENCY_MS))
     relayd = relayd_factory(sim, concurrency=CONCURRENCY).start()
     client, job = _started_job(relayd)

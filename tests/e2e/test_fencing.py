@@ -13,11 +13,12 @@ import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
 from tests.e2e.harness import wait_for_status, wait_until
-from tests.e2e.test_cluster import cluster, node_id_of  # noqa: F401 - a fixture
+from tests.e2e.test_cluster import Cluster, cluster, node_id_of  # noqa: F401 - a fixture
 from tests.e2e.test_tools import LOOKUP, http_tools, tool_record
 
 pytestmark = pytest.mark.e2e
@@ -29,7 +30,8 @@ FROZEN_S = LEASE * 2.5  # well past the lease: the others take the rows over
 
 
 @pytest.mark.timeout(120)
-def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(cluster):  # noqa: F811
+def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(
+        cluster: Callable[..., Cluster]) -> None:  # noqa: F811
     nodes = cluster("--latency-ms", "150")
     for _ in range(3):
         nodes.add(concurrency=6, lease_s=LEASE)

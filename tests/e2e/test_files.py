@@ -9,7 +9,7 @@ import re
 import resource
 import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from daemon.testing import Simulator
 from tests.e2e.harness import Relayd, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -79,7 +80,8 @@ def peak_rss_mb(pid: int) -> float:
 # -- the ordinary life of a file ---------------------------------------------------------
 
 
-def test_upload_describe_list_download_delete(simulator_factory, relayd_factory):
+def test_upload_describe_list_download_delete(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     data = records(3)
@@ -125,7 +127,8 @@ def test_upload_describe_list_download_delete(simulator_factory, relayd_factory)
     assert refused.value.body["param"] == "input_file_id"  # type: ignore[index]
 
 
-def test_upload_refusals_leave_nothing_behind(simulator_factory, relayd_factory):
+def test_upload_refusals_leave_nothing_behind(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     with pytest.raises(openai.BadRequestError) as refused:
@@ -133,7 +136,7 @@ def test_upload_refusals_leave_nothing_behind(simulator_factory, relayd_factory)
     assert refused.value.body["param"] == "purpose"  # type: ignore[index]
 
     with relayd.client() as http:
-        cases = [
+        cases: list[tuple[dict[str, Any], str]] = [
             ({"files": {"file": ("a.jsonl", records(1))}}, "purpose"),
             ({"files": {"file": ("a.jsonl", records(1))},
               "data": {"purpose": "batch_output"}}, "purpose"),
@@ -155,7 +158,8 @@ def test_upload_refusals_leave_nothing_behind(simulator_factory, relayd_factory)
     assert stored(relayd) == set()
 
 
-def test_another_workspace_never_sees_a_file(simulator_factory, relayd_factory):
+def test_another_workspace_never_sees_a_file(simulator_factory: Callable[..., Simulator],
+                                             relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     acme, globex = sdk(relayd, "acme"), sdk(relayd, "globex")
     made = acme.files.create(file=("requests.jsonl", records(2)), purpose="batch")
@@ -169,7 +173,8 @@ def test_another_workspace_never_sees_a_file(simulator_factory, relayd_factory):
     assert stored(relayd) == {made.id}
 
 
-def test_result_files_are_batch_output_files(simulator_factory, relayd_factory):
+def test_result_files_are_batch_output_files(simulator_factory: Callable[..., Simulator],
+                                             relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     batch = client.batches.create(
@@ -185,7 +190,8 @@ def test_result_files_are_batch_output_files(simulator_factory, relayd_factory):
     assert len(client.files.content(done.output_file_id).text.splitlines()) == 2
 
 
-def test_a_multipart_body_cut_short_is_a_client_error(simulator_factory, relayd_factory):
+def test_a_multipart_body_cut_short_is_a_client_error(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """A body whose file part never reaches its closing boundary is the client's mistake."""
     relayd = relayd_factory(simulator_factory()).start()
     body = b"".join(multipart(iter([records(2)])))
@@ -203,8 +209,9 @@ def test_a_multipart_body_cut_short_is_a_client_error(simulator_factory, relayd_
     "filename*=UTF-8''%D0%BE%D1%82%D1%87%D1%91%D1%82.jsonl",  # non-ASCII
     "filename*=UTF-8''a%0D%0Ab.jsonl",  # CR LF in the name
 ])
-def test_whatever_the_filename_the_content_downloads(simulator_factory, relayd_factory,
-                                                     disposition):
+def test_whatever_the_filename_the_content_downloads(simulator_factory: Callable[..., Simulator],
+                                                     relayd_factory: Callable[..., Relayd],
+                                                     disposition: str) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     data = records(1)
     body = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
@@ -221,7 +228,8 @@ def test_whatever_the_filename_the_content_downloads(simulator_factory, relayd_f
 # -- size cap ---------------------------------------------------------------------------
 
 
-def test_an_upload_over_the_cap_is_413_and_leaves_no_file(simulator_factory, relayd_factory):
+def test_an_upload_over_the_cap_is_413_and_leaves_no_file(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory(), server={"max_upload_mb": 1}).start()
     client = sdk(relayd)
     at_cap = client.files.create(file=("cap.jsonl", b"x" * MiB), purpose="batch")
@@ -242,7 +250,8 @@ def test_an_upload_over_the_cap_is_413_and_leaves_no_file(simulator_factory, rel
     assert stored(relayd) == {at_cap.id, after.id}
 
 
-def test_the_default_200_mb_cap_streams(simulator_factory, relayd_factory):
+def test_the_default_200_mb_cap_streams(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     """Over 200 MB, sent from a generator: neither side ever holds the body."""
     relayd = relayd_factory(simulator_factory()).start()
     assert relayd.proc is not None
@@ -271,7 +280,8 @@ def test_the_default_200_mb_cap_streams(simulator_factory, relayd_factory):
 # -- concurrent uploads --------------------------------------------------------------------
 
 
-def test_too_many_uploads_at_once_is_429(simulator_factory, relayd_factory):
+def test_too_many_uploads_at_once_is_429(simulator_factory: Callable[..., Simulator],
+                                         relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()  # max_concurrent_uploads = 4
     client = sdk(relayd)
     release = threading.Event()
@@ -304,7 +314,7 @@ def test_too_many_uploads_at_once_is_429(simulator_factory, relayd_factory):
 
         limited = wait_until(probe, timeout=10)
         assert limited.status_code == 429 and limited.response.headers["Retry-After"] == "1"
-        assert limited.body["type"] == "rate_limit_error"  # type: ignore[index]
+        assert limited.body["type"] == "rate_limit_error"
         # The cap is per workspace.
         other = sdk(relayd, "globex").files.create(file=("x.jsonl", records(1)),
                                                     purpose="batch")

@@ -10,14 +10,15 @@ import errno
 import os
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from daemon.testing import Relayd
-from tests.e2e.harness import rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -54,13 +55,13 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def health(client: httpx.Client) -> tuple[int, dict]:  # type: ignore[type-arg]
+def health(client: httpx.Client) -> tuple[int, dict[str, Any]]:
     answer = client.get("/healthz")
     return answer.status_code, answer.json()
 
 
 def test_a_disk_that_fills_mid_run_and_frees_loses_nothing_and_needs_no_restart(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     with small_filesystem(relayd.data):

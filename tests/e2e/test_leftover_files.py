@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from daemon.domain.leftovers import STALE_AFTER_S
+from daemon.testing import Simulator
 from tests.e2e.harness import Relayd, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -54,7 +56,7 @@ def start_upload(relayd: Relayd, *, declared: int) -> socket.socket:
 
 
 def test_a_crash_mid_upload_leaves_a_partial_file_the_next_start_sweeps(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     with relayd.client() as http:
         kept = http.post("/v1/files", data={"purpose": "batch"},
@@ -88,7 +90,8 @@ def test_a_crash_mid_upload_leaves_a_partial_file_the_next_start_sweeps(
     assert on_disk(relayd) == {kept, in_progress.name, unrelated.name, again.json()["id"]}
 
 
-def test_a_fresh_partial_file_survives_a_restart(simulator_factory, relayd_factory):
+def test_a_fresh_partial_file_survives_a_restart(simulator_factory: Callable[..., Simulator],
+                                                 relayd_factory: Callable[..., Relayd]) -> None:
     """A partial file written to within the hour may be another node's live upload."""
     relayd = relayd_factory(simulator_factory()).start()
     conn = start_upload(relayd, declared=8 * MiB)

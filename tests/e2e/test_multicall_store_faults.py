@@ -11,6 +11,8 @@ import json
 import os
 import secrets
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,8 @@ def records(sim: Simulator, *, tools: int, workflows: int) -> list[dict[str, Any
 
 def start(relayd: Relayd, batch: list[dict[str, Any]]) -> tuple[OpenAI, str]:
     client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
-    upload = client.files.create(file=("mixed.jsonl", "\n".join(map(json.dumps, batch))),
+    upload = client.files.create(file=("mixed.jsonl",
+                                       "\n".join(map(json.dumps, batch)).encode()),
                                  purpose="batch")
     created = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
                                     completion_window="24h")
@@ -89,7 +92,7 @@ def fill_mid_run(relayd: Relayd, sim: Simulator) -> Path:
 
 
 def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     tools, workflows = 60, 30
@@ -117,7 +120,7 @@ def test_a_full_disk_mid_record_is_waited_out_by_tool_and_workflow_records(
 
 
 def test_a_stop_while_records_wait_for_the_store_resumes_them_from_what_is_stored(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim, concurrency=4)
     tools, workflows = 40, 20
@@ -156,12 +159,15 @@ def terminate_backends(application: str) -> int:
     return len(killed)
 
 
-def test_connections_the_server_drops_mid_record_are_waited_out(simulator_factory,
-                                                                relayd_factory):
+def test_connections_the_server_drops_mid_record_are_waited_out(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "40")
     relayd: Relayd = relayd_factory(sim)
     tools, workflows = 48, 24  # the run had 90 and 45: fewer, for the suite's time
     application = f"relay-test-{secrets.token_hex(4)}"
+
+    def seen_calls(n: int) -> bool:
+        return len(sim.tool_calls()) >= n
     with postgres.fresh_schema() as url:
         relayd.write_config(**config_tables(sim, concurrency=4),
                             database={"url": with_params(url, application_name=application)})
@@ -170,7 +176,7 @@ def test_connections_the_server_drops_mid_record_are_waited_out(simulator_factor
             enable(relayd)
             client, batch_id = start(relayd, records(sim, tools=tools, workflows=workflows))
             for calls in (8, 30):  # two sweeps, each with rounds and workflows under way
-                wait_until(lambda calls=calls: len(sim.tool_calls()) >= calls)
+                wait_until(partial(seen_calls, calls))
                 assert terminate_backends(application) > 0
             done = finished(client, batch_id)
             check_every_record_completed_once(client, done, sim, tools=tools,

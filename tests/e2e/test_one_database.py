@@ -6,12 +6,14 @@ rows, and the second deleted the first's node row). The lock dies with its holde
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
 from daemon.store.owner import Holder, lock_path
-from daemon.testing import RELAYD, config_toml
+from daemon.testing import RELAYD, Simulator, config_toml
 from tests.e2e.harness import Relayd, config_tables, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
@@ -21,7 +23,8 @@ CONCURRENCY = 8
 
 
 def test_a_second_serve_on_one_database_is_refused_and_the_first_works_alone(
-        tmp_path, simulator_factory, relayd_factory):
+        tmp_path: Path, simulator_factory: Callable[..., Simulator],
+        relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "20")
     first = relayd_factory(sim, concurrency=CONCURRENCY).start()
     second = Relayd(home=tmp_path / "second")  # the same config but its port
@@ -52,7 +55,8 @@ def test_a_second_serve_on_one_database_is_refused_and_the_first_works_alone(
 
 
 def test_short_commands_need_no_lock_beside_a_running_daemon(
-        tmp_path, simulator_factory, relayd_factory):
+        tmp_path: Path, simulator_factory: Callable[..., Simulator],
+        relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     first = relayd_factory(sim).start()
     created = subprocess.run([*RELAYD, "keys", "create", "--workspace", "beside",
@@ -69,7 +73,8 @@ def test_short_commands_need_no_lock_beside_a_running_daemon(
 
 
 def test_after_kill_9_of_the_holder_the_next_serve_starts(
-        tmp_path, simulator_factory, relayd_factory):
+        tmp_path: Path, simulator_factory: Callable[..., Simulator],
+        relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     first = relayd_factory(sim).start()
     job = first.client().post("/v1/batches", json={"model": "gpt-4o-mini",

@@ -10,8 +10,9 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, Final
 
 import httpx
 import openai
@@ -22,7 +23,7 @@ from tests.e2e.harness import RELAYD, Relayd, Simulator, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 LIFECYCLE = ("validating", "in_progress", "finalizing", "completed")
 BATCH_FIELDS = {
@@ -73,7 +74,8 @@ def create(client: openai.OpenAI, *, file_id: str | None = None,
     if requests is not None:
         body["requests"] = requests
     return client.batches.create(
-        input_file_id=file_id if file_id is not None else openai.omit,
+        # Relay takes inline requests in place of a file, and any endpoint it serves.
+        input_file_id=file_id if file_id is not None else openai.omit,  # type: ignore[arg-type]
         endpoint=endpoint, completion_window="24h",  # type: ignore[arg-type]
         extra_body=body or None)
 
@@ -157,7 +159,8 @@ def prompts_seen(sim: Simulator) -> list[str]:
 # -- the whole trip ------------------------------------------------------------------------
 
 
-def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
+def test_a_chat_batch_from_an_uploaded_file(simulator_factory: Callable[..., Simulator],
+                                            relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "20")
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -195,11 +198,12 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert created.to_dict()["priority"] == "standard"
     assert created.expires_at == created.created_at + 86_400
 
-    seen, deadline = [], time.monotonic() + 20
+    seen, deadline = list[str](), time.monotonic() + 20
     while (batch := client.batches.retrieve(created.id)).status not in TERMINAL:
         assert time.monotonic() < deadline, seen
         if not seen or seen[-1] != batch.status:
             seen.append(batch.status)
+        assert batch.request_counts is not None
         assert batch.request_counts.completed + batch.request_counts.failed \
             <= batch.request_counts.total
         time.sleep(0.02)
@@ -212,7 +216,9 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert batch.status == "completed"
     assert batch.model == "gpt-4o-mini"
     assert batch.errors is None
+    assert batch.request_counts is not None
     assert batch.request_counts.to_dict() == {"total": 12, "completed": 6, "failed": 6}
+    assert batch.in_progress_at and batch.finalizing_at and batch.completed_at
     assert batch.created_at <= batch.in_progress_at <= batch.finalizing_at \
         <= batch.completed_at
     assert (batch.failed_at, batch.expired_at, batch.cancelling_at, batch.cancelled_at) == (
@@ -249,7 +255,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
         output.values())
     assert batch.usage.to_dict()["cost_nano_usd"] == expected_cost(output.values(),
                                                                    discount=True)
-    assert batch.usage.to_dict()["cost_nano_usd"] > 0
+    assert isinstance(cost := batch.usage.to_dict()["cost_nano_usd"], int) and cost > 0
 
     # Nothing the validator refused reached the upstream.
     prompts = prompts_seen(sim)
@@ -258,6 +264,7 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
 
     # The result files are files: listed, described, and never a batch input.
     for file_id, name in ((batch.output_file_id, "output"), (batch.error_file_id, "errors")):
+        assert file_id is not None
         described = client.files.retrieve(file_id)
         assert described.purpose == "batch_output"
         assert described.filename == f"{batch.id}_{name}.jsonl"
@@ -266,13 +273,15 @@ def test_a_chat_batch_from_an_uploaded_file(simulator_factory, relayd_factory):
     assert listed == {uploaded.id: "batch", batch.output_file_id: "batch_output",
                       batch.error_file_id: "batch_output"}
     assert client.files.content(uploaded.id).content == data
+    assert batch.output_file_id is not None
     with pytest.raises(openai.BadRequestError) as refusal:
         client.batches.create(input_file_id=batch.output_file_id, endpoint=CHAT,
                               completion_window="24h")
     assert refusal.value.body["param"] == "input_file_id"  # type: ignore[index]
 
 
-def test_embeddings_and_completions_batches(simulator_factory, relayd_factory):
+def test_embeddings_and_completions_batches(simulator_factory: Callable[..., Simulator],
+                                            relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "10")
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -314,7 +323,8 @@ def test_embeddings_and_completions_batches(simulator_factory, relayd_factory):
     assert sorted(r["model"] for r in sim.requests()) == ["sim-small"] * 4
 
 
-def test_inline_requests_become_an_input_file(simulator_factory, relayd_factory):
+def test_inline_requests_become_an_input_file(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     requests = [chat(f"r-{i}", f"Classify: great product {i}") for i in range(3)]
@@ -335,8 +345,8 @@ def test_inline_requests_become_an_input_file(simulator_factory, relayd_factory)
                for i in output.values())
 
 
-def test_file_lifetimes_expires_after_and_output_expires_after(simulator_factory,
-                                                               relayd_factory):
+def test_file_lifetimes_expires_after_and_output_expires_after(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """The SDK's `expires_after` on an upload and `output_expires_after` on a batch set
     `expires_at` on the file objects (anchor: each file's own `created_at`)."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -372,7 +382,8 @@ def test_file_lifetimes_expires_after_and_output_expires_after(simulator_factory
     assert refused.value.body["param"] == "output_expires_after.seconds"  # type: ignore[index]
 
 
-def test_an_untidy_file_still_runs(simulator_factory, relayd_factory):
+def test_an_untidy_file_still_runs(simulator_factory: Callable[..., Simulator],
+                                   relayd_factory: Callable[..., Relayd]) -> None:
     """Blank lines, CRLF endings, a 10 MB line and a last line without a newline."""
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
@@ -390,7 +401,8 @@ def test_an_untidy_file_still_runs(simulator_factory, relayd_factory):
     assert len(sim.requests()) == 3
 
 
-def test_a_batch_whose_every_record_is_refused_completes(simulator_factory, relayd_factory):
+def test_a_batch_whose_every_record_is_refused_completes(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -406,7 +418,8 @@ def test_a_batch_whose_every_record_is_refused_completes(simulator_factory, rela
     assert sim.requests() == []
 
 
-def test_expedited_goes_first_and_pays_full_price(simulator_factory, relayd_factory):
+def test_expedited_goes_first_and_pays_full_price(simulator_factory: Callable[..., Simulator],
+                                                  relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "5")
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     client = sdk(relayd)
@@ -420,8 +433,10 @@ def test_expedited_goes_first_and_pays_full_price(simulator_factory, relayd_fact
                        priority="expedited")
     assert (standard.to_dict()["priority"], expedited.to_dict()["priority"]) == (
         "standard", "expedited")
+    def in_progress(batch_id: str) -> bool:
+        return client.batches.retrieve(batch_id).status == "in_progress"
     for queued in (standard, expedited):  # both validated while the blocker still runs
-        wait_until(lambda q=queued: client.batches.retrieve(q.id).status == "in_progress")
+        wait_until(partial(in_progress, queued.id))
     assert client.batches.retrieve(blocker.id).status == "in_progress"
 
     std, exp = finished(client, standard.id), finished(client, expedited.id)
@@ -438,7 +453,8 @@ def test_expedited_goes_first_and_pays_full_price(simulator_factory, relayd_fact
     assert exp_cost == 2 * std_cost > 0
 
 
-def test_cancel_keeps_partial_output(simulator_factory, relayd_factory):
+def test_cancel_keeps_partial_output(simulator_factory: Callable[..., Simulator],
+                                     relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     client = sdk(relayd)
@@ -448,13 +464,16 @@ def test_cancel_keeps_partial_output(simulator_factory, relayd_factory):
     waiting = create(client, requests=[chat(f"w-{i}", f"waiting {i}") for i in range(2)])
     wait_until(lambda: client.batches.retrieve(waiting.id).status == "in_progress")
     # Counters are live: progress shows while the batch runs.
-    progress = wait_until(lambda: (b := client.batches.retrieve(running.id))
-                          .request_counts.completed >= 1 and b)
+    def progressed() -> Batch | None:
+        b = client.batches.retrieve(running.id)
+        return b if b.request_counts is not None and b.request_counts.completed >= 1 else None
+    progress = wait_until(progressed)
     assert progress.status == "in_progress" and progress.usage is not None
     assert progress.request_counts.total == 8
 
     answer = client.batches.cancel(waiting.id)  # not started: it ends before the answer
-    assert answer.status == "cancelled" and answer.cancelling_at <= answer.cancelled_at
+    assert answer.status == "cancelled" and answer.cancelling_at and answer.cancelled_at
+    assert answer.cancelling_at <= answer.cancelled_at
     answer = client.batches.cancel(running.id)
     assert answer.status == "cancelling" and answer.cancelling_at is not None
 
@@ -487,7 +506,8 @@ def test_cancel_keeps_partial_output(simulator_factory, relayd_factory):
     assert client.batches.retrieve(never_ran.id).status == "cancelled"
 
 
-def test_expiry_ends_unfinished_records(simulator_factory, relayd_factory):
+def test_expiry_ends_unfinished_records(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1,
                             gateway={"completion_window_s": 2}).start()
@@ -520,7 +540,8 @@ def test_expiry_ends_unfinished_records(simulator_factory, relayd_factory):
     assert not any(p.startswith("queued") for p in prompts_seen(sim))
 
 
-def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
+def test_list_pages_through_every_batch(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     made = [create(client, requests=[chat("r", f"Classify: item {i}")]).id for i in range(5)]
@@ -543,8 +564,8 @@ def test_list_pages_through_every_batch(simulator_factory, relayd_factory):
             assert reply.status_code == 400 and reply.json()["error"]["param"] == "limit"
 
 
-def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(simulator_factory,
-                                                                       relayd_factory):
+def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """An OpenAI client never reads a Relay job from the list (ISO times, no
     request_counts), and a dead-letter retry reads as a batch like any other."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -581,7 +602,8 @@ def test_the_list_beside_relay_jobs_and_a_retried_batch_are_well_typed(simulator
 # -- refusals -----------------------------------------------------------------------------
 
 
-def test_every_create_refusal_names_its_field(simulator_factory, relayd_factory):
+def test_every_create_refusal_names_its_field(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     file_id = upload(client, [chat("a", "hi")])
@@ -625,7 +647,8 @@ def test_every_create_refusal_names_its_field(simulator_factory, relayd_factory)
     assert [f.id for f in client.files.list()] == [file_id]  # no inline file left behind
 
 
-def test_a_broken_file_fails_the_batch_with_an_errors_list(simulator_factory, relayd_factory):
+def test_a_broken_file_fails_the_batch_with_an_errors_list(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     client = sdk(relayd)
@@ -665,7 +688,8 @@ def test_a_broken_file_fails_the_batch_with_an_errors_list(simulator_factory, re
     assert sim.requests() == []  # nothing of a failed batch ever ran
 
 
-def test_auth_and_not_found(simulator_factory, relayd_factory):
+def test_auth_and_not_found(simulator_factory: Callable[..., Simulator],
+                            relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     acme, globex = sdk(relayd, "acme"), sdk(relayd, "globex")
     file_id = upload(acme, [chat("a", "hi")])
@@ -706,7 +730,8 @@ def test_auth_and_not_found(simulator_factory, relayd_factory):
     assert finished(acme, batch.id).status == "completed"
 
 
-def test_workspace_switches(simulator_factory, relayd_factory):
+def test_workspace_switches(simulator_factory: Callable[..., Simulator],
+                            relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     batch = create(client, requests=[chat("a", "hi")])
@@ -739,8 +764,8 @@ def test_workspace_switches(simulator_factory, relayd_factory):
 # -- inputs that must not break the daemon ------------------------------------------------
 
 
-def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(simulator_factory,
-                                                                   relayd_factory):
+def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """`"\\ud800"` is valid JSON syntax; Python reads it as a lone surrogate, which
     cannot be written back as UTF-8."""
     relayd = relayd_factory(simulator_factory()).start()
@@ -756,8 +781,8 @@ def test_a_lone_surrogate_in_inline_requests_is_not_a_server_error(simulator_fac
             assert done
 
 
-def test_a_lone_surrogate_custom_id_in_a_file_does_not_wedge_the_batch(simulator_factory,
-                                                                       relayd_factory):
+def test_a_lone_surrogate_custom_id_in_a_file_does_not_wedge_the_batch(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     client = sdk(relayd)
     data = jsonl([chat("a\ud800", "hi"), chat("b", "hi")])

@@ -10,18 +10,22 @@ reachable these tests skip, saying why; under `CI=true` they fail.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from daemon.store.schema import SCHEMA_VERSION
-from tests.e2e.harness import RELAYD, config_tables, rows, wait_for_status
+from daemon.testing import Simulator
+from tests.e2e.harness import RELAYD, Relayd, config_tables, rows, wait_for_status
 from tests.store import postgres
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_batch_runs_on_postgresql(simulator_factory, relayd_factory):
+def test_a_batch_runs_on_postgresql(simulator_factory: Callable[..., Simulator],
+                                    relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim)
     with postgres.fresh_schema() as url:
@@ -67,7 +71,7 @@ def test_a_batch_runs_on_postgresql(simulator_factory, relayd_factory):
         assert not (relayd.data / "relay.db").exists()  # nothing went to SQLite
 
 
-def test_nodes_starting_at_once_create_the_schema_once(tmp_path):
+def test_nodes_starting_at_once_create_the_schema_once(tmp_path: Path) -> None:
     with postgres.fresh_schema() as url:
         config = tmp_path / "relay.toml"
         config.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\n\n'

@@ -42,7 +42,8 @@ def drain(relayd: Relayd, sim: Simulator) -> tuple[float, dict[str, int], dict[s
     return elapsed, sim.stats()["by_status"], model
 
 
-def test_a_configured_rpm_drains_at_the_limit_with_no_429s(simulator_factory, start_relayd):
+def test_a_configured_rpm_drains_at_the_limit_with_no_429s(
+        simulator_factory: Callable[..., Simulator], start_relayd: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--rpm", str(RPM))
     relayd = start_relayd(sim, rpm=RPM)
     elapsed, statuses, model = drain(relayd, sim)
@@ -54,7 +55,8 @@ def test_a_configured_rpm_drains_at_the_limit_with_no_429s(simulator_factory, st
     assert model["state"]["upstream_rpm"] == RPM and model["state"]["in_flight"] == 0
 
 
-def test_without_rpm_the_limit_is_learned_from_the_headers(simulator_factory, start_relayd):
+def test_without_rpm_the_limit_is_learned_from_the_headers(
+        simulator_factory: Callable[..., Simulator], start_relayd: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--rpm", str(RPM))
     relayd = start_relayd(sim)
     elapsed, statuses, model = drain(relayd, sim)

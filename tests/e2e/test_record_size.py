@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.harness import config_tables, wait_for_status
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, config_tables, wait_for_status
 from tests.e2e.test_tools import LOOKUP, http_tools, submit, tool_record
 from tests.e2e.test_workflows import enable, lines, run_batch
 from tests.e2e.test_workflows import record as workflow_record
@@ -24,7 +26,7 @@ MB = 1024 * 1024
 
 
 def test_a_transcript_past_the_cap_ends_its_record_and_is_neither_stored_nor_sent(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim)
     relayd.write_config(**config_tables(sim, concurrency=4), limits={"max_record_mb": 1})
@@ -60,7 +62,7 @@ def test_a_transcript_past_the_cap_ends_its_record_and_is_neither_stored_nor_sen
 
 
 def test_a_workflow_state_past_the_cap_ends_its_record_before_it_is_stored_or_sent(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim)
     relayd.write_config(**config_tables(sim), limits={"max_record_mb": 2})

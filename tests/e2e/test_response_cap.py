@@ -6,12 +6,14 @@ results stay small."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import rows, wait_for_status
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +36,8 @@ def stored_bytes(data: Path) -> int:
     return sum(path.stat().st_size for path in data.glob("relay.db*"))
 
 
-def test_huge_answers_fail_their_rows_and_nothing_else(simulator_factory, relayd_factory):
+def test_huge_answers_fail_their_rows_and_nothing_else(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, gateway={"max_response_mb": 1}).start()
     huge = [row("huge-0", "a [sim:huge=100]"), row("huge-1", "b [sim:huge=100]"),

@@ -7,18 +7,21 @@ import hmac
 import json
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import httpx
 import pytest
 
-from tests.e2e.harness import RELAYD, rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import RELAYD, Relayd, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
 
-def test_priority_order_is_observed_at_the_upstream(simulator_factory, relayd_factory):
+def test_priority_order_is_observed_at_the_upstream(simulator_factory: Callable[..., Simulator],
+                                                    relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1, running=1).start()
     with relayd.client() as client:
@@ -35,7 +38,8 @@ def test_priority_order_is_observed_at_the_upstream(simulator_factory, relayd_fa
     assert order == ["[sim:sleep=600]", "high-0", "high-1", "low-0", "low-1"]
 
 
-def test_cancel_stops_the_upstream_traffic(simulator_factory, relayd_factory):
+def test_cancel_stops_the_upstream_traffic(simulator_factory: Callable[..., Simulator],
+                                           relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "50")
     relayd = relayd_factory(sim, concurrency=4).start()
     with relayd.client() as client:
@@ -69,7 +73,8 @@ class _Receiver(BaseHTTPRequestHandler):
         pass
 
 
-def test_completion_webhook_is_signed_and_recorded(simulator_factory, relayd_factory):
+def test_completion_webhook_is_signed_and_recorded(simulator_factory: Callable[..., Simulator],
+                                                   relayd_factory: Callable[..., Relayd]) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     relayd = relayd_factory(simulator_factory()).start()
@@ -103,7 +108,9 @@ def test_completion_webhook_is_signed_and_recorded(simulator_factory, relayd_fac
     "https://10.1.2.3/hook", "https://169.254.169.254/latest", "http://93.184.216.34/hook",
     "not a url",
 ])
-def test_private_or_plain_http_webhooks_are_refused(simulator_factory, relayd_factory, url):
+def test_private_or_plain_http_webhooks_are_refused(simulator_factory: Callable[..., Simulator],
+                                                    relayd_factory: Callable[..., Relayd],
+                                                    url: str) -> None:
     relayd = relayd_factory(simulator_factory(), allow_private=False).start()
     with relayd.client() as client:
         reply = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(1),
@@ -113,7 +120,8 @@ def test_private_or_plain_http_webhooks_are_refused(simulator_factory, relayd_fa
         assert client.get("/v1/batches?dialect=all").json()["data"] == []
 
 
-def test_events_stream_a_running_job(simulator_factory, relayd_factory):
+def test_events_stream_a_running_job(simulator_factory: Callable[..., Simulator],
+                                     relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory("--latency-ms", "20")).start()
     seen: list[tuple[str, dict]] = []
     with relayd.client() as client, client.stream("GET", "/v1/events") as stream:
@@ -139,7 +147,8 @@ def test_events_stream_a_running_job(simulator_factory, relayd_factory):
     assert ended["completed"] == 60 and ended["relay_status"] == "completed"
 
 
-def test_healthz_and_models_need_no_job(simulator_factory, relayd_factory):
+def test_healthz_and_models_need_no_job(simulator_factory: Callable[..., Simulator],
+                                        relayd_factory: Callable[..., Relayd]) -> None:
     relayd = relayd_factory(simulator_factory()).start()
     assert httpx.get(relayd.url + "/healthz").json() == {"status": "ok"}
     with relayd.client() as client:

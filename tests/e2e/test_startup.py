@@ -15,7 +15,7 @@ from daemon.testing import RELAYD, config_toml
 pytestmark = pytest.mark.e2e
 
 
-def test_a_busy_port_ends_serve_non_zero_within_two_seconds(tmp_path: Path):
+def test_a_busy_port_ends_serve_non_zero_within_two_seconds(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -32,7 +32,7 @@ def test_a_busy_port_ends_serve_non_zero_within_two_seconds(tmp_path: Path):
     assert took < 2.0, f"took {took:.2f} s"  # the whole process, start-up included
 
 
-def test_a_store_that_cannot_be_opened_ends_serve_in_one_line(tmp_path: Path):
+def test_a_store_that_cannot_be_opened_ends_serve_in_one_line(tmp_path: Path) -> None:
     with socket.socket() as closed:  # bound, never listening: connections are refused
         closed.bind(("127.0.0.1", 0))
         url = f"postgresql://postgres@127.0.0.1:{closed.getsockname()[1]}/test"

@@ -8,7 +8,7 @@ nobody, a cancel ends the job within `timeout_ms` + 5 s, the per-host limit hold
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -53,7 +53,8 @@ def metric(relayd_url: str, line_start: str) -> float:
 
 
 def test_a_keepalive_stream_fails_its_record_in_time_and_evicting_it_holds_up_no_one(
-        simulator_factory, relayd_factory, hostile: HostileMcp):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        hostile: HostileMcp) -> None:
     sim: Simulator = simulator_factory("--mcp-port", "0")
     assert sim.mcp_url is not None
     relayd = with_tools(relayd_factory(sim), sim, {"mcp_sessions_per_job": 1},
@@ -80,7 +81,8 @@ def test_a_keepalive_stream_fails_its_record_in_time_and_evicting_it_holds_up_no
 
 
 def test_a_cancel_ends_a_job_stuck_on_a_keepalive_stream_within_timeout_plus_5_s(
-        simulator_factory, relayd_factory, hostile: HostileMcp):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        hostile: HostileMcp) -> None:
     sim = simulator_factory()
     timeout_ms = 2000
     # retries enough that retrying after the cancel would overrun the bound
@@ -98,7 +100,8 @@ def test_a_cancel_ends_a_job_stuck_on_a_keepalive_stream_within_timeout_plus_5_s
     assert (done["canceled"], done["dead_letter"]) == (1, 0)
 
 
-def test_no_tools_call_starts_after_a_cancel_is_answered(simulator_factory, relayd_factory):
+def test_no_tools_call_starts_after_a_cancel_is_answered(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """A round's calls each take a host slot, so 24 calls at a limit of 4 go out in
     waves: a cancel answered during the first wave starts none of the later ones."""
     sim = simulator_factory("--mcp-port", "0")
@@ -120,7 +123,8 @@ def test_no_tools_call_starts_after_a_cancel_is_answered(simulator_factory, rela
     assert (row["error_code"], done["dead_letter"]) == ("canceled", 0)  # not a dead letter
 
 
-def test_the_per_host_limit_holds_for_each_tools_call(simulator_factory, relayd_factory):
+def test_the_per_host_limit_holds_for_each_tools_call(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--mcp-port", "0")
     assert sim.mcp_url is not None
     relayd = with_tools(relayd_factory(sim), sim, {"max_concurrency_per_host": 4}).start()
@@ -134,8 +138,8 @@ def test_the_per_host_limit_holds_for_each_tools_call(simulator_factory, relayd_
     assert 2 <= sim.stats()["mcp_peak_in_flight"] <= 4
 
 
-def test_arguments_that_are_not_json_are_a_tool_error_never_sent(simulator_factory,
-                                                                  relayd_factory):
+def test_arguments_that_are_not_json_are_a_tool_error_never_sent(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--mcp-port", "0")
     assert sim.mcp_url is not None
     client = relayd_factory(sim).start().client()

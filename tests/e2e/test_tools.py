@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 import httpx
 import pytest
@@ -13,11 +14,11 @@ from openai import OpenAI
 
 from daemon.domain.tool_config import REDACTED
 from daemon.executors.tool_loop import call_id
-from tests.e2e.harness import Simulator, wait_for_status, wait_until
+from tests.e2e.harness import Relayd, Simulator, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 SECRET = "Bearer tool-s3cret"
 LOOKUP = {"type": "function", "function": {
     "name": "lookup", "description": "Look a thing up.",
@@ -51,7 +52,8 @@ def submit(client: httpx.Client, records: list[dict[str, Any]]) -> dict[str, Any
     return reply.json()
 
 
-def test_a_relay_batch_of_tool_records_over_http(simulator_factory, relayd_factory):
+def test_a_relay_batch_of_tool_records_over_http(simulator_factory: Callable[..., Simulator],
+                                                 relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     client = relayd.client()
@@ -93,7 +95,8 @@ def test_a_relay_batch_of_tool_records_over_http(simulator_factory, relayd_facto
     assert SECRET not in relayd.log.read_text()
 
 
-def test_a_malformed_tool_config_is_a_400_naming_the_field(simulator_factory, relayd_factory):
+def test_a_malformed_tool_config_is_a_400_naming_the_field(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     client = relayd_factory(sim).start().client()
     reply = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": [
@@ -106,8 +109,8 @@ def test_a_malformed_tool_config_is_a_400_naming_the_field(simulator_factory, re
     assert client.get("/v1/batches?dialect=all").json()["data"] == []
 
 
-def test_a_private_executor_is_refused_under_the_strict_policy(simulator_factory,
-                                                               relayd_factory):
+def test_a_private_executor_is_refused_under_the_strict_policy(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     client = relayd_factory(sim, allow_private=False).start().client()
     reply = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": [
@@ -116,7 +119,8 @@ def test_a_private_executor_is_refused_under_the_strict_policy(simulator_factory
     assert reply.json()["error"]["param"] == "requests[0].body.openrelay.tool_config.url"
 
 
-def test_an_unreachable_executor_dead_letters_the_record(simulator_factory, relayd_factory):
+def test_an_unreachable_executor_dead_letters_the_record(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     client = relayd_factory(sim).start().client()
     job = submit(client, [
@@ -138,7 +142,8 @@ def test_an_unreachable_executor_dead_letters_the_record(simulator_factory, rela
     assert len(downs) == 3 and len({c["headers"]["Relay-Call-Id"] for c in downs}) == 1
 
 
-def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_factory):
+def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory: Callable[..., Simulator],
+                                                 relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--mcp-port", "0")
     assert sim.mcp_url is not None
     relayd = relayd_factory(sim).start()
@@ -150,7 +155,8 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_facto
         tool_record("bad", "x", {"url": sim.tools_url, "max_rounds": "many"}),
         forcing("fail", tool_record("mcp-err", "no such city [sim:tool_rounds=1]", mcp)),
     ]
-    upload = client.files.create(file=("tools.jsonl", "\n".join(map(json.dumps, records))),
+    upload = client.files.create(file=("tools.jsonl",
+                                       "\n".join(map(json.dumps, records)).encode()),
                                  purpose="batch")
     batch = client.batches.create(input_file_id=upload.id, endpoint=CHAT,
                                   completion_window="24h")
@@ -179,14 +185,15 @@ def test_openai_sdk_tool_batch_over_http_and_mcp(simulator_factory, relayd_facto
         call_id(batch.id, "mcp", 1), call_id(batch.id, "mcp", 2)]
 
 
-def test_a_kill_mid_record_resumes_without_repeating_stored_calls(simulator_factory,
-                                                                  relayd_factory):
+def test_a_kill_mid_record_resumes_without_repeating_stored_calls(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1).start()
     client = relayd.client()
     prompt = "three rounds [sim:tool_rounds=3] [sim:tool_sleep=2500 tool_round=2]"
     job = submit(client, [tool_record("slow", prompt, http_tools(sim), tools=[LOOKUP])])
     wait_until(lambda: len(sim.tool_calls()) == 2)  # round 2's executor call is in flight
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
     models_before = sim.stats()["requests"]
@@ -208,7 +215,8 @@ def test_a_kill_mid_record_resumes_without_repeating_stored_calls(simulator_fact
 
 
 
-def test_a_cancel_stops_the_loop_between_rounds(simulator_factory, relayd_factory):
+def test_a_cancel_stops_the_loop_between_rounds(simulator_factory: Callable[..., Simulator],
+                                                relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     client = relayd_factory(sim).start().client()
     prompt = "many rounds [sim:tool_rounds=5] [sim:tool_sleep=1500]"

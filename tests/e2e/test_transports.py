@@ -4,12 +4,14 @@ and an answer over the cap. Both clients must give the same results."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from daemon.config import TRANSPORTS
-from tests.e2e.harness import rows, wait_for_status
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, rows, wait_for_status
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +25,8 @@ def row(custom_id: str, prompt: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_job_runs_alike_through_each_client(simulator_factory, relayd_factory,
+def test_a_job_runs_alike_through_each_client(simulator_factory: Callable[..., Simulator],
+                                              relayd_factory: Callable[..., Relayd],
                                               transport: str) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, attempts=2,

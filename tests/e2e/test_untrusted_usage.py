@@ -12,13 +12,15 @@ the ending itself can write)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
-from tests.e2e.harness import config_tables, rows, wait_for_status, wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, config_tables, rows, wait_for_status, wait_until
 from tests.e2e.test_workflows import TEXT, enable, lines, record, run_batch
 from tests.store import postgres
 
@@ -51,8 +53,8 @@ def detail(client: httpx.Client, job_id: str, custom_id: str) -> dict[str, Any]:
     return client.get(f"/v1/batches/{job_id}/rows/{custom_id}").json()
 
 
-def test_untrusted_usage_fails_its_row_and_the_job_completes(simulator_factory,
-                                                             relayd_factory):
+def test_untrusted_usage_fails_its_row_and_the_job_completes(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     with relayd.client() as client:
@@ -83,8 +85,8 @@ def test_untrusted_usage_fails_its_row_and_the_job_completes(simulator_factory,
     assert "kept, will retry" not in relayd.log_tail(20_000)
 
 
-def test_four_jobs_of_untrusted_usage_do_not_hold_the_slots(simulator_factory,
-                                                            relayd_factory):
+def test_four_jobs_of_untrusted_usage_do_not_hold_the_slots(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """The attack's config: four running jobs at once, each with rows that wedged their
     job before. A fifth, from another workspace, runs once slots free, and all end."""
     sim = simulator_factory()
@@ -104,7 +106,7 @@ def test_four_jobs_of_untrusted_usage_do_not_hold_the_slots(simulator_factory,
 
 
 def test_a_workflows_requests_with_untrusted_usage_are_error_results_unbilled(
-        simulator_factory, relayd_factory):
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     """The map requests answer −10^6 prompt tokens: each is an `invalid_response` error
     result for the callback, the record still completes (the reduce request is clean),
     and it is billed for the reduce request alone."""
@@ -141,8 +143,8 @@ CREATE TRIGGER refuse_outcomes BEFORE UPDATE ON "row"
 """
 
 
-def test_a_cancel_ends_a_job_whose_outcome_writes_keep_failing(simulator_factory,
-                                                               relayd_factory):
+def test_a_cancel_ends_a_job_whose_outcome_writes_keep_failing(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory("--latency-ms", "30")
     relayd = relayd_factory(sim, concurrency=4)
     with postgres.fresh_schema() as url:

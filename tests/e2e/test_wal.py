@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 
 import pytest
 
 from daemon.store.sqlite import WAL_LIMIT
-from tests.e2e.harness import wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, wait_until
 from tests.e2e.test_workflows import enable, start_batch
 from tests.e2e.test_workflows import record as workflow_record
 
@@ -24,8 +26,8 @@ MB = 1024 * 1024
 STATE = 128 * 30 * 1024  # the record's requests: most of its state
 
 
-def test_the_wal_comes_back_under_its_limit_once_a_reader_lets_go(simulator_factory,
-                                                                   relayd_factory):
+def test_the_wal_comes_back_under_its_limit_once_a_reader_lets_go(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -55,6 +57,7 @@ def test_the_wal_comes_back_under_its_limit_once_a_reader_lets_go(simulator_fact
 
     wait_until(ended, timeout=120)
 
-    assert client.batches.retrieve(batch.id).request_counts.completed == 1
+    counts = client.batches.retrieve(batch.id).request_counts
+    assert counts is not None and counts.completed == 1
     assert peak_after <= WAL_LIMIT + 2 * STATE  # the limit, plus the write that passed it
     assert size() <= WAL_LIMIT

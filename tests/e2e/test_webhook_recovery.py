@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
@@ -17,7 +18,8 @@ from daemon.config import load
 from daemon.domain.jobs import COMPLETED, JobDraft, RowDraft
 from daemon.store import open_store
 from daemon.store.interface import Ending, Store
-from tests.e2e.harness import wait_until
+from daemon.testing import Simulator
+from tests.e2e.harness import Relayd, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +47,8 @@ def _ended_job(repo: Store, workspace_id: int, job_id: str, url: str) -> int:
     return job.seq
 
 
-def test_unsent_webhooks_go_out_once_after_a_restart(simulator_factory, relayd_factory):
+def test_unsent_webhooks_go_out_once_after_a_restart(simulator_factory: Callable[..., Simulator],
+                                                     relayd_factory: Callable[..., Relayd]) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/hook"
@@ -72,7 +75,8 @@ def test_unsent_webhooks_go_out_once_after_a_restart(simulator_factory, relayd_f
         relayd.start()  # a second restart sends nothing again:
         # its start sends what is unsent, and a graceful stop waits for every webhook
         # it sent (the notifier stops after the scheduler, its pool after all it took)
-        assert relayd.terminate() < 10 and relayd.proc.returncode == 0
+        assert relayd.terminate() < 10
+        assert relayd.proc is not None and relayd.proc.returncode == 0
     finally:
         server.shutdown()
     assert [b["id"] for b in _Receiver.bodies] == ["a" * 32]

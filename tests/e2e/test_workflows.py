@@ -8,7 +8,8 @@ import hmac
 import json
 import signal
 import subprocess
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 import pytest
 from openai import OpenAI
@@ -18,7 +19,7 @@ from tests.e2e.harness import RELAYD, Relayd, Simulator, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 SECRET = "Bearer callback-s3cret"
 TEXT = "Relay runs batches. It retries. It falls back. It keeps a dead-letter list."
 
@@ -39,7 +40,8 @@ def enable(relayd: Relayd, workspace: str = "acme", switch: str = "on") -> None:
 def start_batch(relayd: Relayd, records: list[dict]) -> tuple[OpenAI, Any]:
     """An OpenAI-dialect batch of `records` (an uploaded file), created with the SDK."""
     client = OpenAI(base_url=relayd.url + "/v1", api_key=relayd.key("acme"))
-    upload = client.files.create(file=("flows.jsonl", "\n".join(map(json.dumps, records))),
+    upload = client.files.create(file=("flows.jsonl",
+                                       "\n".join(map(json.dumps, records)).encode()),
                                  purpose="batch")
     return client, client.batches.create(input_file_id=upload.id, endpoint=CHAT,
                                          completion_window="24h")
@@ -59,7 +61,8 @@ def lines(client: OpenAI, file_id: str | None) -> dict[str, dict]:
     return {line["custom_id"]: line for line in map(json.loads, text.splitlines())}
 
 
-def test_a_map_reduce_workflow_with_the_openai_sdk(simulator_factory, relayd_factory):
+def test_a_map_reduce_workflow_with_the_openai_sdk(simulator_factory: Callable[..., Simulator],
+                                                   relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -104,7 +107,8 @@ def test_a_map_reduce_workflow_with_the_openai_sdk(simulator_factory, relayd_fac
     assert (counters["steps"], counters["requests"]) == (2, 5)
 
 
-def test_workflows_are_off_until_an_operator_enables_them(simulator_factory, relayd_factory):
+def test_workflows_are_off_until_an_operator_enables_them(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
 
@@ -135,8 +139,9 @@ def test_workflows_are_off_until_an_operator_enables_them(simulator_factory, rel
     (f"{TEXT} [sim:wf_fanout=8]", {"max_requests": 5}, "workflow_request_limit", False),
     (TEXT, {"max_tokens": 5}, "workflow_token_limit", False),
 ])
-def test_each_way_a_workflow_fails(simulator_factory, relayd_factory, text, config, code,
-                                   dead):
+def test_each_way_a_workflow_fails(simulator_factory: Callable[..., Simulator],
+                                   relayd_factory: Callable[..., Relayd], text: str,
+                                   config: dict[str, int], code: str, dead: bool) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -150,7 +155,8 @@ def test_each_way_a_workflow_fails(simulator_factory, relayd_factory, text, conf
     assert bool(dead_letter) is dead
 
 
-def test_an_event_is_delivered_four_times_with_one_id(simulator_factory, relayd_factory):
+def test_an_event_is_delivered_four_times_with_one_id(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -164,7 +170,8 @@ def test_an_event_is_delivered_four_times_with_one_id(simulator_factory, relayd_
     assert len({e["headers"]["Relay-Event-Id"] for e in started}) == 1
 
 
-def test_a_wait_holds_no_slot_and_ends_with_a_tick(simulator_factory, relayd_factory):
+def test_a_wait_holds_no_slot_and_ends_with_a_tick(simulator_factory: Callable[..., Simulator],
+                                                   relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, concurrency=1).start()
     enable(relayd)
@@ -183,8 +190,8 @@ def test_a_wait_holds_no_slot_and_ends_with_a_tick(simulator_factory, relayd_fac
     assert plain_done < events[1]["at"]  # the plain rows ran while the workflow waited
 
 
-def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(simulator_factory,
-                                                                  relayd_factory):
+def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -193,6 +200,7 @@ def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(simulator_fact
     rest = relayd.client()
     wait_until(lambda: rest.get(f"/v1/batches/{batch.id}/rows/flow").json().get(
         "workflow", {}).get("finished") == 2)  # the two quick ones are stored
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
     events_before = len(sim.workflow_events())
@@ -208,14 +216,15 @@ def test_a_kill_mid_step_resumes_and_runs_only_what_was_in_flight(simulator_fact
     assert output["openrelay"]["requests"] == 5
 
 
-def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(simulator_factory,
-                                                                 relayd_factory):
+def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
     text = f"{TEXT} [sim:wf_sleep=2000]"  # the callback takes 2 s to answer each event
     client, batch = start_batch(relayd, [record("flow", sim, text)])
     wait_until(lambda: sim.workflow_events())  # the started event is out
+    assert relayd.proc is not None
     relayd.proc.send_signal(signal.SIGKILL)
     relayd.proc.wait()
 
@@ -228,7 +237,8 @@ def test_a_kill_at_a_step_boundary_resends_the_event_with_its_id(simulator_facto
     assert len([r for r in sim.requests() if r["prompt"].startswith("Summarise")]) == 4
 
 
-def test_cancel_stops_a_workflow_at_once(simulator_factory, relayd_factory):
+def test_cancel_stops_a_workflow_at_once(simulator_factory: Callable[..., Simulator],
+                                         relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -246,8 +256,8 @@ def test_cancel_stops_a_workflow_at_once(simulator_factory, relayd_factory):
     assert len(sim.workflow_events()) == 1
 
 
-def test_the_relay_dialect_refuses_a_workflow_naming_the_field(simulator_factory,
-                                                               relayd_factory):
+def test_the_relay_dialect_refuses_a_workflow_naming_the_field(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     reply = relayd_factory(sim).start().client().post("/v1/batches", json={
         "model": "gpt-4o-mini", "requests": [record("flow", sim)]})
@@ -255,8 +265,8 @@ def test_the_relay_dialect_refuses_a_workflow_naming_the_field(simulator_factory
     assert reply.json()["error"]["param"] == "requests[0].body.openrelay.workflow"
 
 
-def test_the_token_budget_cancels_running_requests_unbilled(simulator_factory,
-                                                            relayd_factory):
+def test_the_token_budget_cancels_running_requests_unbilled(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim).start()
     enable(relayd)
@@ -273,7 +283,8 @@ def test_the_token_budget_cancels_running_requests_unbilled(simulator_factory,
     assert len([r for r in sim.requests() if r["prompt"].startswith("Summarise")]) == 4
 
 
-def test_a_waiting_workflow_ends_when_the_batch_expires(simulator_factory, relayd_factory):
+def test_a_waiting_workflow_ends_when_the_batch_expires(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd]) -> None:
     sim = simulator_factory()
     relayd = relayd_factory(sim, gateway={"completion_window_s": 2}).start()
     enable(relayd)

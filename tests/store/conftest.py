@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from daemon.domain import ids
-from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft
+from daemon.domain.jobs import QUEUED, Job, JobDraft, RowDraft, Status
 from daemon.domain.outcome import Attempt, RowOutcome, Usage
+from daemon.store.backend import SqlStore
 from daemon.store.interface import Ending, Store
 from daemon.store.postgres import open_postgres
 from daemon.store.sqlite import open_sqlite
@@ -38,7 +39,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @contextmanager
-def sqlite_store(tmp: Path) -> Iterator[Store]:
+def sqlite_store(tmp: Path) -> Iterator[SqlStore]:
     store = open_sqlite(tmp / "relay.db")
     try:
         yield store
@@ -47,7 +48,7 @@ def sqlite_store(tmp: Path) -> Iterator[Store]:
 
 
 @contextmanager
-def postgres_store(tmp: Path) -> Iterator[Store]:
+def postgres_store(tmp: Path) -> Iterator[SqlStore]:
     with postgres.clean_schema() as url:
         store = open_postgres(url)
         try:
@@ -56,14 +57,14 @@ def postgres_store(tmp: Path) -> Iterator[Store]:
             store.close()
 
 
-BACKENDS: dict[str, Callable[[Path], AbstractContextManager[Store]]] = {
+BACKENDS: dict[str, Callable[[Path], AbstractContextManager[SqlStore]]] = {
     "sqlite": sqlite_store,
     "postgres": postgres_store,
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
     with BACKENDS[request.param](tmp_path) as store:
         yield store
 
@@ -79,7 +80,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"PostgreSQL tests skipped: {reason}", yellow=True)
 
 
-def end(repo: Store, job: Job, status: str, *, now: float = NOW, **ending: Any) -> Job | None:
+def end(repo: Store, job: Job, status: Status, *, now: float = NOW, **ending: Any) -> Job | None:
     """End `job` as `status` the way the actors do (`Store.end_job`)."""
     return repo.end_job(job.seq, Ending(status, **ending), now=now)
 

@@ -11,14 +11,15 @@ import pytest
 
 from daemon.domain import ids
 from daemon.domain.files import FileRecord
-from daemon.domain.jobs import RowDraft
+from daemon.domain.jobs import RowDraft, Status
 from daemon.store import jobs as store_jobs
 from daemon.store import rows as rows_module
+from daemon.store.backend import SqlStore
 from daemon.store.interface import Store
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, end, make_rows
 
 
-def count(repo: Store, table: str) -> int:
+def count(repo: SqlStore, table: str) -> int:
     (n,) = repo.db.execute_sql(f'SELECT COUNT(*) FROM "{table}"').fetchone()
     return n
 
@@ -57,7 +58,7 @@ def test_get_job_respects_workspace(repo: Store, make_job: MakeJob) -> None:
     assert repo.get_job("f" * 32) is None
 
 
-def test_failure_mid_insert_leaves_nothing(repo: Store, make_job: MakeJob) -> None:
+def test_failure_mid_insert_leaves_nothing(repo: SqlStore, make_job: MakeJob) -> None:
     make_job(repo, rows=2)  # something already stored must survive
     before = (count(repo, "job"), count(repo, "row"))
     rows = make_rows(1200)
@@ -67,9 +68,9 @@ def test_failure_mid_insert_leaves_nothing(repo: Store, make_job: MakeJob) -> No
     assert (count(repo, "job"), count(repo, "row")) == before
 
 
-def test_failure_after_rows_leaves_nothing(repo: Store, make_job: MakeJob,
+def test_failure_after_rows_leaves_nothing(repo: SqlStore, make_job: MakeJob,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    original = store_jobs.insert_rows
+    original = rows_module.insert_rows  # what daemon.store.jobs calls
 
     def insert_then_fail(*args: Any, **kwargs: Any) -> None:
         original(*args, **kwargs)
@@ -81,7 +82,7 @@ def test_failure_after_rows_leaves_nothing(repo: Store, make_job: MakeJob,
     assert (count(repo, "job"), count(repo, "row")) == (0, 0)
 
 
-def test_fifty_thousand_rows(repo: Store, make_job: MakeJob) -> None:
+def test_fifty_thousand_rows(repo: SqlStore, make_job: MakeJob) -> None:
     job = make_job(repo, rows=50_000)
     assert job.total == 50_000
     assert count(repo, "row") == 50_000
@@ -240,7 +241,7 @@ def test_transition_from_listed_source(repo: Store, make_job: MakeJob) -> None:
     ("validating", "running"), ("cancelling", "running"), ("cancelling", "queued"),
 ])
 def test_transition_the_table_refuses_does_nothing(repo: Store, make_job: MakeJob,
-                                                    start: str, target: str) -> None:
+                                                    start: Status, target: Status) -> None:
     job = make_job(repo, status=start)
     assert repo.transition(job.seq, target, now=NOW) is None
     assert repo.get_job(job.id) == job
@@ -248,7 +249,8 @@ def test_transition_the_table_refuses_does_nothing(repo: Store, make_job: MakeJo
 
 
 @pytest.mark.parametrize("target", ["completed", "failed", "expired", "cancelled"])
-def test_a_job_ends_only_through_end_job(repo: Store, make_job: MakeJob, target: str) -> None:
+def test_a_job_ends_only_through_end_job(repo: Store, make_job: MakeJob,
+                                         target: Status) -> None:
     job = make_job(repo)
     with pytest.raises(ValueError, match="end_job"):
         repo.transition(job.seq, target, now=NOW)
@@ -389,7 +391,7 @@ def test_retry_dead_letter_by_custom_ids(repo: Store, make_job: MakeJob,
     assert [r.custom_id for r in repo.rows(retry.seq)] == ["r-3"]
 
 
-def test_retry_dead_letter_none(repo: Store, make_job: MakeJob,
+def test_retry_dead_letter_none(repo: SqlStore, make_job: MakeJob,
                                 make_outcome: MakeOutcome) -> None:
     seq, _ = dead_lettered(repo, make_job, make_outcome)
     before = count(repo, "job")
@@ -455,7 +457,7 @@ def test_retry_with_an_input_file_records_it_and_its_window(
 
 
 def test_retry_with_an_input_file_takes_all_its_rows_or_none(
-        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome, tmp_path: Path) -> None:
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome, tmp_path: Path) -> None:
     seq, _ = dead_lettered(repo, make_job, make_outcome)
     written = [r.id for r in repo.redrivable_rows(seq)]
     repo.retry_dead_letter(seq, new_id=ids.relay_job_id(), custom_ids=["r-3"], now=NOW)
@@ -467,7 +469,7 @@ def test_retry_with_an_input_file_takes_all_its_rows_or_none(
     assert [r.custom_id for r in repo.redrivable_rows(seq)] == ["r-1"]
 
 
-def test_insert_chunking_keeps_positions(repo: Store, make_job: MakeJob) -> None:
+def test_insert_chunking_keeps_positions(repo: SqlStore, make_job: MakeJob) -> None:
     n = rows_module.INSERT_CHUNK * 2 + 7
     job = make_job(repo, rows=n)
     positions = [p for (p,) in repo.db.execute_sql(

@@ -7,12 +7,13 @@ import hashlib
 import pytest
 
 from daemon.domain import ids
+from daemon.store.backend import SqlStore
 from daemon.store.interface import Store
 
 NOW = 1_700_000_000.0
 
 
-def stored_key_columns(repo: Store) -> list[tuple[object, ...]]:
+def stored_key_columns(repo: SqlStore) -> list[tuple[object, ...]]:
     return list(repo.db.execute_sql("SELECT * FROM api_key"))
 
 
@@ -23,7 +24,7 @@ def test_create_key_returns_plain_rk_key(repo: Store) -> None:
     assert repo.workspace("acme") is not None
 
 
-def test_only_the_hash_is_stored(repo: Store) -> None:
+def test_only_the_hash_is_stored(repo: SqlStore) -> None:
     plain = repo.create_key("acme", now=NOW)
     rows = stored_key_columns(repo)
     assert len(rows) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from daemon.domain.jobs import Job
 from daemon.domain.outcome import Usage
+from daemon.store.backend import SqlStore
 from daemon.store.interface import Flushed, Store
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
 
@@ -13,19 +14,19 @@ def row_ids(repo: Store, job: Job) -> list[int]:
     return [w.id for w in repo.pending_rows(job, after_id=0, limit=1_000)]
 
 
-def row_tokens(repo: Store, job: Job) -> tuple[int, int]:
+def row_tokens(repo: SqlStore, job: Job) -> tuple[int, int]:
     return repo.db.execute_sql(repo.sql(
         'SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) '
         'FROM "row" WHERE job_id = {p}'), (job.seq,)).fetchone()
 
 
-def attempt_count(repo: Store, row_id: int) -> int:
+def attempt_count(repo: SqlStore, row_id: int) -> int:
     (n,) = repo.db.execute_sql(repo.sql("SELECT COUNT(*) FROM attempt WHERE row_id = {p}"),
                                (row_id,)).fetchone()
     return n
 
 
-def assert_counters_match_rows(repo: Store, job: Job) -> Job:
+def assert_counters_match_rows(repo: SqlStore, job: Job) -> Job:
     stored = repo.get_job(job.id)
     assert stored is not None
     counts = repo.row_counts(job.seq)
@@ -35,7 +36,7 @@ def assert_counters_match_rows(repo: Store, job: Job) -> Job:
     return stored
 
 
-def test_counters_equal_row_counts(repo: Store, make_job: MakeJob,
+def test_counters_equal_row_counts(repo: SqlStore, make_job: MakeJob,
                                    make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=6)
     ids = row_ids(repo, job)
@@ -53,7 +54,7 @@ def test_counters_equal_row_counts(repo: Store, make_job: MakeJob,
     assert repo.row_counts(job.seq)["pending"] == 2
 
 
-def test_cached_and_reasoning_tokens_add_up_on_the_job(repo: Store, make_job: MakeJob,
+def test_cached_and_reasoning_tokens_add_up_on_the_job(repo: SqlStore, make_job: MakeJob,
                                                       make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
@@ -67,7 +68,7 @@ def test_cached_and_reasoning_tokens_add_up_on_the_job(repo: Store, make_job: Ma
     assert (stored.output_tokens, stored.reasoning_tokens) == (34, 12)
 
 
-def test_counters_accumulate_over_flushes(repo: Store, make_job: MakeJob,
+def test_counters_accumulate_over_flushes(repo: SqlStore, make_job: MakeJob,
                                           make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=4)
     ids = row_ids(repo, job)
@@ -97,7 +98,7 @@ def test_row_fields_are_stored(repo: Store, make_job: MakeJob,
     assert dead.response is None
 
 
-def test_attempts_are_stored(repo: Store, make_job: MakeJob,
+def test_attempts_are_stored(repo: SqlStore, make_job: MakeJob,
                              make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
@@ -119,7 +120,7 @@ def test_empty_save_changes_nothing(repo: Store, make_job: MakeJob) -> None:
     assert repo.get_job(job.id) == job
 
 
-def test_second_save_of_a_row_does_not_double_count(repo: Store, make_job: MakeJob,
+def test_second_save_of_a_row_does_not_double_count(repo: SqlStore, make_job: MakeJob,
                                                     make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
@@ -130,7 +131,7 @@ def test_second_save_of_a_row_does_not_double_count(repo: Store, make_job: MakeJ
     assert (stored.input_tokens, stored.output_tokens) == (10, 5)
 
 
-def test_second_save_does_not_rewrite_the_row(repo: Store, make_job: MakeJob,
+def test_second_save_does_not_rewrite_the_row(repo: SqlStore, make_job: MakeJob,
                                               make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=1)
     (rid,) = row_ids(repo, job)
@@ -142,7 +143,7 @@ def test_second_save_does_not_rewrite_the_row(repo: Store, make_job: MakeJob,
 
 
 def test_mixed_save_with_a_repeated_row_counts_the_new_ones(
-        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=3)
     ids = row_ids(repo, job)
     repo.save_outcomes(job.seq, [(ids[0], make_outcome(tokens=(10, 5), cost_nano_usd=100))],
@@ -172,7 +173,7 @@ def test_repeated_row_does_not_duplicate_its_attempts(
 
 
 def test_outcomes_of_a_cancelled_row_are_not_counted(
-        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=2)
     ids = row_ids(repo, job)
     repo.transition(job.seq, "cancelling", now=NOW)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from daemon.store.owner import DatabaseInUse, Holder, in_use_message, lock_path, own
+from daemon.store.owner import DatabaseInUse, Holder, Ownership, in_use_message, lock_path, own
 from daemon.testing import wait_until
 
 HOLDER = Holder(pid=4242, address="http://127.0.0.1:8080", since=1_796_140_216.0)
 
 
-def test_a_second_hold_on_one_database_is_refused_naming_the_holder(tmp_path: Path):
+def test_a_second_hold_on_one_database_is_refused_naming_the_holder(tmp_path: Path) -> None:
     database = tmp_path / "data" / "relay.db"
     first = own(database, HOLDER)
     try:
@@ -31,7 +31,7 @@ def test_a_second_hold_on_one_database_is_refused_naming_the_holder(tmp_path: Pa
         first.release()
 
 
-def test_a_released_database_is_taken_again_and_names_its_new_holder(tmp_path: Path):
+def test_a_released_database_is_taken_again_and_names_its_new_holder(tmp_path: Path) -> None:
     database = tmp_path / "relay.db"
     own(database, HOLDER).release()
     again = own(database, Holder(pid=7, address="http://h:1", since=1.0))
@@ -41,7 +41,7 @@ def test_a_released_database_is_taken_again_and_names_its_new_holder(tmp_path: P
         again.release()
 
 
-def test_a_lock_file_left_by_a_dead_holder_blocks_nothing(tmp_path: Path):
+def test_a_lock_file_left_by_a_dead_holder_blocks_nothing(tmp_path: Path) -> None:
     database = tmp_path / "relay.db"
     lock_path(database).write_text(HOLDER.text())  # what a kill -9 leaves: a name, no lock
     taken = own(database, Holder(pid=8, address="http://h:2", since=2.0))
@@ -51,7 +51,7 @@ def test_a_lock_file_left_by_a_dead_holder_blocks_nothing(tmp_path: Path):
         taken.release()
 
 
-def test_announce_renames_the_holder_for_the_next_refused(tmp_path: Path):
+def test_announce_renames_the_holder_for_the_next_refused(tmp_path: Path) -> None:
     database = tmp_path / "relay.db"
     held = own(database, Holder(pid=5, address="http://127.0.0.1:0", since=3.0))
     try:
@@ -63,7 +63,7 @@ def test_announce_renames_the_holder_for_the_next_refused(tmp_path: Path):
         held.release()
 
 
-def test_the_lock_dies_with_a_killed_holder_process(tmp_path: Path):
+def test_the_lock_dies_with_a_killed_holder_process(tmp_path: Path) -> None:
     database = tmp_path / "relay.db"
     script = ("import sys, time; from pathlib import Path; "
               "from daemon.store.owner import Holder, own; "
@@ -88,7 +88,7 @@ def test_the_lock_dies_with_a_killed_holder_process(tmp_path: Path):
             child.stdout.close()
 
 
-def _try_own(database: Path):  # type: ignore[no-untyped-def]
+def _try_own(database: Path) -> Ownership | None:
     try:
         return own(database, HOLDER)
     except DatabaseInUse:
@@ -96,10 +96,10 @@ def _try_own(database: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"pid": "x", "address": 1}', '{"pid": 1}'])
-def test_a_lock_file_naming_nobody_parses_to_none(text: str):
+def test_a_lock_file_naming_nobody_parses_to_none(text: str) -> None:
     assert Holder.parse(text) is None
 
 
-def test_the_message_without_a_name_still_says_what_to_do():
+def test_the_message_without_a_name_still_says_what_to_do() -> None:
     message = in_use_message(Path("d/relay.db"), None)
     assert "in use by another process" in message and "one process" in message

@@ -8,9 +8,9 @@ from daemon.domain.outcome import Turn, Usage
 from daemon.store.interface import Store
 from tests.store.conftest import MakeJob, MakeOutcome
 
-CALL = {"role": "assistant", "content": None, "tool_calls": [
+CALL: dict[str, object] = {"role": "assistant", "content": None, "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
-RESULT = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+RESULT: dict[str, object] = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
 
 
 def turn(*messages: dict[str, object], model: str = "gpt-4o-mini") -> Turn:

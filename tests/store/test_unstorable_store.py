@@ -16,6 +16,7 @@ from daemon.domain.jobs import Job
 from daemon.domain.outcome import RowOutcome, Usage
 from daemon.domain.unstorable import save_apart
 from daemon.domain.usage import MAX_STORED
+from daemon.store.backend import SqlStore
 from daemon.store.faults import StoreError, store_fault
 from daemon.store.interface import Store
 from daemon.store.postgres import PostgresStore
@@ -94,7 +95,7 @@ def test_a_nul_in_text_is_poison_on_postgresql_only(
 
 
 def test_a_jobs_totals_saturate_rather_than_overflow(
-        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     """Each row's totals are storable; many of them may add up past 64 bits."""
     job = make_job(repo, rows=4)
     ids = row_ids(repo, job)

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayClient
+from relaytui.models import JobView
+from relaytui.screens.jobs import JobsScreen
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay
 from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
@@ -37,6 +40,19 @@ async def wait_for(pilot: Pilot[Any], check: Callable[[], Any], *, timeout: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         await pilot.pause(0.05)
+
+
+def jobs_screen(app: App[Any]) -> JobsScreen:
+    """The Relay app's jobs screen, which it has once it is up."""
+    assert isinstance(app, RelayApp) and app.jobs_screen is not None
+    return app.jobs_screen
+
+
+def on_board(jobs: JobsScreen, job_id: str) -> JobView:
+    """`job_id`'s view on the jobs screen's board, which has it."""
+    view = jobs.board.get(job_id)
+    assert view is not None
+    return view
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +102,7 @@ def saved() -> list[Settings]:
 
 
 @pytest.fixture
-def make_app(saved: list[Settings]) -> Callable[..., RelayApp]:
+def make_app(saved: list[Settings]) -> Iterator[Callable[..., RelayApp]]:
     clients: list[RelayClient] = []
 
     def make(url: str, key: str | None, **options: Any) -> RelayApp:

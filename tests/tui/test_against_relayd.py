@@ -5,28 +5,37 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.widgets import Input
 
+from daemon.testing import Simulator
+from relaytui.app import RelayApp
+from relaytui.models import JobView
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
-from tests.e2e.harness import closed_port, rows, wait_for_status
-from tests.tui.conftest import SIZE, wait_for
+from tests.e2e.harness import Relayd, closed_port, rows, wait_for_status
+from tests.tui.conftest import SIZE, jobs_screen, on_board, wait_for
 
 pytestmark = pytest.mark.e2e
 EVERY_JOB = "/v1/batches?dialect=all"  # the list is OpenAI's unless asked otherwise
 SLOW = "Classify [sim:sleep=80]"  # a row that takes a while: the job runs for seconds
 
 
-def cell(app, job_id, column):
-    return str(app.jobs_screen.query_one(JobTable).get_cell(job_id, column))
+def cell(app: RelayApp, job_id: str, column: str) -> str:
+    return str(jobs_screen(app).query_one(JobTable).get_cell(job_id, column))
 
 
-async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, workspace, make_app):
+async def test_the_jobs_table_fills_and_follows_a_job_live(
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp]) -> None:
     relayd = shared_relayd
     with relayd.client(workspace) as http:
         old = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Earlier",
@@ -34,16 +43,20 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, worksp
         wait_for_status(http, old["id"], "completed")
         app = make_app(relayd.url, relayd.key(workspace))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: old["id"] in jobs.board, what="the initial fill")
             assert "completed" in cell(app, old["id"], "status")
             bar = jobs.query_one(ConnectionBar)
             await wait_for(pilot, lambda: workspace in str(bar.render()),
                            what="the header naming the workspace")
-            rebuilds = []
+            rebuilds: list[int] = []
             table = jobs.query_one(JobTable)
             original_fill = table.fill
-            table.fill = lambda: (rebuilds.append(1), original_fill())
+
+            def fill() -> None:
+                rebuilds.append(1)
+                original_fill()
+            table.fill = fill  # type: ignore[method-assign]
 
             job = http.post("/v1/batches", json={"model": "gpt-4o-mini", "name": "Live one",
                                                  "requests": rows(240, text=SLOW)}).json()
@@ -52,7 +65,7 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, worksp
             def ended() -> bool:
                 if job["id"] in jobs.board:
                     seen.add(cell(app, job["id"], "count"))
-                    return jobs.board.get(job["id"]).status == "completed"
+                    return on_board(jobs, job["id"]).status == "completed"
                 return False
 
             await wait_for(pilot, ended, what="the job ends", timeout=20)
@@ -69,7 +82,8 @@ async def test_the_jobs_table_fills_and_follows_a_job_live(shared_relayd, worksp
             assert any(n.title and "Live one" in n.title for n in app._notifications)
 
 
-async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, workspace, make_app):
+async def test_dead_letter_rows_are_inspected_and_re_driven(
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp]) -> None:
     relayd = shared_relayd
     doomed = [{"custom_id": "doomed", "messages": [{"role": "user",
                                                     "content": "x [sim:fail=503]"}]}]
@@ -79,7 +93,7 @@ async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, works
         wait_for_status(http, job["id"], "completed")
         app = make_app(relayd.url, relayd.key(workspace))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: job["id"] in jobs.board)
             jobs.query_one(JobTable).select(job["id"])
             await pilot.press("d")
@@ -101,8 +115,9 @@ async def test_dead_letter_rows_are_inspected_and_re_driven(shared_relayd, works
             await wait_for(pilot, lambda: retry["id"] in jobs.board)
 
 
-async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_app, tmp_path,
-                                              monkeypatch):
+async def test_an_uploaded_csv_becomes_one_job(shared_relayd: Relayd, workspace: str,
+                                               make_app: Callable[..., RelayApp], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     relayd = shared_relayd
     monkeypatch.chdir(tmp_path)  # a short path to type
     prompts = tmp_path / "p.csv"
@@ -126,14 +141,16 @@ async def test_an_uploaded_csv_becomes_one_job(shared_relayd, workspace, make_ap
 
 
 async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
-        shared_relayd, workspace, make_app, tmp_path):
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp],
+        tmp_path: Path) -> None:
     relayd = shared_relayd
-    bad = {"broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
-                            "line 2: not valid JSON"),
-           "empty.csv": ("\n\n", "the file has no rows"),
-           "binary.jsonl": (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
-           "shape.jsonl": ('{"prompt": "hi"}\n', "line 1: expected an object"),
-           "missing.csv": (None, "cannot read")}
+    bad: dict[str, tuple[str | bytes | None, str]] = {
+        "broken.jsonl": ('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ',
+                         "line 2: not valid JSON"),
+        "empty.csv": ("\n\n", "the file has no rows"),
+        "binary.jsonl": (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
+        "shape.jsonl": ('{"prompt": "hi"}\n', "line 1: expected an object"),
+        "missing.csv": (None, "cannot read")}
     for name, (content, _) in bad.items():
         if isinstance(content, bytes):
             (tmp_path / name).write_bytes(content)
@@ -150,10 +167,13 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         path = upload.query_one("#path")
         path.focus()  # the tree has it at first
         status = upload.query_one("#file-status")
+
+        def shown(reason: str) -> bool:
+            return reason in str(status.render())
         for name, (_, reason) in bad.items():
             path.value = str(tmp_path / name)
             await pilot.press("enter")
-            await wait_for(pilot, lambda r=reason: r in str(status.render()), what=reason)
+            await wait_for(pilot, partial(shown, reason), what=reason)
             assert path.has_class("-invalid") and upload.query_one("#submit").disabled
             await pilot.press("ctrl+s")
 
@@ -180,17 +200,19 @@ async def test_bad_files_and_refusals_are_shown_and_nothing_is_sent_twice(
         assert [j["total"] for j in http.get(EVERY_JOB).json()["data"]] == [1]
 
 
-def held(submit, answered: threading.Event):
+def held(submit: Callable[..., dict[str, Any]],
+         answered: threading.Event) -> Callable[..., dict[str, Any]]:
     """The daemon answering once `answered` is set: presses meanwhile must not send
     again (an event, not a pause: on a loaded machine a pause may end first)."""
-    def wrapped(**form):
+    def wrapped(**form: Any) -> dict[str, Any]:
         assert answered.wait(timeout=30)
         return submit(**form)
     return wrapped
 
 
-async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, relayd_factory,
-                                                             make_app):
+async def test_a_running_job_is_cancelled_after_confirmation(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        make_app: Callable[..., RelayApp]) -> None:
     """Its own slow simulator (200 ms a row) and two rows in flight: a long job."""
     relayd = relayd_factory(simulator_factory("--latency-ms", "200"), concurrency=2).start()
     with relayd.client() as http:
@@ -199,19 +221,23 @@ async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, 
         wait_for_status(http, job["id"], "running")
         app = make_app(relayd.url, relayd.key("acme"))
         async with app.run_test(size=SIZE) as pilot:
-            jobs = app.jobs_screen
+            jobs = jobs_screen(app)
             await wait_for(pilot, lambda: job["id"] in jobs.board)
             jobs.query_one(JobTable).select(job["id"])
             await pilot.press("c")
             await pilot.press("n")  # kept
             await pilot.pause(0.1)
-            assert jobs.board.get(job["id"]).status == "running"
+            assert on_board(jobs, job["id"]).status == "running"
             table = jobs.query_one(JobTable)
             shown: list[str] = []
             upsert = table.upsert
-            table.upsert = lambda view, **kw: (shown.append(view.status), upsert(view, **kw))
+
+            def upsert_shown(view: JobView, *, moved: bool) -> None:
+                shown.append(view.status)
+                upsert(view, moved=moved)
+            table.upsert = upsert_shown  # type: ignore[method-assign]
             await pilot.press("c", "y")
-            await wait_for(pilot, lambda: jobs.board.get(job["id"]).status == "canceled",
+            await wait_for(pilot, lambda: on_board(jobs, job["id"]).status == "canceled",
                            what="the cancel")
             assert "cancelling" in shown and shown[-1] == "canceled"
             assert shown.index("cancelling") < shown.index("canceled")
@@ -219,33 +245,34 @@ async def test_a_running_job_is_cancelled_after_confirmation(simulator_factory, 
         assert http.get(f"/v1/batches/{job['id']}").json()["status"] == "canceled"
 
 
-async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(simulator_factory,
-                                                                   relayd_factory, make_app):
+async def test_a_daemon_that_is_down_shows_retrying_and_reconnects(
+        simulator_factory: Callable[..., Simulator], relayd_factory: Callable[..., Relayd],
+        make_app: Callable[..., RelayApp]) -> None:
     relayd = relayd_factory(simulator_factory()).start()  # the OS gives it its port
     key = relayd.key("acme")
     relayd.stop()  # down; it comes back on the same port
     app = make_app(relayd.url, key)
     async with app.run_test(size=SIZE) as pilot:
-        bar = app.jobs_screen.query_one(ConnectionBar)
+        bar = jobs_screen(app).query_one(ConnectionBar)
         text = await wait_for(pilot, lambda: "retrying in" in str(bar.render())
                               and str(bar.render()), what="the down state")
         assert f"cannot reach relayd at {relayd.url}" in text
-        assert app.jobs_screen.table.has_class("-stale")
+        assert jobs_screen(app).table.has_class("-stale")
         relayd.start()
         await wait_for(pilot, lambda: bar.connection.state == "live", timeout=20,
                        what="the reconnect")
-        assert app.is_running and not app.jobs_screen.table.has_class("-stale")
+        assert app.is_running and not jobs_screen(app).table.has_class("-stale")
 
 
-async def test_nothing_listening_keeps_the_app_up(make_app):
+async def test_nothing_listening_keeps_the_app_up(make_app: Callable[..., RelayApp]) -> None:
     with closed_port() as port:
         await nothing_listening_keeps_the_app_up(make_app(f"http://127.0.0.1:{port}",
                                                           "rk_nothing_here"))
 
 
-async def nothing_listening_keeps_the_app_up(app) -> None:
+async def nothing_listening_keeps_the_app_up(app: RelayApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        bar = app.jobs_screen.query_one(ConnectionBar)
+        bar = jobs_screen(app).query_one(ConnectionBar)
         await wait_for(pilot, lambda: bar.connection.state == "down")
         await pilot.press("u")  # screens still open; their calls fail politely
         await wait_for(pilot, lambda: "cannot load the models" in str(
@@ -255,8 +282,9 @@ async def nothing_listening_keeps_the_app_up(app) -> None:
         assert app.is_running
 
 
-async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, make_app,
-                                                      tmp_path):
+async def test_results_are_browsed_searched_and_saved(shared_relayd: Relayd, workspace: str,
+                                                      make_app: Callable[..., RelayApp],
+                                                      tmp_path: Path) -> None:
     relayd = shared_relayd
     failing = [{"custom_id": "refused", "messages": [{"role": "user",
                                                       "content": "x [sim:fail=400]"}]}]
@@ -266,7 +294,7 @@ async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, 
         wait_for_status(http, job["id"], "completed")
     app = make_app(relayd.url, relayd.key(workspace))
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job["id"] in jobs.board)
         jobs.query_one(JobTable).select(job["id"])
         await pilot.press("enter")
@@ -279,7 +307,7 @@ async def test_results_are_browsed_searched_and_saved(shared_relayd, workspace, 
         assert "400" in str(screen.query_one("#result-text").render())
         await pilot.press("s")
         target = tmp_path / "saved.csv"
-        app.screen.query_one("#answer").value = str(target)
+        app.screen.query_one("#answer", Input).value = str(target)
         await pilot.press("enter")
         await wait_for(pilot, target.exists, what="the saved file")
         assert len(target.read_text().splitlines()) == 14  # header and every result
@@ -290,7 +318,8 @@ LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {
 
 
 async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
-        shared_relayd, workspace, make_app, tools_url):
+        shared_relayd: Relayd, workspace: str, make_app: Callable[..., RelayApp],
+        tools_url: str) -> None:
     """A Relay-dialect batch with one OpenAI chat record running a 2-round tool loop on
     the simulator's executor (its custom_id needs quoting in the row's URL) and one
     plain row."""
@@ -306,7 +335,7 @@ async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
         wait_for_status(http, job["id"], "completed")
     app = make_app(relayd.url, relayd.key(workspace))
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job["id"] in jobs.board)
         jobs.query_one(JobTable).select(job["id"])
         await pilot.press("enter")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
-from relaytui.app import build_app
-from relaytui.client import Event, RelayError
+from textual.widgets import Input
+
+from relaytui.api import RelayApi
+from relaytui.app import RelayApp, build_app
+from relaytui.client import Event, RelayClient, RelayError
 from relaytui.live import JobEvent
 from relaytui.messages import FeedUpdate
 from relaytui.screens.connect import ConnectScreen
@@ -20,20 +23,21 @@ from relaytui.settings import Settings
 from relaytui.testing import FakeRelay, canned_jobs, canned_model, job_event, job_id
 from relaytui.widgets.confirm import ConfirmScreen
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, on_board, wait_for
 
 
-def app_on(fake, saved=None, *, client=None, **options):
+def app_on(fake: FakeRelay, saved: list[Settings] | None = None, *,
+           client: RelayApi | None = None, **options: Any) -> RelayApp:
     """The app on `fake` (through `client` when given: one of `fake.client()`)."""
     return build_app(client or fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=([] if saved is None else saved).append,
                      start_dir=HERE / "fixtures", **options)
 
 
-async def test_without_a_key_it_asks_for_one_and_saves_it():
-    saved, made = [], []
+async def test_without_a_key_it_asks_for_one_and_saves_it() -> None:
+    saved, made = list[Settings](), list[tuple[str, str]]()
 
-    def connect(url, key):
+    def connect(url: str, key: str) -> RelayClient:
         made.append((url, key))
         return FakeRelay(url=url, replay=False).client(key)
 
@@ -47,10 +51,10 @@ async def test_without_a_key_it_asks_for_one_and_saves_it():
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
         assert saved == [Settings("http://127.0.0.1:8080", "rk_pasted")]
         assert made == [("http://127.0.0.1:8080", "rk_pasted")]
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) == len(canned_jobs()))
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) == len(canned_jobs()))
 
 
-async def test_leaving_the_key_dialog_without_a_key_quits_cleanly():
+async def test_leaving_the_key_dialog_without_a_key_quits_cleanly() -> None:
     app = build_app(None, Settings("http://127.0.0.1:8080", None), save=lambda _: None)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
@@ -62,13 +66,13 @@ async def test_leaving_the_key_dialog_without_a_key_quits_cleanly():
 class ForgetfulRelay(FakeRelay):
     """Lists a model the daemon no longer knows (the list was stale)."""
 
-    def models(self):
+    def models(self) -> dict[str, Any]:
         listing = super().models()
         listing["data"].insert(0, canned_model("gone-model"))
         return listing
 
 
-async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
+async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form() -> None:
     fake = ForgetfulRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,18 +95,18 @@ async def test_a_model_the_daemon_does_not_know_is_refused_in_the_form():
 
 
 class BrokenRelay(FakeRelay):
-    def results(self, job_id, **paging):
+    def results(self, job_id: str, **paging: Any) -> NoReturn:
         raise RuntimeError("the disk is on fire")
 
-    def dead_letter(self, job_id):
+    def dead_letter(self, job_id: str) -> NoReturn:
         raise RelayError(404, f"No batch {job_id}.")
 
 
-async def test_a_failing_worker_is_a_notification_not_a_crash():
+async def test_a_failing_worker_is_a_notification_not_a_crash() -> None:
     fake = BrokenRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job_id(5) in jobs.board)
         jobs.query_one(JobTable).select(job_id(5))
         await pilot.press("v")
@@ -115,11 +119,11 @@ async def test_a_failing_worker_is_a_notification_not_a_crash():
         assert app.is_running
 
 
-async def test_actions_on_jobs_that_cannot_take_them_explain_why():
+async def test_actions_on_jobs_that_cannot_take_them_explain_why() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: job_id(1) in jobs.board)
         jobs.query_one(JobTable).select(job_id(1))  # running
         await pilot.press("v")
@@ -131,22 +135,22 @@ async def test_actions_on_jobs_that_cannot_take_them_explain_why():
         assert app.screen is jobs and fake.cancelled == []
 
 
-async def test_the_command_palette_runs_every_action_by_name():
+async def test_the_command_palette_runs_every_action_by_name() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("ctrl+p", *"upload", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen))
         await pilot.press("escape", "ctrl+p", *"light", "enter")
         await wait_for(pilot, lambda: app.theme == "textual-light")
 
 
-async def test_search_and_status_filters_narrow_the_table():
+async def test_search_and_status_filters_narrow_the_table() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         table = jobs.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
         await pilot.press("slash", *"nightly")
@@ -159,7 +163,7 @@ async def test_search_and_status_filters_narrow_the_table():
 
 
 class ThousandJobs(FakeRelay):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(replay=False)
         base = canned_jobs()[1]
         self.jobs_by_id = {}
@@ -175,15 +179,18 @@ class ThousandJobs(FakeRelay):
         return iter(())
 
 
-async def test_a_thousand_jobs_stay_smooth():
+async def test_a_thousand_jobs_stay_smooth() -> None:
     fake = ThousandJobs()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         table = jobs.query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == 1000)
-        rebuilt = []
-        table.fill = lambda: rebuilt.append(1)
+        rebuilt: list[int] = []
+
+        def fill() -> None:
+            rebuilt.append(1)
+        table.fill = fill  # type: ignore[method-assign]
         started = time.monotonic()
         for step in range(20):  # 1,000 progress events
             for i in range(50):
@@ -196,7 +203,7 @@ async def test_a_thousand_jobs_stay_smooth():
             job["status"] = "running"  # (a listing read mid-test must not undo them)
             data = job_event(job)
             jobs.post_message(FeedUpdate(JobEvent("job.progress", data, fake.clock())))
-        await wait_for(pilot, lambda: jobs.board.get(f"{149:032x}").status == "running")
+        await wait_for(pilot, lambda: on_board(jobs, f"{149:032x}").status == "running")
         elapsed = time.monotonic() - started
         assert elapsed < 5, elapsed  # about 0.5 s here; a rebuild per event takes minutes
         assert rebuilt == []
@@ -205,31 +212,31 @@ async def test_a_thousand_jobs_stay_smooth():
 
 
 class RefusingRelay(FakeRelay):
-    def jobs(self, **filters):
+    def jobs(self, **filters: Any) -> NoReturn:
         raise RelayError(401, "Invalid API key.")
 
 
-async def test_a_refused_key_says_so_and_K_connects_with_another():
-    saved, made = [], []
+async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
+    saved, made = list[Settings](), list[str]()
 
-    def connect(url, key):
+    def connect(url: str, key: str) -> RelayClient:
         made.append(key)
         return FakeRelay(url=url, replay=False).client(key)
 
     app = app_on(RefusingRelay(replay=False), saved, connect=connect)
     async with app.run_test(size=SIZE) as pilot:
-        first = app.jobs_screen
+        first = jobs_screen(app)
         bar = first.query_one("#connection")
         await wait_for(pilot, lambda: "key refused" in str(bar.render()))
         assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
-        app.screen.query_one("#key").value = "rk_better"
+        app.screen.query_one("#key", Input).value = "rk_better"
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.jobs_screen is not first
-                       and len(app.jobs_screen.board) == len(canned_jobs()))
+                       and len(jobs_screen(app).board) == len(canned_jobs()))
         assert made == ["rk_better"] and saved[-1].key == "rk_better"
-        assert "rk_better" in str(app.jobs_screen.query_one("#connection").render())
+        assert "rk_better" in str(jobs_screen(app).query_one("#connection").render())
         assert first.feed.stopped  # the old connection's feed ended with its screen
 
 
@@ -241,7 +248,7 @@ async def open_dead_letter(pilot: Any, app: Any, fake: FakeRelay) -> Any:
                           and app.screen.entries and app.screen)
 
 
-async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
+async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already() -> None:
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
@@ -265,7 +272,7 @@ async def test_re_driving_asks_first_and_again_for_a_row_re_driven_already():
         assert not isinstance(app.screen, ConfirmScreen) and fake.discarded == []
 
 
-async def test_discarding_asks_first_and_the_row_reads_discarded():
+async def test_discarding_asks_first_and_the_row_reads_discarded() -> None:
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
@@ -278,11 +285,11 @@ async def test_discarding_asks_first_and_the_row_reads_discarded():
         assert fake.jobs_by_id[job_id(5)]["dead_letter_open"] == 2
 
 
-async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay():
+async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=(80, 24)) as pilot:
-        table = app.jobs_screen.query_one(JobTable)
+        table = jobs_screen(app).query_one(JobTable)
         await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
         keys = [c.key.value for c in table.columns.values()]
         assert keys == ["status", "name", "progress", "failed", "dead", "eta"]

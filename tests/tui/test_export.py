@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from relaytui.client import RelayError
 from relaytui.export import ExportError, matches, result_text, write_results
 
-ITEMS = [{"custom_id": "r-1", "content": "positive"},
+ITEMS: list[dict[str, Any]] = [{"custom_id": "r-1", "content": "positive"},
          {"custom_id": "r-2", "error": "upstream_error: 503"},
          {"custom_id": "r-3", "content": [0.1, 0.2]},
          {"custom_id": "r-4", "content": 'line one\nline "two", with a comma'}]
 
 
-def test_jsonl_keeps_every_item_as_is(tmp_path):
+def test_jsonl_keeps_every_item_as_is(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     assert write_results(path, ITEMS) == 4
     assert [json.loads(line) for line in path.read_text().splitlines()] == ITEMS
 
 
-def test_items_that_fail_midway_leave_no_file(tmp_path):
-    def pages():
+def test_items_that_fail_midway_leave_no_file(tmp_path: Path) -> None:
+    def pages() -> Iterator[dict[str, Any]]:
         yield from ITEMS[:2]
         raise RelayError(None, "cannot reach relayd")  # the next page did not come
 
@@ -32,7 +35,7 @@ def test_items_that_fail_midway_leave_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_csv_has_one_record_per_result_even_with_newlines(tmp_path):
+def test_csv_has_one_record_per_result_even_with_newlines(tmp_path: Path) -> None:
     path = tmp_path / "out.CSV"
     assert write_results(str(path), iter(ITEMS)) == 4
     with open(path, newline="") as f:
@@ -43,7 +46,7 @@ def test_csv_has_one_record_per_result_even_with_newlines(tmp_path):
     assert records[4][1] == 'line one\nline "two", with a comma'
 
 
-def test_refusals_leave_nothing_behind(tmp_path):
+def test_refusals_leave_nothing_behind(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=r"\.jsonl or \.csv"):
         write_results(tmp_path / "out.txt", ITEMS)
     with pytest.raises(ExportError, match="no such directory"):
@@ -54,7 +57,7 @@ def test_refusals_leave_nothing_behind(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.csv"]
 
 
-def test_result_text_and_search():
+def test_result_text_and_search() -> None:
     assert [result_text(i) for i in ITEMS[:3]] == ["positive", "upstream_error: 503",
                                                    "[0.1, 0.2]"]
     assert matches(ITEMS[1], "503") and matches(ITEMS[0], "R-1") and matches(ITEMS[0], " ")

@@ -4,6 +4,9 @@ way a file is refused with its line), and relayd's row refusals told by file lin
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from relaytui.formats import InputFile, InputFileError, parse_csv, parse_jsonl, read_input
@@ -56,7 +59,7 @@ READ = {
 
 
 @pytest.mark.parametrize(("given", "expected"), READ.values(), ids=READ.keys())
-def test_a_csv_reads_as(given, expected):
+def test_a_csv_reads_as(given: tuple[str, str | None], expected: tuple[Any, ...]) -> None:
     found = parse_csv(given[0], column=given[1])
     assert (prompts(found), ids(found), found.lines, found.prompt_column) == expected
 
@@ -87,7 +90,8 @@ REFUSED = {
 
 
 @pytest.mark.parametrize(("given", "expected"), REFUSED.values(), ids=REFUSED.keys())
-def test_a_csv_is_refused_at_its_line(given, expected):
+def test_a_csv_is_refused_at_its_line(given: tuple[str, str | None],
+                                      expected: tuple[int, str]) -> None:
     with pytest.raises(InputFileError) as refused:
         parse_csv(given[0], path="in.csv", column=given[1])
     line, words = expected
@@ -96,21 +100,21 @@ def test_a_csv_is_refused_at_its_line(given, expected):
     assert str(refused.value).startswith(f"in.csv:{line}: ")
 
 
-def test_a_file_of_only_a_header_has_no_rows(tmp_path):
+def test_a_file_of_only_a_header_has_no_rows(tmp_path: Path) -> None:
     path = tmp_path / "empty.csv"
     path.write_text("custom_id,prompt\n")
     with pytest.raises(InputFileError, match="the file has no rows"):
         read_input(path)
 
 
-def test_a_prompt_column_is_for_csv_files(tmp_path):
+def test_a_prompt_column_is_for_csv_files(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
     with pytest.raises(InputFileError, match=r"a prompt column is for \.csv files"):
         read_input(path, column="prompt")
 
 
-def test_a_row_refusal_is_told_by_its_file_line():
+def test_a_row_refusal_is_told_by_its_file_line() -> None:
     found = parse_csv("custom_id,prompt\na,one\n\nb,two\na,three\n")
     assert found.lines == [2, 4, 5]
     assert found.locate("requests[2].custom_id") == (5, "custom_id")
@@ -121,7 +125,7 @@ def test_a_row_refusal_is_told_by_its_file_line():
             == "Duplicate custom_id 'a' (first used by line 2).")
 
 
-def test_jsonl_rows_keep_their_lines_past_blank_ones():
+def test_jsonl_rows_keep_their_lines_past_blank_ones() -> None:
     row = '{"messages": [{"role": "user", "content": "hi\u2028there"}]}'
     found = parse_jsonl(f"{row}\n\n{row}\r\n")
     assert found.lines == [1, 3] and found.locate("requests[1]") == (3, None)

@@ -4,23 +4,32 @@ threads, no Textual, no network)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from relaytui.client import Event, RelayError
-from relaytui.live import Backoff, Connection, JobEvent, JobsListed, LiveFeed, Workspace
+from relaytui.live import (
+    Backoff,
+    Connection,
+    JobEvent,
+    JobsListed,
+    LiveFeed,
+    Workspace,
+)
 
 DOWN = RelayError(None, "cannot reach relayd at http://x: connection refused")
 
 
 class Stream:
-    def __init__(self, events, *, then=None):
+    def __init__(self, events: list[Event], *, then: Exception | None = None) -> None:
         self.events, self.then, self.closed = events, then, False
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Event]:
         yield from self.events
         if self.then is not None:
             raise self.then
 
-    def close(self):
+    def close(self) -> None:
         self.closed = True
 
 
@@ -29,45 +38,48 @@ class Source:
 
     url = "http://x"
 
-    def __init__(self, listings, streams=()):
+    def __init__(self, listings: list[list[dict[str, Any]] | Exception],
+                 streams: Iterable[Stream | Exception] = ()) -> None:
         self.listings, self.streams = list(listings), list(streams)
         self.listed = 0
 
-    def all_jobs(self):
+    def all_jobs(self) -> list[dict[str, Any]]:
         self.listed += 1
         answer = self.listings.pop(0) if len(self.listings) > 1 else self.listings[0]
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    def open_events(self):
+    def open_events(self) -> Stream:
         answer = self.streams.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
 
-def feed(source):
-    posted = []
+def feed(source: Source) -> tuple[LiveFeed, list[Any]]:
+    """The feed on `source`, and what it posts (any kind of update; tests read them by
+    position)."""
+    posted: list[Any] = []
     clock = iter(range(100, 1000)).__next__
     return LiveFeed(source, posted.append, clock=lambda: float(clock())), posted
 
 
-def test_backoff_doubles_to_five_and_resets():
+def test_backoff_doubles_to_five_and_resets() -> None:
     backoff = Backoff()
     assert [backoff.next() for _ in range(6)] == [1, 2, 4, 5, 5, 5]
     backoff.reset()
     assert backoff.next() == 1
 
 
-def test_a_daemon_that_is_down_is_retried_with_backoff_and_announced_each_time():
+def test_a_daemon_that_is_down_is_retried_with_backoff_and_announced_each_time() -> None:
     live, posted = feed(Source([DOWN]))
     assert [live.step() for _ in range(6)] == [1, 2, 4, 5, 5, 5]
     assert all(p.state == "down" for p in posted)
     assert posted[0].detail == "cannot reach relayd at http://x" and posted[0].retry_in == 1
 
 
-def test_a_session_lists_then_follows_events_until_the_stream_breaks():
+def test_a_session_lists_then_follows_events_until_the_stream_breaks() -> None:
     jobs = [{"id": "a"}]
     stream = Stream([Event("job.created", {"id": "b"}), Event("job.progress", {"id": "b"})],
                     then=DOWN)
@@ -80,13 +92,13 @@ def test_a_session_lists_then_follows_events_until_the_stream_breaks():
     assert posted[4].state == "down"
 
 
-def test_success_resets_the_backoff():
+def test_success_resets_the_backoff() -> None:
     source = Source([DOWN, DOWN, [], []], [Stream([], then=DOWN)])
     live, _ = feed(source)
     assert [live.step(), live.step(), live.step()] == [1, 2, 1]
 
 
-def test_a_dropped_stream_refetches_the_list():
+def test_a_dropped_stream_refetches_the_list() -> None:
     stream = Stream([Event("stream.dropped", {"count": 1200}), Event("keepalive", {})])
     source = Source([[{"id": "a"}], [{"id": "a"}, {"id": "b"}]], [stream])
     live, posted = feed(source)
@@ -97,7 +109,7 @@ def test_a_dropped_stream_refetches_the_list():
     assert posted[-1] == Connection("down", "the event stream ended", 1)
 
 
-def test_without_an_event_stream_it_polls_every_two_seconds():
+def test_without_an_event_stream_it_polls_every_two_seconds() -> None:
     source = Source([[{"id": "a"}]], [RelayError(404, "Not Found")])
     live, posted = feed(source)
     assert live.step() == 2.0 and live.polling
@@ -107,7 +119,7 @@ def test_without_an_event_stream_it_polls_every_two_seconds():
     assert sum(isinstance(p, Connection) for p in posted) == 3  # live, no stream, polling
 
 
-def test_a_refused_key_and_odd_answers_are_retried_not_raised():
+def test_a_refused_key_and_odd_answers_are_retried_not_raised() -> None:
     live, posted = feed(Source([RelayError(401, "Invalid API key."), ValueError("bad json"),
                                 RelayError(500, "boom")]))
     assert [live.step(), live.step(), live.step()] == [1, 2, 4]
@@ -117,11 +129,11 @@ def test_a_refused_key_and_odd_answers_are_retried_not_raised():
     assert posted[2].detail == "relayd answered 500: boom"
 
 
-def test_stop_ends_a_waiting_stream_and_the_loop():
+def test_stop_ends_a_waiting_stream_and_the_loop() -> None:
     started = threading.Event()
 
     class Blocking(Stream):
-        def __iter__(self):
+        def __iter__(self) -> Iterator[Event]:
             started.set()
             while not self.closed:
                 started.wait(0.01)
@@ -138,7 +150,7 @@ def test_stop_ends_a_waiting_stream_and_the_loop():
     assert posted[0] == Connection("connecting", "connecting to http://x")
 
 
-def test_the_stream_names_the_workspace():
+def test_the_stream_names_the_workspace() -> None:
     stream = Stream([Event("stream.hello", {"workspace": "acme"}),
                      Event("stream.hello", {"workspace": 7})], then=DOWN)
     live, posted = feed(Source([[]], [stream]))
@@ -146,19 +158,19 @@ def test_the_stream_names_the_workspace():
     assert [p for p in posted if isinstance(p, Workspace)] == [Workspace("acme")]
 
 
-async def test_while_disconnected_the_numbers_read_stale_until_relayd_is_back():
+async def test_while_disconnected_the_numbers_read_stale_until_relayd_is_back() -> None:
     from relaytui.app import build_app
     from relaytui.live import Connection
     from relaytui.messages import FeedUpdate
     from relaytui.settings import Settings
     from relaytui.testing import FakeRelay
-    from tests.tui.conftest import SIZE, wait_for
+    from tests.tui.conftest import SIZE, jobs_screen, wait_for
 
     fake = FakeRelay(replay=False)
     app = build_app(fake.client(), Settings("http://relay", "rk_x"), clock=fake.clock,
                     save=lambda _: None)
     async with app.run_test(size=SIZE) as pilot:
-        jobs = app.jobs_screen
+        jobs = jobs_screen(app)
         await wait_for(pilot, lambda: len(jobs.board) > 0)
         table, detail = jobs.query_one("#jobs"), jobs.query_one("#detail")
         assert not table.has_class("-stale")

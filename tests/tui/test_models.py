@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relaytui.models import (
@@ -20,7 +22,7 @@ from relaytui.models import (
 )
 
 
-def event(**overrides):
+def event(**overrides: Any) -> dict[str, Any]:
     data = {"id": "a" * 32, "dialect": "relay", "name": "Reviews", "model": "gpt-4o-mini",
             "status": "running", "relay_status": "running", "priority": 5, "tier": "standard",
             "total": 100, "completed": 40, "failed": 2, "dead_letter": 1,
@@ -29,19 +31,19 @@ def event(**overrides):
     return {**data, **overrides}
 
 
-def test_an_event_becomes_a_view():
+def test_an_event_becomes_a_view() -> None:
     view = JobView.from_event(event())
     assert (view.status, view.done, view.priority_text) == ("running", 42, "5")
     assert (view.created_at, view.started_at, view.dead_letter) == (1000.5, 1010.25, 1)
     assert not view.terminal
 
 
-def test_a_cancelling_job_says_so_though_the_relay_view_says_running():
+def test_a_cancelling_job_says_so_though_the_relay_view_says_running() -> None:
     assert JobView.from_event(event(status="cancelling")).status == "cancelling"
     assert JobView.from_event(event(status="cancelled", relay_status="canceled")).terminal
 
 
-def test_a_relay_job_from_the_api():
+def test_a_relay_job_from_the_api() -> None:
     view = JobView.from_relay({"id": "b" * 32, "object": "batch", "name": "n",
                                "status": "completed",
                              "model": "m", "priority": 1, "total": 3, "completed": 2,
@@ -50,12 +52,13 @@ def test_a_relay_job_from_the_api():
                              "webhookUrl": "https://x.example/h",
                              "webhook": {"status_code": 200}, "cron": None})
     assert view.created_at == parse_time("2026-10-04T09:12:44+00:00")
+    assert view.finished_at is not None and view.created_at is not None
     assert view.finished_at - view.created_at == 16
     assert view.terminal and view.webhook == {"status_code": 200}
     assert view.webhook_url == "https://x.example/h"
 
 
-def test_an_openai_batch_object_is_normalised():
+def test_an_openai_batch_object_is_normalised() -> None:
     view = JobView.from_openai({
         "id": "batch_" + "c" * 32, "object": "batch", "status": "in_progress",
         "input_file_id": "file-1", "created_at": 1000, "in_progress_at": 1005,
@@ -67,7 +70,7 @@ def test_an_openai_batch_object_is_normalised():
     assert view.priority_text == "exp" and view.started_at == 1005.0
 
 
-def test_openai_errors_and_end_times():
+def test_openai_errors_and_end_times() -> None:
     view = JobView.from_batch({
         "id": "batch_x", "status": "failed", "created_at": 1, "failed_at": 9,
         "request_counts": {"total": 0, "completed": 0, "failed": 0},
@@ -76,12 +79,12 @@ def test_openai_errors_and_end_times():
     assert view.error == "The file has no lines." and view.name == "batch None"
 
 
-def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id():
+def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id() -> None:
     # A Relay job is never read as OpenAI's, whatever keys it holds, nor the reverse.
-    relay = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
-             "request_counts": {"total": 1, "completed": 1, "failed": 0}}
-    openai = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
-              "request_counts": {"total": 10, "completed": 3, "failed": 0}}
+    relay: dict[str, Any] = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
+                             "request_counts": {"total": 1, "completed": 1, "failed": 0}}
+    openai: dict[str, Any] = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
+                              "request_counts": {"total": 10, "completed": 3, "failed": 0}}
     assert (dialect_of(relay["id"]), dialect_of(openai["id"])) == ("relay", "openai")
     assert JobView.from_batch(relay) == JobView.from_relay(relay)
     assert (JobView.from_batch(relay).dialect, JobView.from_batch(relay).total) == ("relay", 9)
@@ -90,7 +93,7 @@ def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id():
         ("openai", 10)
 
 
-def test_merge_keeps_what_the_newer_view_does_not_say_and_finer_instants():
+def test_merge_keeps_what_the_newer_view_does_not_say_and_finer_instants() -> None:
     old = JobView.from_event(event(dead_letter=3, created_at=1000.5))
     newer = JobView.from_openai({"id": "batch_" + "a" * 32, "status": "in_progress",
                                  "created_at": 1000, "request_counts": {
@@ -100,7 +103,7 @@ def test_merge_keeps_what_the_newer_view_does_not_say_and_finer_instants():
     assert merged.created_at == 1000.5
 
 
-def test_filters_match_status_groups_and_words():
+def test_filters_match_status_groups_and_words() -> None:
     view = JobView.from_event(event(status="cancelling"))
     assert view.matches("all", "") and view.matches("running", "review")
     assert view.matches("running", "GPT-4O") and not view.matches("queued", "")
@@ -108,7 +111,7 @@ def test_filters_match_status_groups_and_words():
     assert not view.matches("all", "nothing like it")
 
 
-def test_running_jobs_come_first_then_newest():
+def test_running_jobs_come_first_then_newest() -> None:
     running = JobView.from_event(event(id="r", created_at=1.0))
     new = JobView.from_event(event(id="n", relay_status="queued", status="queued",
                                    created_at=9.0))
@@ -119,19 +122,19 @@ def test_running_jobs_come_first_then_newest():
 @pytest.mark.parametrize(("done", "total", "text"), [
     (0, 100, "░░░░░░░░░░   0%"), (42, 100, "████░░░░░░  42%"),
     (100, 100, "██████████ 100%"), (0, 0, "░░░░░░░░░░   0%"), (7, 5, "██████████ 100%")])
-def test_progress_bar(done, total, text):
+def test_progress_bar(done: int, total: int, text: str) -> None:
     assert progress_bar(done, total) == text
 
 
 @pytest.mark.parametrize(("seconds", "age", "duration"), [
     (None, "—", "—"), (-3, "0s", "0s"), (45, "45s", "45s"), (750, "12m", "12m30s"),
     (7500, "2h", "2h05m"), (90000, "1d", "1d01h")])
-def test_ages_and_durations(seconds, age, duration):
+def test_ages_and_durations(seconds: float | None, age: str, duration: str) -> None:
     assert age_text(seconds) == age
     assert duration_text(seconds) == duration
 
 
-def test_rates_and_eta():
+def test_rates_and_eta() -> None:
     view = JobView.from_event(event(total=100, completed=40, failed=0, started_at=1000.0))
     assert average_rate(view, now=1010.0) == 4.0
     assert eta_seconds(view, 4.0) == 15.0
@@ -145,7 +148,7 @@ def test_rates_and_eta():
     assert rate_text(None) == "—" and rate_text(3.14159) == "3.1" and rate_text(420.4) == "420"
 
 
-def test_throughput_samples_and_recent_rate():
+def test_throughput_samples_and_recent_rate() -> None:
     tracker = Throughput(window=10.0)
     assert tracker.rate() is None
     for at, done in [(0, 0), (1, 5), (2, 15), (2, 99), (4, 25)]:
@@ -158,12 +161,12 @@ def test_throughput_samples_and_recent_rate():
     assert tracker.rate() is None
 
 
-def test_key_hint_shows_only_the_public_prefix():
+def test_key_hint_shows_only_the_public_prefix() -> None:
     assert key_hint("rk_abcdefghSECRETSECRET") == "rk_abcdefg…"
     assert key_hint(None) == "no key"
 
 
-def test_a_cancelled_job_reads_what_ran_not_100_percent():
+def test_a_cancelled_job_reads_what_ran_not_100_percent() -> None:
     view = JobView.from_batch({"id": "j", "status": "canceled", "total": 100, "completed": 30,
                              "failed": 70, "canceled": 60})
     assert (view.done, view.ran) == (100, 40)
@@ -175,7 +178,7 @@ def test_a_cancelled_job_reads_what_ran_not_100_percent():
     assert progress_bar(122, 450, never_ran=328) == "██········  27%"
 
 
-def test_a_completed_job_with_failed_rows_reads_completed_with_errors():
+def test_a_completed_job_with_failed_rows_reads_completed_with_errors() -> None:
     ok = JobView.from_batch({"id": "j", "status": "completed", "total": 3, "completed": 3})
     bad = JobView.from_batch({"id": "j", "status": "completed", "total": 300, "failed": 300})
     assert (ok.shown_status, bad.shown_status) == ("completed", "completed with errors")

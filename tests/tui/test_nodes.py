@@ -4,10 +4,12 @@ said, the last list kept. On canned answers, and once against a real relayd."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 
 from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
@@ -15,7 +17,8 @@ from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.screens.nodes import NodesScreen
 from relaytui.settings import Settings
 from relaytui.testing import NOW, FakeRelay, job_id
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.e2e.harness import Relayd
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 
 def iso(ts: float) -> str:
@@ -66,7 +69,7 @@ def app_on(fake: FakeRelay, **options: Any) -> RelayApp:
 
 
 def cells(screen: NodesScreen, node_id: str) -> list[str]:
-    table = screen.query_one("#nodes")
+    table = screen.query_one("#nodes", DataTable)
     return [str(c) for c in table.get_row(node_id)]
 
 
@@ -77,7 +80,7 @@ def text_of(screen: NodesScreen, selector: str) -> str:
 # -- the answer read ----------------------------------------------------------------
 
 
-def test_an_answer_is_read_into_nodes_ages_and_jobs():
+def test_an_answer_is_read_into_nodes_ages_and_jobs() -> None:
     listed = NodeList.from_answer(three_nodes())
     lost, me, late = listed.nodes
     assert (me.id, me.health, me.this, me.silent_s) == ("web-2-4e5f6a7b", "healthy", True, 1.2)
@@ -90,7 +93,7 @@ def test_an_answer_is_read_into_nodes_ages_and_jobs():
                                "on 2 of them"
 
 
-def test_an_odd_or_refused_answer_reads_as_nothing_known():
+def test_an_odd_or_refused_answer_reads_as_nothing_known() -> None:
     odd = NodeList.from_answer({"data": [{"id": "x", "jobs": "nope"}, "junk"]})
     assert odd.nodes == (NodeView("x", "", "", "?", None, None, False),)
     assert NodeList.from_answer({}).summary().startswith("0 nodes")
@@ -103,14 +106,14 @@ def test_an_odd_or_refused_answer_reads_as_nothing_known():
 # -- the screen ---------------------------------------------------------------------
 
 
-async def test_n_opens_the_nodes_and_their_jobs():
+async def test_n_opens_the_nodes_and_their_jobs() -> None:
     fake = NodesRelay()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
-                                and app.screen.query_one("#nodes").row_count == 3
+                                and app.screen.query_one("#nodes", DataTable).row_count == 3
                                 and app.screen)
         assert cells(screen, "web-2-4e5f6a7b")[:5] == [
             "web-2-4e5f6a7b (this)", "http://web-2-4e5f6a7b:8080", "● healthy", "0.1.0",
@@ -129,15 +132,15 @@ async def test_n_opens_the_nodes_and_their_jobs():
         assert app.screen is app.jobs_screen
 
 
-async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one():
+async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one() -> None:
     fake = NodesRelay()
     app = app_on(fake, nodes_every=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("colon", *"nodes", "enter")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen)
-        table = screen.query_one("#nodes")
+        table = screen.query_one("#nodes", DataTable)
         await wait_for(pilot, lambda: table.row_count == 3)
         fake.nodes_answer = {"object": "list", "data": [
             node("web-2-4e5f6a7b", "stopping", silent=0.4, up=3 * 3600, this=True)]}
@@ -155,30 +158,31 @@ async def test_the_list_is_asked_again_and_a_refusal_keeps_the_last_one():
         assert fake.nodes_asked <= asked + 1  # at most the ask that was under way
 
 
-async def test_a_relayd_without_the_route_says_so():
+async def test_a_relayd_without_the_route_says_so() -> None:
     fake = NodesRelay()
     fake.nodes_answer = RelayError(404, "Not Found", code="not_found")
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.jobs_screen.board) > 0)
+        await wait_for(pilot, lambda: len(jobs_screen(app).board) > 0)
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
                                 and app.screen)
         await wait_for(pilot, lambda: "No node list: Not Found" in text_of(
             screen, "#nodes-summary"))
-        assert not screen.query_one("#nodes").display
+        assert not screen.query_one("#nodes", DataTable).display
 
 
 # -- against a real relayd ------------------------------------------------------------
 
 
 @pytest.mark.e2e
-async def test_a_real_relayd_lists_itself(shared_relayd, workspace, make_app):
+async def test_a_real_relayd_lists_itself(shared_relayd: Relayd, workspace: str,
+                                          make_app: Callable[..., RelayApp]) -> None:
     app = make_app(shared_relayd.url, shared_relayd.key(workspace))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen)
-                                and app.screen.query_one("#nodes").row_count == 1
+                                and app.screen.query_one("#nodes", DataTable).row_count == 1
                                 and app.screen)
         [me] = screen.listed.nodes
         assert me.this and me.health == "healthy" and me.address.startswith("http://")

@@ -41,7 +41,7 @@ def paging_relayd(asked: list[dict[str, str]]) -> httpx.MockTransport:
     return httpx.MockTransport(answer)
 
 
-def test_result_pages_follow_last_id_until_has_more_is_false():
+def test_result_pages_follow_last_id_until_has_more_is_false() -> None:
     asked: list[dict[str, str]] = []
     with RelayClient("http://relayd", "rk_x", transport=paging_relayd(asked)) as client:
         pages = list(client.result_pages("j1", page=2))
@@ -53,7 +53,7 @@ def test_result_pages_follow_last_id_until_has_more_is_false():
     assert (asked[3], whole["data"]) == ({}, RESULTS)  # no limit: all of them, as before
 
 
-def test_jobs_are_listed_of_every_dialect():
+def test_jobs_are_listed_of_every_dialect() -> None:
     asked: list[dict[str, str]] = []
     with RelayClient("http://relayd", "rk_x", transport=paging_relayd(asked)) as client:
         client.all_jobs()
@@ -61,10 +61,11 @@ def test_jobs_are_listed_of_every_dialect():
     assert [q["dialect"] for q in asked] == ["all", "openai"]
 
 
-async def test_the_results_screen_reads_every_page():
+async def test_the_results_screen_reads_every_page() -> None:
     fake = FakeRelay(replay=False)
     client = fake.client()
-    client.result_pages = functools.partial(client.result_pages, page=5)  # 4 pages of 18
+    client.result_pages = functools.partial(  # type: ignore[method-assign]
+        client.result_pages, page=5)  # 4 pages of 18
     app = app_on(fake, client=client)
     async with app.run_test(size=SIZE) as pilot:
         results = await open_results(pilot, job_id(5))

@@ -4,8 +4,12 @@ or `o`, its transcript round by round, a failed row, and a row the daemon cannot
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 import httpx
 import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from relaytui.client import RelayClient, RelayError
@@ -14,26 +18,26 @@ from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.testing import FakeRelay, job_id
 from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.job_table import JobTable
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 from tests.tui.test_app import app_on
 
 DIGEST = job_id(4)
 
 
-def text(screen, selector):
+def text(screen: Screen[Any], selector: str) -> str:
     return str(screen.query_one(selector).render())
 
 
-async def open_results(pilot, job: str) -> ResultsScreen:
+async def open_results(pilot: Pilot[Any], job: str) -> ResultsScreen:
     app = pilot.app
-    await wait_for(pilot, lambda: job in app.jobs_screen.board)
-    app.jobs_screen.query_one(JobTable).select(job)
+    await wait_for(pilot, lambda: job in jobs_screen(app).board)
+    jobs_screen(app).query_one(JobTable).select(job)
     await pilot.press("v")
     return await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                           and app.screen.items and app.screen, what="the results")
 
 
-async def open_row(pilot, key: str) -> RowDetailScreen:
+async def open_row(pilot: Pilot[Any], key: str) -> RowDetailScreen:
     app = pilot.app
     await pilot.press(key)
     return await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
@@ -41,7 +45,7 @@ async def open_row(pilot, key: str) -> RowDetailScreen:
                           what="the row")
 
 
-async def test_the_results_show_each_rows_tool_rounds():
+async def test_the_results_show_each_rows_tool_rounds() -> None:
     app = app_on(FakeRelay(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         results = await open_results(pilot, DIGEST)
@@ -61,7 +65,7 @@ async def test_the_results_show_each_rows_tool_rounds():
             ["custom_id", "Result"]
 
 
-async def test_enter_and_o_open_a_row_with_its_transcript():
+async def test_enter_and_o_open_a_row_with_its_transcript() -> None:
     fake = FakeRelay(replay=False)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -105,7 +109,7 @@ async def test_enter_and_o_open_a_row_with_its_transcript():
                                   (DIGEST, "digest-09")]
 
 
-async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short():
+async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short() -> None:
     app = app_on(FakeRelay(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         await open_results(pilot, DIGEST)
@@ -130,16 +134,16 @@ async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short():
 
 
 class MissingRows(FakeRelay):
-    def row(self, job_id, custom_id):
+    def row(self, job_id: str, custom_id: str) -> NoReturn:
         raise RelayError(404, f"No row found with id '{custom_id}'.")
 
 
 class BrokenRows(FakeRelay):
-    def row(self, job_id, custom_id):
+    def row(self, job_id: str, custom_id: str) -> NoReturn:
         raise RuntimeError("the disk is on fire")
 
 
-async def test_a_row_the_daemon_cannot_give_is_said_not_crashed():
+async def test_a_row_the_daemon_cannot_give_is_said_not_crashed() -> None:
     app = app_on(MissingRows(replay=False))
     async with app.run_test(size=SIZE) as pilot:
         await open_results(pilot, DIGEST)
@@ -158,7 +162,7 @@ async def test_a_row_the_daemon_cannot_give_is_said_not_crashed():
         assert app.is_running and isinstance(app.screen, RowDetailScreen)
 
 
-def test_the_client_sends_the_custom_id_quoted_and_raises_on_404():
+def test_the_client_sends_the_custom_id_quoted_and_raises_on_404() -> None:
     asked: list[bytes] = []
 
     def answer(request: httpx.Request) -> httpx.Response:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relaytui.rows import (
@@ -23,7 +25,7 @@ from relaytui.rows import (
 SUMMARY = {"tool_rounds": 2, "model_calls": 3}
 
 
-def test_the_summary_is_found_in_both_dialects_result_shapes():
+def test_the_summary_is_found_in_both_dialects_result_shapes() -> None:
     relay = {"custom_id": "r-1", "content": "hi", "openrelay": SUMMARY}
     openai = {"id": "batch_req_1", "custom_id": "r-1", "error": None,
               "response": {"status_code": 200, "body": {"choices": [], "openrelay": SUMMARY}}}
@@ -43,13 +45,14 @@ def test_the_summary_is_found_in_both_dialects_result_shapes():
     ({"tool_rounds": 1, "model_calls": 2, "tool_errors": ["c1", "c2"]}, "⟳1 ✗2",
      "1 tool round · 2 model calls · 2 tool errors (c1, c2)", True),
 ])
-def test_rounds_cell_and_summary_text(summary, cell, text, look):
+def test_rounds_cell_and_summary_text(summary: dict[str, Any] | None, cell: str, text: str,
+                                      look: bool) -> None:
     assert rounds_cell(summary) == cell
     assert summary_text(summary) == text
     assert needs_a_look(summary) is look
 
 
-def test_tool_calls_are_name_and_compact_arguments():
+def test_tool_calls_are_name_and_compact_arguments() -> None:
     call = {"id": "c1", "type": "function",
             "function": {"name": "lookup", "arguments": '{\n  "q": 1,  "city": "Zürich"}'}}
     assert call_text(call) == 'lookup({"q": 1, "city": "Zürich"})'
@@ -58,7 +61,7 @@ def test_tool_calls_are_name_and_compact_arguments():
     assert call_text({"id": "c2"}) == "?()"
 
 
-def test_contents_finals_usage_and_errors():
+def test_contents_finals_usage_and_errors() -> None:
     assert content_text(None) == "" and content_text("hi") == "hi"
     parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]
     assert content_text(parts) == "look [image_url]"
@@ -79,7 +82,7 @@ def test_contents_finals_usage_and_errors():
     assert error_text({"error": None}) == ""
 
 
-def test_the_request_names_its_tools_and_executor_never_the_secret():
+def test_the_request_names_its_tools_and_executor_never_the_secret() -> None:
     body = {"tools": [{"type": "function", "function": {"name": "lookup"}}, {"bad": 1}],
             "openrelay": {"tool_config": {"url": "https://t.example/run", "type": "mcp",
                                           "authorization": "***", "max_rounds": 3}}}

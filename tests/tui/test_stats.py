@@ -5,6 +5,7 @@ that asks relayd (plain functions, no Textual)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from relaytui.client import RelayError
 from relaytui.models import next_run_text
@@ -28,12 +29,12 @@ from relaytui.testing import NOW, job_id
 from relaytui.testing_stats import canned_stats
 
 
-def answer(minutes: int = 60, **changes) -> dict:
+def answer(minutes: int = 60, **changes: Any) -> dict[str, Any]:
     return canned_stats(NOW, minutes=minutes, jobs={n: job_id(n) for n in (1, 2, 9)}) \
         | changes
 
 
-def test_an_answer_is_read_into_the_headers_numbers():
+def test_an_answer_is_read_into_the_headers_numbers() -> None:
     stats = WorkspaceStats.from_answer(answer())
     assert stats.minutes == 60 and stats.bucket_s == 60
     assert stats.since == NOW - 3600 and stats.generated_at == NOW
@@ -50,7 +51,7 @@ def test_an_answer_is_read_into_the_headers_numbers():
     assert stats.queue == (QueueLevel(1, 1, 80),)
 
 
-def test_a_thin_or_odd_answer_reads_as_nothing_known():
+def test_a_thin_or_odd_answer_reads_as_nothing_known() -> None:
     stats = WorkspaceStats.from_answer({"models": [{"model": "m", "latency_ms": {}}],
                                         "usage": {"total": {"cost_nano_usd": 2_500_000_000}},
                                         "throughput": ["nonsense"], "queue": None})
@@ -59,14 +60,14 @@ def test_a_thin_or_odd_answer_reads_as_nothing_known():
     assert stats.total.cost_usd == 2.5  # from nano-dollars when cost_usd is missing
 
 
-def test_answers_that_differ_only_in_when_they_were_made_are_equal():
+def test_answers_that_differ_only_in_when_they_were_made_are_equal() -> None:
     first = WorkspaceStats.from_answer(answer())
     later = WorkspaceStats.from_answer(answer(generated_at="2026-10-04T09:30:05Z"))
     assert first == later
     assert first != WorkspaceStats.from_answer(answer(queue=[]))
 
 
-def test_the_banner_names_each_failing_model_in_relayds_words():
+def test_the_banner_names_each_failing_model_in_relayds_words() -> None:
     stats = WorkspaceStats.from_answer(answer())
     assert banner(stats.failing) == \
         "✗ gpt-4o-mini: 100% connection errors (12 recent attempts)"
@@ -77,7 +78,7 @@ def test_the_banner_names_each_failing_model_in_relayds_words():
         " · ✗ backup: 67% 5xx errors (1 recent attempt)")
 
 
-def test_models_that_start_and_stop_failing_are_told_apart():
+def test_models_that_start_and_stop_failing_are_told_apart() -> None:
     failing = WorkspaceStats.from_answer(answer())
     fine = WorkspaceStats.from_answer(answer(failing=[]))
     assert failing_changes(fine, failing) == (list(failing.failing), [])
@@ -86,14 +87,14 @@ def test_models_that_start_and_stop_failing_are_told_apart():
     assert failing_changes(None, None) == ([], [])
 
 
-def test_failing_models_come_first_then_the_others_by_name():
+def test_failing_models_come_first_then_the_others_by_name() -> None:
     stats = WorkspaceStats.from_answer(answer())
     assert [m.model for m in stats.models_in_order()] == ["gpt-4o-mini", "backup"]
     calm = WorkspaceStats.from_answer(answer(failing=[]))
     assert [m.model for m in calm.models_in_order()] == ["backup", "gpt-4o-mini"]
 
 
-def test_numbers_are_short():
+def test_numbers_are_short() -> None:
     assert [percent(s) for s in (0, 0.001, 0.0218, 0.5, 1)] == ["0%", "<1%", "2%", "50%",
                                                                  "100%"]
     assert [latency_text(ms) for ms in (None, 410, 1830, 12_400)] == ["—", "410ms", "1.8s",
@@ -106,13 +107,13 @@ def test_numbers_are_short():
                                                                  "24 h", "90 min"]
 
 
-def test_the_queue_is_told_highest_priority_first():
+def test_the_queue_is_told_highest_priority_first() -> None:
     assert queue_text([QueueLevel(0, 1, 1), QueueLevel(5, 2, 3)]) == \
         ["p5  2 jobs · 3 rows", "p0  1 job · 1 row"]
     assert queue_text([]) == ["empty"]
 
 
-def test_the_narrow_header_says_it_in_two_lines():
+def test_the_narrow_header_says_it_in_two_lines() -> None:
     stats = WorkspaceStats.from_answer(answer())
     assert summary_line(stats) == ("60 min: 785 done, 2 failed · 46/min now · $41.27 · "
                                    "1 queued · 21M tokens")
@@ -123,7 +124,7 @@ def test_the_narrow_header_says_it_in_two_lines():
     assert models_line(empty) == "no upstream calls in the window"
 
 
-def test_the_time_axis_is_ticked_at_round_times():
+def test_the_time_axis_is_ticked_at_round_times() -> None:
     hour = WorkspaceStats.from_answer(answer())
     assert clock_ticks(hour, 5) == ([0.0, 15.0, 30.0, 45.0],
                                     ["08:30", "08:45", "09:00", "09:15"])
@@ -131,11 +132,12 @@ def test_the_time_axis_is_ticked_at_round_times():
     day = WorkspaceStats.from_answer(answer(minutes=1440))
     at, labels = clock_ticks(day, 5)
     assert labels == ["12:00", "18:00", "00:00", "06:00"]  # every 6 h, from 09:30 a day ago
+    assert day.since is not None
     assert at[0] == (datetime(2026, 10, 3, 12, tzinfo=UTC).timestamp() - day.since) / 1440
     assert clock_ticks(WorkspaceStats(), 5) == ([], [])
 
 
-def test_the_rate_axis_ends_on_a_round_number():
+def test_the_rate_axis_ends_on_a_round_number() -> None:
     assert scale(49) == (60, [0, 20, 40, 60])
     assert scale(49, steps=2) == (50, [0, 50])
     assert scale(3) == (3, [0, 1, 2, 3])
@@ -144,12 +146,12 @@ def test_the_rate_axis_ends_on_a_round_number():
     assert scale(1234) == (1500, [0, 500, 1000, 1500])
 
 
-def test_only_stretches_of_work_are_drawn():
+def test_only_stretches_of_work_are_drawn() -> None:
     assert nonzero_runs([0, 3, 4, 0, 0, 1, 0, 2, 2]) == [[1, 2], [5], [7, 8]]
     assert nonzero_runs([0, 0]) == []
 
 
-def test_a_templates_next_run_never_reads_as_a_time_to_come_once_it_passed():
+def test_a_templates_next_run_never_reads_as_a_time_to_come_once_it_passed() -> None:
     at = datetime(2026, 10, 5, 2, tzinfo=UTC).timestamp()
     assert next_run_text(at, at - 59_400) == "2026-10-05 02:00:00Z (in 16h30m)"
     assert next_run_text(at, at) == "due since 02:00:00Z"
@@ -159,10 +161,10 @@ def test_a_templates_next_run_never_reads_as_a_time_to_come_once_it_passed():
 class Relayd:
     """`stats()` answering each of `answers` in turn (an exception is raised)."""
 
-    def __init__(self, *answers):
-        self.answers, self.asked = list(answers), []
+    def __init__(self, *answers: dict[str, Any] | Exception) -> None:
+        self.answers, self.asked = list(answers), list[int | None]()
 
-    def stats(self, *, minutes=None):
+    def stats(self, *, minutes: int | None = None) -> dict[str, Any]:
         self.asked.append(minutes)
         found = self.answers.pop(0)
         if isinstance(found, Exception):
@@ -170,8 +172,8 @@ class Relayd:
         return found
 
 
-def test_the_watch_posts_changes_and_none_for_a_relayd_without_stats():
-    posted = []
+def test_the_watch_posts_changes_and_none_for_a_relayd_without_stats() -> None:
+    posted: list[WorkspaceStats | None] = []
     relayd = Relayd(answer(), answer(generated_at="2026-10-04T09:30:05Z"),
                     RelayError(None, "cannot reach relayd"), RelayError(500, "oops"),
                     answer(failing=[]), RelayError(404, "no such route"))
@@ -183,13 +185,13 @@ def test_the_watch_posts_changes_and_none_for_a_relayd_without_stats():
     assert relayd.asked == [60] * 6
 
 
-def test_w_goes_through_the_windows_and_asks_at_once():
+def test_w_goes_through_the_windows_and_asks_at_once() -> None:
     watch = StatsWatch(Relayd(), lambda _: None)
     assert [watch.next_window() for _ in range(4)] == [360, 1440, 15, 60]
     assert watch._asked.is_set()  # the waiting thread wakes up for the new window
 
 
-def test_a_jobs_own_usage_comes_from_its_batch_object_or_events():
+def test_a_jobs_own_usage_comes_from_its_batch_object_or_events() -> None:
     from relaytui.models import JobView
     from relaytui.stats import Usage
 

@@ -5,6 +5,7 @@ in-memory `FakeRelay`) that shows while the store cannot write and leaves once i
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from daemon.testing import wait_until
 from relaytui.app import build_app
@@ -13,13 +14,13 @@ from relaytui.health import HealthWatch, StoreHealth
 from relaytui.settings import Settings
 from relaytui.testing import FakeRelay
 from relaytui.widgets.header import StoreBanner
-from tests.tui.conftest import HERE, SIZE, wait_for
+from tests.tui.conftest import HERE, SIZE, jobs_screen, wait_for
 
 FULL = {"status": "degraded", "reason": "insufficient_storage",
         "detail": "No space left on device", "since": 1_791_105_164.0}  # 09:12:44Z
 
 
-def test_a_degraded_answer_reads_as_a_banner():
+def test_a_degraded_answer_reads_as_a_banner() -> None:
     health = StoreHealth.from_answer(FULL)
     assert health.degraded
     assert health.banner() == ("relayd cannot write to its store: insufficient_storage — "
@@ -28,7 +29,7 @@ def test_a_degraded_answer_reads_as_a_banner():
     assert StoreHealth().banner() == ""
 
 
-def test_a_dead_actor_reads_as_a_restart_not_as_the_store():
+def test_a_dead_actor_reads_as_a_restart_not_as_the_store() -> None:
     health = StoreHealth.from_answer({
         "status": "degraded", "reason": "actor_dead", "actors": ["scheduler"],
         "detail": "scheduler died; relayd exits with status 70 for its manager to restart "
@@ -41,18 +42,18 @@ def test_a_dead_actor_reads_as_a_restart_not_as_the_store():
 class Answers:
     """`health()` answering each of `answers` in turn (an exception is raised)."""
 
-    def __init__(self, *answers):
+    def __init__(self, *answers: dict[str, Any] | Exception) -> None:
         self.answers = list(answers)
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
 
-def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach():
-    posted = []
+def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reach() -> None:
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}, {"status": "ok"}, FULL,
                                 RelayError(None, "cannot reach relayd"), ValueError("html"),
                                 FULL, {"status": "ok"}), posted.append)
@@ -61,8 +62,8 @@ def test_the_watch_posts_changes_and_learns_nothing_from_a_relayd_it_cannot_reac
     assert posted == [StoreHealth(), StoreHealth.from_answer(FULL), StoreHealth()]
 
 
-def test_stop_ends_the_wait_at_once():
-    posted = []
+def test_stop_ends_the_wait_at_once() -> None:
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}, FULL), posted.append, every=3600)
     running = threading.Thread(target=watch.run, daemon=True)
     running.start()
@@ -73,8 +74,8 @@ def test_stop_ends_the_wait_at_once():
     assert posted == [StoreHealth()]  # the second answer was never asked for
 
 
-def test_a_watch_stopped_before_it_runs_asks_nothing():
-    posted = []
+def test_a_watch_stopped_before_it_runs_asks_nothing() -> None:
+    posted: list[StoreHealth] = []
     watch = HealthWatch(Answers({"status": "ok"}), posted.append, every=3600)
     watch.stop()
     running = threading.Thread(target=watch.run, daemon=True)
@@ -84,14 +85,14 @@ def test_a_watch_stopped_before_it_runs_asks_nothing():
     assert posted == []  # an ask would have posted the first answer
 
 
-async def test_a_red_banner_shows_while_the_store_cannot_write():
+async def test_a_red_banner_shows_while_the_store_cannot_write() -> None:
     fake = FakeRelay(replay=False)
     fake.health_answer = FULL
     app = build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                     clock=fake.clock, save=lambda _: None, start_dir=HERE / "fixtures",
                     health_every=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        banner = app.jobs_screen.query_one(StoreBanner)
+        banner = jobs_screen(app).query_one(StoreBanner)
         await wait_for(pilot, lambda: banner.display, what="the banner")
         text = str(banner.render())
         assert text.startswith("relayd cannot write to its store: insufficient_storage — "

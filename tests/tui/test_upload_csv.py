@@ -4,7 +4,13 @@ is chosen, and relayd's refusal of a row names its line in the file."""
 
 from __future__ import annotations
 
-from relaytui.app import build_app
+from pathlib import Path
+from typing import Any, NoReturn
+
+from textual.pilot import Pilot
+from textual.widgets import Input, Select
+
+from relaytui.app import RelayApp, build_app
 from relaytui.client import RelayError
 from relaytui.screens.upload import UploadScreen
 from relaytui.settings import Settings
@@ -12,19 +18,20 @@ from relaytui.testing import FakeRelay
 from tests.tui.conftest import SIZE, wait_for
 
 
-def app_on(fake, start_dir):
+def app_on(fake: FakeRelay, start_dir: Path) -> RelayApp:
     return build_app(fake.client(), Settings("http://127.0.0.1:8080", "rk_test_key_123"),
                      clock=fake.clock, save=lambda _: None, start_dir=start_dir)
 
 
-async def open_upload(pilot, app):
+async def open_upload(pilot: Pilot[Any], app: RelayApp) -> UploadScreen:
     await pilot.press("u")
-    upload = await wait_for(pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
-    await wait_for(pilot, lambda: upload.query_one("#model").value == "gpt-4o-mini")
+    upload: UploadScreen = await wait_for(
+        pilot, lambda: isinstance(app.screen, UploadScreen) and app.screen)
+    await wait_for(pilot, lambda: upload.query_one("#model", Select).value == "gpt-4o-mini")
     return upload
 
 
-async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
+async def test_a_prompt_column_is_chosen_in_the_form(tmp_path: Path) -> None:
     path = tmp_path / "scores.csv"
     path.write_text("id,review,score\n1,good tent,5\n2,bad zip,1\n")
     fake = FakeRelay(replay=False)
@@ -33,13 +40,13 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
         upload = await open_upload(pilot, app)
         status = upload.query_one("#file-status")
         upload.query_one("#path").focus()  # the tree has it at first
-        upload.query_one("#path").value = str(path)
+        upload.query_one("#path", Input).value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: "line 1: 3 cells where one prompt was expected"
                        in str(status.render()))
         assert upload.query_one("#submit").disabled
 
-        upload.query_one("#column").value = "review"
+        upload.query_one("#column", Input).value = "review"
         await wait_for(pilot, lambda: upload.rows is not None)
         assert "2 rows · prompt column 'review'" in str(status.render())
         await pilot.press("ctrl+s")
@@ -52,19 +59,19 @@ async def test_a_prompt_column_is_chosen_in_the_form(tmp_path):
 class DuplicateRefusing(FakeRelay):
     """relayd refusing the third row, as its Relay parser does."""
 
-    def submit(self, **form):
+    def submit(self, **form: Any) -> NoReturn:
         raise RelayError(400, "Duplicate custom_id 'a' (first used by requests[0]).",
                          "requests[2].custom_id")
 
 
-async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
+async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path: Path) -> None:
     path = tmp_path / "ids.csv"
     path.write_text("custom_id,prompt\na,one\n\nb,two\na,three\n")
     app = app_on(DuplicateRefusing(replay=False), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         upload = await open_upload(pilot, app)
         upload.query_one("#path").focus()  # the tree has it at first
-        upload.query_one("#path").value = str(path)
+        upload.query_one("#path", Input).value = str(path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: upload.rows is not None)
         await pilot.press("ctrl+s")
@@ -75,7 +82,7 @@ async def test_a_refused_row_is_named_by_its_line_in_the_file(tmp_path):
         assert upload.query_one("#path").has_class("-invalid")
 
 
-async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_path):
+async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_path: Path) -> None:
     app = app_on(FakeRelay(replay=False), tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         upload = await open_upload(pilot, app)

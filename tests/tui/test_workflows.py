@@ -6,8 +6,12 @@ again only every few seconds), the Rounds column's steps, and the pure text of
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
+from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 from relaytui.client import RelayClient, RelayError
@@ -28,19 +32,19 @@ from relaytui.workflows import (
     totals_text,
     workflow_summary,
 )
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 from tests.tui.test_app import app_on
 
 
-def text(node, selector):
+def text(node: Widget, selector: str) -> str:
     return str(node.query_one(selector).render())
 
 
-async def open_flow(pilot, custom_id: str) -> RowDetailScreen:
+async def open_flow(pilot: Pilot[Any], custom_id: str) -> RowDetailScreen:
     """The row screen of one workflow record (its job is running: no results screen)."""
     app = pilot.app
-    view = await wait_for(pilot, lambda: app.jobs_screen.board.get(WORKFLOW_JOB))
-    app.push_screen(RowDetailScreen(app.jobs_screen.client, view, custom_id))
+    view = await wait_for(pilot, lambda: jobs_screen(app).board.get(WORKFLOW_JOB))
+    app.push_screen(RowDetailScreen(jobs_screen(app).client, view, custom_id))
     return await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                           and (app.screen.detail or app.screen.problem) and app.screen,
                           what="the row")
@@ -49,7 +53,7 @@ async def open_flow(pilot, custom_id: str) -> RowDetailScreen:
 # -- the row screen ------------------------------------------------------------------
 
 
-async def test_a_completed_workflow_shows_its_steps_totals_and_output():
+async def test_a_completed_workflow_shows_its_steps_totals_and_output() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-2.4")
@@ -75,7 +79,7 @@ async def test_a_completed_workflow_shows_its_steps_totals_and_output():
         assert not row.query_one(AttemptTable).display  # no attempts: no empty table
 
 
-async def test_a_waiting_workflow_says_until_when_and_marks_its_step():
+async def test_a_waiting_workflow_says_until_when_and_marks_its_step() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-2.5")
@@ -89,7 +93,7 @@ async def test_a_waiting_workflow_says_until_when_and_marks_its_step():
         assert "end " not in shown
 
 
-async def test_a_workflow_stopped_by_its_step_limit_shows_the_error():
+async def test_a_workflow_stopped_by_its_step_limit_shows_the_error() -> None:
     app = app_on(FakeRelay(replay=False, workflows=True))
     async with app.run_test(size=SIZE) as pilot:
         row = await open_flow(pilot, "notes-3.0")
@@ -104,11 +108,12 @@ async def test_a_workflow_stopped_by_its_step_limit_shows_the_error():
         assert "Output" not in shown
 
 
-async def test_the_results_show_a_workflows_steps_and_open_its_row():
+async def test_the_results_show_a_workflows_steps_and_open_its_row() -> None:
     fake = FakeRelay(replay=False, workflows=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
-        view = await wait_for(pilot, lambda: app.jobs_screen.board.get(WORKFLOW_JOB))
+        view = await wait_for(pilot, lambda: jobs_screen(app).board.get(WORKFLOW_JOB))
+        assert app.client is not None
         app.push_screen(ResultsScreen(app.client, view))
         results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
                                  and app.screen.items and app.screen)
@@ -127,16 +132,16 @@ async def test_the_results_show_a_workflows_steps_and_open_its_row():
 # -- the job detail's counters -----------------------------------------------------------
 
 
-async def select(pilot, job: str) -> JobDetail:
+async def select(pilot: Pilot[Any], job: str) -> JobDetail:
     app = pilot.app
-    await wait_for(pilot, lambda: job in app.jobs_screen.board)
-    app.jobs_screen.query_one(JobTable).select(job)
-    detail = app.jobs_screen.query_one(JobDetail)
+    await wait_for(pilot, lambda: job in jobs_screen(app).board)
+    jobs_screen(app).query_one(JobTable).select(job)
+    detail = jobs_screen(app).query_one(JobDetail)
     await wait_for(pilot, lambda: detail.loaded_id == job, what="the detail pane")
     return detail
 
 
-async def test_the_job_detail_shows_the_workflow_counters_of_a_job_with_workflows():
+async def test_the_job_detail_shows_the_workflow_counters_of_a_job_with_workflows() -> None:
     fake = FakeRelay(replay=False, workflows=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -162,14 +167,14 @@ class Counters(FakeRelay):
         self.missing = missing
         self.steps = 7
 
-    def workflows(self, job_id):
+    def workflows(self, job_id: str) -> dict[str, Any]:
         if self.missing:
             self.workflows_read.append(job_id)
             raise RelayError(404, "Not Found")
         return super().workflows(job_id) | {"steps": self.steps}
 
 
-async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_event():
+async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_event() -> None:
     fake = Counters()
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -199,12 +204,12 @@ async def test_the_counters_of_a_running_job_are_fetched_again_but_not_on_every_
         assert len(fake.workflows_read) == asked
 
 
-async def test_progress_events_do_not_fetch_the_counters_each_time():
+async def test_progress_events_do_not_fetch_the_counters_each_time() -> None:
     fake = FakeRelay()  # replays 15 progress events of the two running jobs
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, fake.replayed.is_set, what="the replay")
-        detail = app.jobs_screen.query_one(JobDetail)
+        detail = jobs_screen(app).query_one(JobDetail)
         await wait_for(pilot, lambda: detail.job_id == job_id(1)
                        and detail.loaded_id == job_id(1), what="the detail pane")
         await wait_for(pilot, lambda: fake.workflows_read)
@@ -213,7 +218,7 @@ async def test_progress_events_do_not_fetch_the_counters_each_time():
         assert "workflows" not in text(detail, "#facts")
 
 
-async def test_a_relayd_without_the_route_just_hides_the_line():
+async def test_a_relayd_without_the_route_just_hides_the_line() -> None:
     fake = Counters(missing=True)
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -225,7 +230,7 @@ async def test_a_relayd_without_the_route_just_hides_the_line():
         assert not app._notifications and app.is_running
 
 
-def test_the_client_asks_the_workflows_route():
+def test_the_client_asks_the_workflows_route() -> None:
     asked: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -240,7 +245,7 @@ def test_the_client_asks_the_workflows_route():
 # -- the text ----------------------------------------------------------------------------
 
 
-def state(phase: str, **more):
+def state(phase: str, **more: Any) -> dict[str, Any]:
     return {"phase": phase, "step": 3, "totals": {"steps": 3, "requests": 9},
             "history": [], "event": "workflow.results", "requests": 4, "finished": 2,
             "wake_at": None} | more
@@ -259,15 +264,15 @@ def state(phase: str, **more):
     ("failed", state("running"), "failed after 3 steps"),
     ("failed", None, "failed before its first step"),
 ])
-def test_the_phase_in_words(status, flow, said):
-    detail = {"status": status, "body": {"openrelay": {"workflow": {"url": "u"}}}}
+def test_the_phase_in_words(status: str, flow: dict[str, Any] | None, said: str) -> None:
+    detail: dict[str, Any] = {"status": status, "body": {"openrelay": {"workflow": {"url": "u"}}}}
     if flow is not None:
         detail["workflow"] = flow
     assert is_workflow(detail)
     assert phase_text(detail) == said
 
 
-def test_the_history_marks_the_running_step_and_how_it_ended():
+def test_the_history_marks_the_running_step_and_how_it_ended() -> None:
     steps = [{"step": 1, "action": "continue", "requests": 4},
              {"step": 2, "action": "wait", "delay_ms": 5000},
              {"step": 3, "action": "continue", "requests": 1}]
@@ -283,7 +288,7 @@ def test_the_history_marks_the_running_step_and_how_it_ended():
     assert answer_text({"action": "wait", "delay_ms": 90_000}) == "wait 1m30s"
 
 
-def test_summaries_cells_counters_and_callbacks():
+def test_summaries_cells_counters_and_callbacks() -> None:
     totals = {"steps": 2, "requests": 5, "input_tokens": 120, "output_tokens": 80}
     openai = {"custom_id": "f", "response": {"status_code": 200, "body": {
         "output": {"a": 1}, "openrelay": totals}}}

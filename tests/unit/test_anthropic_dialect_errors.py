@@ -127,7 +127,7 @@ def test_the_create_body_schema_states_the_limits() -> None:
 
 
 def test_the_parsers_cap_is_the_documents() -> None:
-    from daemon.dialects.anthropic.parse import MAX_REQUESTS
+    from daemon.dialects.anthropic.shapes import MAX_REQUESTS
     found = components()
     assert found["MessageBatchCreateParams"]["properties"]["requests"]["maxItems"] == \
         MAX_REQUESTS

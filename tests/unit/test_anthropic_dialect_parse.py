@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from daemon.dialects.anthropic.parse import (
-    MAX_REQUESTS,
     MESSAGES,
     MODEL_NOT_FOUND,
     STREAM_UNSUPPORTED,
     job_draft,
     parse_create,
 )
+from daemon.dialects.anthropic.shapes import MAX_REQUESTS
 from daemon.domain.errors import InvalidRequest
 
 MODEL = "claude-sonnet-4-5"

@@ -36,7 +36,7 @@ def make_body(**overrides: Any) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not ...}
 
 
-def make_record(custom_id: str = "r-1", text: str = "Classify: great product!",
+def make_record(custom_id: object = "r-1", text: str = "Classify: great product!",
                 **overrides: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "custom_id": custom_id, "method": "POST", "url": CHAT,
@@ -154,7 +154,7 @@ def test_metadata_limits() -> None:
     assert refused(make_body(metadata={**at_limit, "one-more": "v"})).param == "metadata"
 
     assert parse_create(make_body(metadata={"k" * 64: "v" * 512})).metadata is not None
-    assert refused(make_body(metadata={"k" * 65: "v"})).param.startswith("metadata")
+    assert (refused(make_body(metadata={"k" * 65: "v"})).param or "").startswith("metadata")
     assert refused(make_body(metadata={"k": "v" * 513})).param == "metadata.k"
     assert refused(make_body(metadata={"k": 5})).param == "metadata.k"
     assert refused(make_body(metadata={"k": None})).param == "metadata.k"

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from pytest_aiohttp import AiohttpServer
 
+from daemon.outbound.body import MAX_BYTES
 from daemon.outbound.http import (
-    MAX_BYTES,
     OutboundClient,
     OutboundError,
     OutboundReply,
@@ -153,7 +154,8 @@ async def refusal(client: OutboundClient, url: str, **kwargs: Any) -> OutboundEr
 # --- allowed ---------------------------------------------------------------------------
 
 
-async def test_allow_private_posts_json_to_loopback(receiver, clients) -> None:
+async def test_allow_private_posts_json_to_loopback(receiver: tuple[Receiver, int],
+                                                    clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     reply = await client.post_json(f"http://127.0.0.1:{port}/hook", {"id": "j1", "n": 2},
@@ -169,7 +171,8 @@ async def test_allow_private_posts_json_to_loopback(receiver, clients) -> None:
     assert headers["X-Relay"] == "1"
 
 
-async def test_bytes_payload_is_sent_verbatim_and_headers_override(receiver, clients) -> None:
+async def test_bytes_payload_is_sent_verbatim_and_headers_override(
+        receiver: tuple[Receiver, int], clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     raw = b'{"a": 1,   "b": [2]}'
@@ -182,7 +185,8 @@ async def test_bytes_payload_is_sent_verbatim_and_headers_override(receiver, cli
     assert headers["User-Agent"] == "relayd-test/1"
 
 
-async def test_one_session_serves_many_parallel_calls(receiver, clients) -> None:
+async def test_one_session_serves_many_parallel_calls(
+        receiver: tuple[Receiver, int], clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     replies = await asyncio.gather(*(client.post_json(f"http://127.0.0.1:{port}/hook",
@@ -191,7 +195,8 @@ async def test_one_session_serves_many_parallel_calls(receiver, clients) -> None
     assert sorted(json.loads(body)["i"] for _, _, body in rec.requests) == list(range(20))
 
 
-async def test_aclose_then_use_opens_a_new_session(receiver, clients) -> None:
+async def test_aclose_then_use_opens_a_new_session(receiver: tuple[Receiver, int],
+                                                   clients: Callable[..., OutboundClient]) -> None:
     _, port = receiver
     client = clients(allow_private=True)
     assert (await client.post_json(f"http://127.0.0.1:{port}/hook", {})).status == 200
@@ -205,7 +210,8 @@ async def test_aclose_then_use_opens_a_new_session(receiver, clients) -> None:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]", "10.0.0.1", "169.254.169.254",
                                   "[::ffff:127.0.0.1]"])
-async def test_non_public_literal_is_refused_before_sending(receiver, clients,
+async def test_non_public_literal_is_refused_before_sending(receiver: tuple[Receiver, int],
+                                                            clients: Callable[..., OutboundClient],
                                                             host: str) -> None:
     rec, port = receiver
     lookups = Lookups([PUBLIC])
@@ -216,8 +222,8 @@ async def test_non_public_literal_is_refused_before_sending(receiver, clients,
     assert rec.requests == [] and lookups.calls == []
 
 
-async def test_name_resolving_to_loopback_is_refused_at_resolve_time(receiver,
-                                                                      clients) -> None:
+async def test_name_resolving_to_loopback_is_refused_at_resolve_time(
+        receiver: tuple[Receiver, int], clients: Callable[..., OutboundClient]) -> None:
     """The name is refused by the connector's resolver, from the addresses it looked up:
     the connection is never made, whatever the URL looked like."""
     rec, port = receiver
@@ -231,7 +237,8 @@ async def test_name_resolving_to_loopback_is_refused_at_resolve_time(receiver,
     assert rec.requests == []
 
 
-async def test_one_private_address_among_public_ones_refuses(clients) -> None:
+async def test_one_private_address_among_public_ones_refuses(
+        clients: Callable[..., OutboundClient]) -> None:
     lookups = Lookups([PUBLIC, "10.0.0.7"])
     client = clients(allow_private=False, resolve=lookups)
     error = await refusal(client, f"https://{NAME}/hook")
@@ -240,7 +247,8 @@ async def test_one_private_address_among_public_ones_refuses(clients) -> None:
 
 
 @pytest.mark.parametrize("url", [f"http://{NAME}/hook", f"http://{PUBLIC}/hook"])
-async def test_http_is_refused_when_strict(clients, url: str) -> None:
+async def test_http_is_refused_when_strict(clients: Callable[..., OutboundClient],
+                                           url: str) -> None:
     lookups = Lookups([PUBLIC])
     client = clients(allow_private=False, resolve=lookups)
     error = await refusal(client, url, param="tools[0].url")
@@ -253,7 +261,8 @@ async def test_http_is_refused_when_strict(clients, url: str) -> None:
                                  f"https://{PUBLIC}:abc/hook", f"https://{PUBLIC}:99999/h",
                                  "https://2130706433/hook", "https://127.1/hook"])
 @pytest.mark.parametrize("allow_private", [False, True])
-async def test_malformed_urls_are_refused(clients, url: str, allow_private: bool) -> None:
+async def test_malformed_urls_are_refused(clients: Callable[..., OutboundClient], url: str,
+                                          allow_private: bool) -> None:
     client = clients(allow_private=allow_private, resolve=Lookups(["127.0.0.1"]))
     error = await refusal(client, url)
     assert error.kind == "refused"
@@ -311,7 +320,8 @@ async def test_the_resolver_reports_a_failed_lookup_as_oserror(answer: Any) -> N
         await resolver.resolve(NAME, 443, family=socket.AF_UNSPEC)
 
 
-async def test_a_name_connects_to_the_looked_up_address_once(receiver, clients) -> None:
+async def test_a_name_connects_to_the_looked_up_address_once(
+        receiver: tuple[Receiver, int], clients: Callable[..., OutboundClient]) -> None:
     """One lookup per connection: a second answer (a rebinding attempt) is never asked
     for, the connection goes where the first answer said, and Host keeps the name."""
     rec, port = receiver
@@ -324,7 +334,8 @@ async def test_a_name_connects_to_the_looked_up_address_once(receiver, clients) 
     assert headers["Host"] == f"{NAME}:{port}"
 
 
-async def test_an_unresolvable_name_is_a_connection_error(clients) -> None:
+async def test_an_unresolvable_name_is_a_connection_error(
+        clients: Callable[..., OutboundClient]) -> None:
     def resolve(host: str) -> list[str]:
         raise OSError("Name or service not known")
 
@@ -348,8 +359,9 @@ def make_cert(directory: Path, name: str) -> Path:
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
-async def test_tls_keeps_the_name_for_sni_and_the_certificate(aiohttp_server, clients,
-                                                              tmp_path: Path) -> None:
+async def test_tls_keeps_the_name_for_sni_and_the_certificate(
+        aiohttp_server: AiohttpServer, clients: Callable[..., OutboundClient],
+        tmp_path: Path) -> None:
     """Connected to the looked-up address, TLS still speaks to the name: SNI is the
     name, and the certificate (valid for the name only) verifies."""
     pem = make_cert(tmp_path, NAME)
@@ -381,7 +393,8 @@ async def test_tls_keeps_the_name_for_sni_and_the_certificate(aiohttp_server, cl
 # --- failures ----------------------------------------------------------------------------
 
 
-async def test_timeout(receiver, clients) -> None:
+async def test_timeout(receiver: tuple[Receiver, int],
+                       clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     error = await refusal(client, f"http://127.0.0.1:{port}/slow", timeout_s=0.1)
@@ -390,7 +403,7 @@ async def test_timeout(receiver, clients) -> None:
     rec.release.set()
 
 
-async def test_connection_refused(clients) -> None:
+async def test_connection_refused(clients: Callable[..., OutboundClient]) -> None:
     client = clients(allow_private=True)
     with closed_port() as port:
         error = await refusal(client, f"http://127.0.0.1:{port}/hook")
@@ -398,7 +411,9 @@ async def test_connection_refused(clients) -> None:
 
 
 @pytest.mark.parametrize("path", ["big", "stream"])
-async def test_body_over_max_bytes_is_too_large(receiver, clients, path: str) -> None:
+async def test_body_over_max_bytes_is_too_large(receiver: tuple[Receiver, int],
+                                                clients: Callable[..., OutboundClient],
+                                                path: str) -> None:
     _, port = receiver
     client = clients(allow_private=True)
     error = await refusal(client, f"http://127.0.0.1:{port}/{path}/5000", max_bytes=4999)
@@ -414,7 +429,9 @@ async def test_default_cap_is_8_mib() -> None:
 
 
 @pytest.mark.parametrize("path", ["big", "stream", "gzip"])
-async def test_the_clients_cap_holds_for_every_call(receiver, clients, path: str) -> None:
+async def test_the_clients_cap_holds_for_every_call(receiver: tuple[Receiver, int],
+                                                    clients: Callable[..., OutboundClient],
+                                                    path: str) -> None:
     _, port = receiver
     client = clients(allow_private=True, max_bytes=5000)
     error = await refusal(client, f"http://127.0.0.1:{port}/{path}/5001")
@@ -424,7 +441,8 @@ async def test_the_clients_cap_holds_for_every_call(receiver, clients, path: str
     assert len(reply.body) == 5000
 
 
-async def test_a_call_may_lower_the_cap_but_never_raise_it(receiver, clients) -> None:
+async def test_a_call_may_lower_the_cap_but_never_raise_it(
+        receiver: tuple[Receiver, int], clients: Callable[..., OutboundClient]) -> None:
     _, port = receiver
     client = clients(allow_private=True, max_bytes=5000)
     raised = await refusal(client, f"http://127.0.0.1:{port}/stream/6000", max_bytes=10_000)
@@ -433,7 +451,8 @@ async def test_a_call_may_lower_the_cap_but_never_raise_it(receiver, clients) ->
     assert lowered.message.endswith("is over the 100 bytes limit")  # not the setting's
 
 
-async def test_the_cap_is_named_in_megabytes(receiver, clients) -> None:
+async def test_the_cap_is_named_in_megabytes(receiver: tuple[Receiver, int],
+                                             clients: Callable[..., OutboundClient]) -> None:
     _, port = receiver
     client = clients(allow_private=True, max_bytes=1024 * 1024)
     error = await refusal(client, f"http://127.0.0.1:{port}/big/{1024 * 1024 + 1}")
@@ -445,7 +464,8 @@ def test_a_negative_cap_is_refused() -> None:
         OutboundClient(allow_private=True, max_bytes=-1)
 
 
-async def test_redirect_is_returned_not_followed(receiver, clients) -> None:
+async def test_redirect_is_returned_not_followed(receiver: tuple[Receiver, int],
+                                                 clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     reply = await client.post_json(f"http://127.0.0.1:{port}/redirect", {})
@@ -455,7 +475,8 @@ async def test_redirect_is_returned_not_followed(receiver, clients) -> None:
 
 
 @pytest.mark.parametrize("code", [400, 404, 500, 503])
-async def test_error_status_is_an_answer_not_an_exception(receiver, clients,
+async def test_error_status_is_an_answer_not_an_exception(receiver: tuple[Receiver, int],
+                                                          clients: Callable[..., OutboundClient],
                                                           code: int) -> None:
     _, port = receiver
     reply = await clients(allow_private=True).post_json(
@@ -463,7 +484,8 @@ async def test_error_status_is_an_answer_not_an_exception(receiver, clients,
     assert (reply.status, reply.ok, reply.body) == (code, False, b"nope")
 
 
-async def test_cookies_are_never_kept(receiver, clients) -> None:
+async def test_cookies_are_never_kept(receiver: tuple[Receiver, int],
+                                      clients: Callable[..., OutboundClient]) -> None:
     rec, port = receiver
     client = clients(allow_private=True)
     await client.post_json(f"http://127.0.0.1:{port}/cookie", {})

@@ -49,7 +49,7 @@ json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                            max_leaves=6)
 # text a name or an id may hold: no lone surrogate, no NUL
-clean_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+clean_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
                      min_size=1, max_size=24)
 messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(sorted(ROLES)),
                                            "content": clean_text}), min_size=1, max_size=3)
@@ -273,7 +273,7 @@ def test_an_accepted_cron_expression_fires_next_when_its_fields_say(expr: str,
     assert cron.due_tick(expr, next_run_at=tick, now=tick) == (tick, following)
 
 
-def test_a_one_value_range_is_that_value():
+def test_a_one_value_range_is_that_value() -> None:
     """Found by the property above: `1-1` (Mondays) fired every day, `5-5` every minute."""
     monday_9am = datetime(2026, 10, 5, 9, tzinfo=UTC).timestamp()
     assert cron.next_after("0 9 * * 1-1", NOW) == monday_9am

@@ -3,6 +3,8 @@ estimate. Time is a number the tests step by hand."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from daemon.domain.ratelimit import (
@@ -20,7 +22,7 @@ from daemon.domain.ratelimit import (
 T0 = 1_700_000_000.0
 
 
-def observe(pace: ModelPace, status: int, now: float, **headers: float | int | None) -> None:
+def observe(pace: ModelPace, status: int, now: float, **headers: Any) -> None:
     pace.observe(status, RateHeaders(**headers), now=now, backoff_s=0.5, backoff_cap_s=30,
                  pause_cap_s=60)
 
@@ -64,7 +66,7 @@ def test_retry_after_ms_wins_and_garbage_is_ignored() -> None:
     headers = {"retry-after-ms": "250", "retry-after": "9", "x-ratelimit-limit-requests": "x"}
     rate = read_rate_headers(headers.get, now=T0)
     assert rate.retry_after_s == 0.25 and rate.limit_requests is None
-    assert read_rate_headers({}.get, now=T0) == RateHeaders()
+    assert read_rate_headers(dict[str, str]().get, now=T0) == RateHeaders()
 
 
 def test_max_tokens_of() -> None:

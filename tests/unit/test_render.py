@@ -10,11 +10,11 @@ from daemon.dialects import event_view
 from daemon.dialects.relay.render import (
     assistant_content,
     dead_letter_entry,
-    iso,
     relay_job,
     relay_result,
 )
 from daemon.domain.jobs import Job, RowRecord
+from daemon.domain.stamps import iso
 
 CREATED = 1_791_105_164.0  # 2026-10-04T09:12:44Z
 JOB_ID = "9f2c1b7e4a8d4e51b0c6d3f2a1e5c7b9"
@@ -136,7 +136,7 @@ def test_assistant_content(response: Any, content: Any) -> None:
 
 
 def test_dead_letter_entry() -> None:
-    log = (
+    log: tuple[dict[str, Any], ...] = (
         {"model": "gpt-4o-mini", "status_code": 503, "error": "503", "duration_ms": 5,
          "started_at": CREATED},
         {"model": "gpt-4o-mini", "status_code": 503, "error": "503", "duration_ms": 6,

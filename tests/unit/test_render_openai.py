@@ -17,6 +17,7 @@ from daemon.dialects.openai.render import (
     output_line,
     request_line,
 )
+from daemon.dialects.openai.shapes import LineResponse, OutputLine
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import STATUSES, Job, RowRecord
 
@@ -176,6 +177,7 @@ def test_usage_appears_once_there_is_progress() -> None:
 def test_usage_has_the_cached_and_reasoning_tokens_openai_requires() -> None:
     usage = batch(make_job(input_tokens=120, cached_tokens=64, output_tokens=30,
                            reasoning_tokens=12))["usage"]
+    assert usage is not None
     assert usage["input_tokens_details"] == {"cached_tokens": 64}
     assert usage["output_tokens_details"] == {"reasoning_tokens": 12}
     assert usage["total_tokens"] == 150
@@ -216,6 +218,12 @@ def test_a_result_file_object() -> None:
 # -- output and error file lines ---------------------------------------------------------
 
 
+def response_of(line: OutputLine) -> LineResponse:
+    """`line`'s response, which it has."""
+    assert line["response"] is not None
+    return line["response"]
+
+
 def test_output_line() -> None:
     row = make_row()
     line = output_line(make_job(), row)
@@ -223,10 +231,11 @@ def test_output_line() -> None:
     assert re.fullmatch(r"batch_req_[0-9a-f]{32}", line["id"])
     assert line["custom_id"] == "request-1"
     assert line["error"] is None
-    assert set(line["response"]) == {"status_code", "request_id", "body"}
-    assert line["response"]["status_code"] == 200
-    assert re.fullmatch(r"req_[0-9a-f]{32}", line["response"]["request_id"])
-    assert line["response"]["body"] == row.response
+    response = response_of(line)
+    assert set(response) == {"status_code", "request_id", "body"}
+    assert response["status_code"] == 200
+    assert re.fullmatch(r"req_[0-9a-f]{32}", response["request_id"])
+    assert response["body"] == row.response
 
 
 def test_line_ids_are_stable_and_distinct() -> None:
@@ -236,8 +245,8 @@ def test_line_ids_are_stable_and_distinct() -> None:
     second = output_line(job, make_row(position=2, custom_id="request-2"))
     other_job = output_line(make_job(id="batch_" + "0" * 32), make_row(position=1))
     ids = {first["id"], second["id"], other_job["id"]}
-    requests = {first["response"]["request_id"], second["response"]["request_id"],
-                other_job["response"]["request_id"]}
+    requests = {response_of(first)["request_id"], response_of(second)["request_id"],
+                response_of(other_job)["request_id"]}
     assert len(ids) == 3 and len(requests) == 3
 
 
@@ -248,9 +257,9 @@ def test_an_upstream_refusal_keeps_its_response() -> None:
                                            error="upstream_error: 400 from gpt-4o-mini",
                                            error_code="upstream_error"))
     assert line["error"] is None
-    assert line["response"]["status_code"] == 400
-    assert line["response"]["body"] == body
-    assert re.fullmatch(r"req_[0-9a-f]{32}", line["response"]["request_id"])
+    assert response_of(line)["status_code"] == 400
+    assert response_of(line)["body"] == body
+    assert re.fullmatch(r"req_[0-9a-f]{32}", response_of(line)["request_id"])
 
 
 @pytest.mark.parametrize(("code", "status_code"), [
@@ -275,6 +284,7 @@ def test_a_failure_without_an_upstream_answer_has_an_error(code: str,
 
 def test_an_error_line_always_has_a_code_and_message() -> None:
     line = error_line(make_job(), make_row(status="failed", status_code=None, response=None))
+    assert line["error"] is not None
     assert line["error"]["code"] and line["error"]["message"]
 
 

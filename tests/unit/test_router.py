@@ -589,7 +589,8 @@ async def test_paced_429s_spend_no_attempt_and_do_not_fall_back() -> None:
 async def test_a_model_limited_for_good_still_ends_and_is_dead_lettered() -> None:
     from daemon.domain.ratelimit import RATE_LIMITED_TRIES
 
-    limited = [status(429, **{"Retry-After": "1"})] * (RATE_LIMITED_TRIES + 2)
+    limited: list[Reply | Exception] = [status(429, **{"Retry-After": "1"})] * (
+        RATE_LIMITED_TRIES + 2)
     router, _, _ = make_router(
         {"main": limited, "backup": [ok()]},
         [make_model("main", fallbacks=("backup",)), make_model("backup")], attempts=2)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from daemon.actors.worker import REPORT_S, Done, RowRunner
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
@@ -148,7 +150,8 @@ class Buggy:
         raise KeyError("a bug")
 
 
-async def test_a_bug_ends_its_row_internal_error_logged_and_counted(caplog) -> None:
+async def test_a_bug_ends_its_row_internal_error_logged_and_counted(
+        caplog: pytest.LogCaptureFixture) -> None:
     meters = Meters()
     done: Done = []
     rows = RowRunner(Executors(chat=MeteredExecutor(Buggy(), meters)), Lane(8),

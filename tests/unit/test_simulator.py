@@ -151,7 +151,7 @@ def test_times_and_model_scope_a_directed_fault() -> None:
     {"rate_429": 1.5}, {"rate_reset": -0.1}, {"rate_429": 0.6, "rate_5xx": 0.6},
     {"latency_ms": -1},
 ])
-def test_options_refuse_impossible_values(bad: dict[str, float]) -> None:
+def test_options_refuse_impossible_values(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must"):
         SimOptions(**bad)
 
@@ -543,7 +543,7 @@ def answer_calls(body: dict[str, Any], choice: dict[str, Any],
 async def run_tool_loop(client: TestClient, body: dict[str, Any],
                         content: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Play the tool executor until the model stops: (every tool-call turn, last answer)."""
-    turns = []
+    turns: list[dict[str, Any]] = []
     for _ in range(20):
         answer = await model_turn(client, body)
         choice = answer["choices"][0]
@@ -634,6 +634,7 @@ async def test_tool_choice_picks_the_tool_or_none(make_sim: Any) -> None:
 
 async def test_no_tools_no_tool_calls(make_sim: Any) -> None:
     client = await make_sim()
+    tools: list[Any] | None
     for tools in ([], None):
         body = chat_body("plain [sim:tool_rounds=2]") | ({"tools": tools} if tools == [] else {})
         assert (await model_turn(client, body))["choices"][0]["finish_reason"] == "stop"

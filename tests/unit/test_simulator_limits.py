@@ -27,8 +27,8 @@ def test_rpm_allows_one_second_of_burst_then_the_rate() -> None:
     sim = limits(rpm=600)  # 10 a second
     assert all(sim.admit("m", 1, T0).ok for _ in range(10))
     refused = sim.admit("m", 1, T0)
-    assert (refused.ok, refused.reason, refused.retry_after_s) == (False, "requests",
-                                                                   pytest.approx(0.1))
+    assert (refused.ok, refused.reason) == (False, "requests")
+    assert refused.retry_after_s == pytest.approx(0.1)
     assert sim.admit("m", 1, T0 + 0.1).ok and not sim.admit("m", 1, T0 + 0.1).ok
     served = sum(sim.admit("m", 1, T0 + 0.1 + i / 100).ok for i in range(1, 1001))
     assert served == pytest.approx(100, abs=1)  # ten seconds at 10 a second
@@ -44,7 +44,7 @@ def test_tpm_charges_the_estimate_and_usage_corrects_it() -> None:
     sim = limits(tpm=6000)  # 100 a second, 100 of burst
     assert sim.admit("m", 80, T0).ok
     refused = sim.admit("m", 80, T0)
-    assert (refused.reason, refused.retry_after_s) == ("tokens", pytest.approx(0.6))
+    assert refused.reason == "tokens" and refused.retry_after_s == pytest.approx(0.6)
     sim.settle("m", 80, 10, T0)  # it used 10 of the 80 charged
     assert sim.admit("m", 80, T0).ok
 

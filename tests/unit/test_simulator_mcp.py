@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import httpx2
@@ -17,7 +17,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import TextContent
+from mcp_types import RequestParamsMeta, TextContent
 
 from daemon.simulator import SimOptions, build_app
 from daemon.simulator.app import STATE
@@ -51,6 +51,11 @@ def text_of(result: Any) -> str:
     [block] = result.content
     assert isinstance(block, TextContent)
     return block.text
+
+
+def meta(fields: dict[str, str]) -> RequestParamsMeta:
+    """A `_meta` of any keys (RequestParamsMeta takes extra items, which mypy cannot read)."""
+    return cast(RequestParamsMeta, fields)
 
 
 async def mcp_calls(client: TestClient) -> list[dict[str, Any]]:
@@ -90,7 +95,7 @@ async def test_calls_are_recorded_with_meta_and_authorization(sim: Any, mode: st
     http, runner = sim
     async with connect(runner.url, mode) as client:
         await client.list_tools()
-        await client.call_tool("lookup", {"query": "q"}, meta={"relay/call_id": "rc-1"})
+        await client.call_tool("lookup", {"query": "q"}, meta=meta({"relay/call_id": "rc-1"}))
         await client.call_tool("fail", {"reason": "r"})
         await client.call_tool("no_such_tool", {})
         await client.call_tool("add", {"a": "not a number", "b": 1})
@@ -117,7 +122,7 @@ async def test_a_plain_client_session_over_the_handshake(sim: Any) -> None:
             ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.server_info.name == "relay-simulator"
-        result = await session.call_tool("lookup", {"query": "x"}, meta={"id": "m-1"})
+        result = await session.call_tool("lookup", {"query": "x"}, meta=meta({"id": "m-1"}))
     assert text_of(result) == "lookup:x"
     [call] = await mcp_calls(http)
     assert call["meta"] == {"id": "m-1"}
@@ -156,7 +161,7 @@ async def test_the_simulator_process_serves_mcp_and_its_readers() -> None:
     try:
         assert sim.mcp_url is not None and sim.mcp_url.startswith("http://127.0.0.1:")
         async with connect(sim.mcp_url) as client:
-            result = await client.call_tool("lookup", {"query": "q"}, meta={"relay/id": "1"})
+            result = await client.call_tool("lookup", {"query": "q"}, meta=meta({"relay/id": "1"}))
         assert text_of(result) == "lookup:q"
         [call] = sim.mcp_calls()
         assert (call["tool"], call["meta"]["relay/id"]) == ("lookup", "1")

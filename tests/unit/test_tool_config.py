@@ -79,7 +79,7 @@ def test_the_secret_never_shows_in_a_repr() -> None:
 
 
 def test_redacted_hides_only_the_secret_and_copies() -> None:
-    body = {"model": "m", "messages": [], "openrelay": {"tool_config": config(
+    body: dict[str, Any] = {"model": "m", "messages": [], "openrelay": {"tool_config": config(
         authorization="Bearer s3cret", context={"k": "v"})}}
     shown = redacted(body)
     assert shown["openrelay"]["tool_config"] == config(authorization=REDACTED,

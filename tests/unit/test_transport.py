@@ -405,6 +405,7 @@ async def test_the_session_serves_the_next_request_after_a_refusal(oversized: An
 
 @pytest.mark.parametrize(("name", "kind"), [("aiohttp", AiohttpTransport),
                                             ("pyreqwest", ReqwestTransport)])
-def test_make_transport_passes_the_cap(name: str, kind: type) -> None:
+def test_make_transport_passes_the_cap(
+        name: str, kind: type[AiohttpTransport | ReqwestTransport]) -> None:
     transport = make_transport(name, RetryConfig(), connection_limit=4, max_response_bytes=123)
     assert isinstance(transport, kind) and transport._max_bytes == 123

@@ -4,6 +4,7 @@ and what is stored instead (`stand_ins`, `save_apart`), against a scripted store
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -21,16 +22,20 @@ def is_fault(exc: Exception) -> bool:
     return isinstance(exc, Fault)
 
 
-class Store:
+T = TypeVar("T")
+Saved = tuple[int, RowOutcome]  # what `save_apart` writes
+
+
+class Store(Generic[T]):
     """Stores groups whole or not at all, refusing any group that holds a poison item
     (the way a transaction rolls back on one bad value)."""
 
-    def __init__(self, refuses: Callable[[object], bool]) -> None:
+    def __init__(self, refuses: Callable[[T], bool]) -> None:
         self.refuses = refuses
-        self.stored: list[object] = []
+        self.stored: list[T] = []
         self.writes = 0
 
-    def write(self, group: Sequence[object]) -> None:
+    def write(self, group: Sequence[T]) -> None:
         self.writes += 1
         poison = [item for item in group if self.refuses(item)]
         if poison:
@@ -39,13 +44,13 @@ class Store:
 
 
 def test_a_group_the_store_takes_is_one_write() -> None:
-    store = Store(lambda item: False)
+    store = Store[int](lambda item: False)
     assert write_apart(list(range(64)), store.write, is_fault=is_fault) == []
     assert (store.stored, store.writes) == (list(range(64)), 1)
 
 
 def test_one_poison_outcome_is_found_and_the_rest_stored() -> None:
-    store = Store(lambda item: item == 37)
+    store = Store[int](lambda item: item == 37)
     refused = write_apart(list(range(64)), store.write, is_fault=is_fault)
     assert [item for item, _ in refused] == [37]
     assert isinstance(refused[0][1], OverflowError)
@@ -59,7 +64,7 @@ def test_one_poison_outcome_is_found_and_the_rest_stored() -> None:
 def test_exactly_the_poison_outcomes_are_refused_and_every_other_is_stored_once(
         case: tuple[int, set[int]]) -> None:
     n, poison = case
-    store = Store(lambda item: item in poison)
+    store = Store[int](lambda item: item in poison)
     refused = write_apart(list(range(n)), store.write, is_fault=is_fault)
     assert {item for item, _ in refused} == poison
     assert sorted(store.stored) == sorted(set(range(n)) - poison)  # each once
@@ -109,12 +114,12 @@ def test_the_stores_complaint_is_quoted_printable_and_short() -> None:
 
 def test_save_apart_stores_the_fullest_stand_in_the_store_takes() -> None:
     """The poison is the usage: the stand-in with the answer and attempts is taken."""
-    store = Store(lambda item: item[1].usage.prompt_tokens > 2**63 - 1)  # type: ignore[index]
+    store = Store[Saved](lambda item: item[1].usage.prompt_tokens > 2**63 - 1)
     good = outcome(usage=Usage(3), response={"ok": 1})
     refused = save_apart([(1, good), (2, outcome()), (3, good)], store.write,
                          is_fault=is_fault)
     assert [row_id for row_id, _ in refused] == [2]
-    stored = dict(store.stored)  # type: ignore[arg-type]
+    stored = dict(store.stored)
     assert stored[1] == good and stored[3] == good
     assert (stored[2].error_code, stored[2].error_body) == ("internal_error",
                                                             outcome().response)
@@ -127,13 +132,13 @@ def test_save_apart_falls_back_to_the_bare_stand_in() -> None:
     poisoned = outcome(ok=False, error="upstream_error: 400 bad\x00", error_body={"e": 1},
                        attempts=(Attempt("m", 400, "400 bad\x00", 5, 1.0),))
 
-    def refuses(item: object) -> bool:
-        _, o = item  # type: ignore[misc]
+    def refuses(item: Saved) -> bool:
+        _, o = item
         return "\x00" in (o.error or "") or any("\x00" in (a.error or "") for a in o.attempts)
 
     store = Store(refuses)
     assert [r for r, _ in save_apart([(9, poisoned)], store.write, is_fault=is_fault)] == [9]
-    [(row_id, stored)] = store.stored  # type: ignore[misc]
+    [(row_id, stored)] = store.stored
     assert row_id == 9 and stored.attempts == () and stored.error_body is None
     assert stored.error_code == "internal_error"
 
@@ -141,7 +146,7 @@ def test_save_apart_falls_back_to_the_bare_stand_in() -> None:
 def test_save_apart_raises_when_the_fault_is_not_in_the_outcome() -> None:
     """A store that refuses every write is not fixed by failing rows: the error goes up
     (the group is kept and tried again) and nothing is marked failed."""
-    store = Store(lambda item: True)
+    store = Store[Saved](lambda item: True)
     with pytest.raises(OverflowError):
         save_apart([(1, outcome()), (2, outcome())], store.write, is_fault=is_fault)
     assert store.stored == []

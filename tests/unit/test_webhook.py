@@ -138,7 +138,8 @@ def test_sign_depends_on_secret_timestamp_and_body() -> None:
     assert sign("s1", b"{ }", timestamp=1) != base
 
 
-async def test_deliver_posts_the_exact_signed_body(receiver, clients) -> None:
+async def test_deliver_posts_the_exact_signed_body(receiver: Receiver,
+                                                   clients: Callable[..., OutboundClient]) -> None:
     job = make_job(webhook_url=receiver.url)
     outcome = await send(job, clients())
     (request,) = receiver.requests
@@ -153,7 +154,8 @@ async def test_deliver_posts_the_exact_signed_body(receiver, clients) -> None:
                        "status_code": 200, "error": None}
 
 
-async def test_signature_fails_with_another_secret(receiver, clients) -> None:
+async def test_signature_fails_with_another_secret(receiver: Receiver,
+                                                   clients: Callable[..., OutboundClient]) -> None:
     await send(make_job(webhook_url=receiver.url), clients())
     with pytest.raises(AssertionError):
         verify(receiver.requests[0].headers["Relay-Signature"], receiver.bodies[0],
@@ -185,27 +187,30 @@ async def test_deliver_uses_the_10_second_timeout_and_names_the_field() -> None:
 
 
 @pytest.mark.parametrize("code", [500, 404, 400, 503])
-async def test_error_status_is_recorded(receiver, clients, code: int) -> None:
+async def test_error_status_is_recorded(receiver: Receiver, clients: Callable[..., OutboundClient],
+                                        code: int) -> None:
     receiver.status = code
     outcome = await send(make_job(webhook_url=receiver.url), clients())
     assert outcome["status_code"] == code
     assert outcome["error"] == f"receiver answered {code}"
 
 
-async def test_any_2xx_is_success(receiver, clients) -> None:
+async def test_any_2xx_is_success(receiver: Receiver,
+                                  clients: Callable[..., OutboundClient]) -> None:
     receiver.status = 204
     outcome = await send(make_job(webhook_url=receiver.url), clients())
     assert (outcome["status_code"], outcome["error"]) == (204, None)
 
 
-async def test_a_long_answer_to_a_delivered_webhook_is_still_a_success(receiver,
-                                                                       clients) -> None:
+async def test_a_long_answer_to_a_delivered_webhook_is_still_a_success(
+        receiver: Receiver, clients: Callable[..., OutboundClient]) -> None:
     receiver.body = b"z" * (webhook.MAX_REPLY_BYTES + 1)
     outcome = await send(make_job(webhook_url=receiver.url), clients())
     assert (outcome["status_code"], outcome["error"]) == (200, None)
 
 
-async def test_redirect_is_not_followed(receiver, clients) -> None:
+async def test_redirect_is_not_followed(receiver: Receiver,
+                                        clients: Callable[..., OutboundClient]) -> None:
     receiver.status = 302
     receiver.location = "/elsewhere"
     outcome = await send(make_job(webhook_url=receiver.url), clients())
@@ -214,7 +219,8 @@ async def test_redirect_is_not_followed(receiver, clients) -> None:
     assert outcome["error"] == "receiver answered 302"
 
 
-async def test_timeout_is_recorded(receiver, clients, monkeypatch) -> None:
+async def test_timeout_is_recorded(receiver: Receiver, clients: Callable[..., OutboundClient],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(webhook, "TIMEOUT_S", 0.1)
     receiver.stall = True
     outcome = await send(make_job(webhook_url=receiver.url), clients())
@@ -223,7 +229,7 @@ async def test_timeout_is_recorded(receiver, clients, monkeypatch) -> None:
     assert "no complete answer" in outcome["error"]
 
 
-async def test_connection_refused_is_recorded(clients) -> None:
+async def test_connection_refused_is_recorded(clients: Callable[..., OutboundClient]) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -232,7 +238,8 @@ async def test_connection_refused_is_recorded(clients) -> None:
     assert outcome["error"]
 
 
-async def test_url_refused_by_policy_is_not_sent(receiver, clients) -> None:
+async def test_url_refused_by_policy_is_not_sent(receiver: Receiver,
+                                                 clients: Callable[..., OutboundClient]) -> None:
     strict = clients(allow_private=False)
     for url in (receiver.url, f"https://127.0.0.1:{receiver.port}/hook"):
         outcome = await send(make_job(webhook_url=url), strict)
@@ -241,7 +248,8 @@ async def test_url_refused_by_policy_is_not_sent(receiver, clients) -> None:
     assert receiver.requests == []
 
 
-async def test_hostname_resolving_to_loopback_is_not_sent(receiver, clients) -> None:
+async def test_hostname_resolving_to_loopback_is_not_sent(
+        receiver: Receiver, clients: Callable[..., OutboundClient]) -> None:
     strict = clients(allow_private=False, resolve=lambda host: ["127.0.0.1"])
     url = f"https://hooks.example.com:{receiver.port}/hook"
     outcome = await send(make_job(webhook_url=url), strict)
@@ -250,21 +258,23 @@ async def test_hostname_resolving_to_loopback_is_not_sent(receiver, clients) -> 
     assert "non-public" in outcome["error"]
 
 
-async def test_allow_private_sends_to_loopback_over_http(receiver, clients) -> None:
+async def test_allow_private_sends_to_loopback_over_http(
+        receiver: Receiver, clients: Callable[..., OutboundClient]) -> None:
     outcome = await send(make_job(webhook_url=receiver.url), clients(allow_private=True))
     assert len(receiver.requests) == 1
     assert outcome["status_code"] == 200
 
 
-async def test_invalid_port_gives_an_outcome_not_an_exception(clients) -> None:
+async def test_invalid_port_gives_an_outcome_not_an_exception(
+        clients: Callable[..., OutboundClient]) -> None:
     outcome = await send(make_job(webhook_url="https://93.184.216.34:abc/hook"),
                          clients(allow_private=False))
     assert outcome["status_code"] is None
     assert outcome["error"]
 
 
-async def test_delivery_connects_to_the_looked_up_address_keeping_the_name(receiver,
-                                                                           clients) -> None:
+async def test_delivery_connects_to_the_looked_up_address_keeping_the_name(
+        receiver: Receiver, clients: Callable[..., OutboundClient]) -> None:
     """One lookup, at connect time: a second answer (DNS rebinding) is never asked for;
     the POST goes to the first answer and the Host header keeps the name."""
     answers = iter([["127.0.0.1"], ["192.0.2.1"]])

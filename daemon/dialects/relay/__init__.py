@@ -17,8 +17,8 @@ from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
 from daemon.domain import cron, ids
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
-from daemon.domain.openai_input import CheckUrl, ParsedRecords
-from daemon.domain.relay_input import CHAT, Submission, parse_submission
+from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
+from daemon.domain.relay_input import Submission, parse_submission
 from daemon.domain.routes import Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
