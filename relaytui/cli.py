@@ -355,8 +355,8 @@ def cancel(client: RelayClient, args: argparse.Namespace) -> int:
     job = client.cancel(full_id(client, args.id))
     if wants_json(args):
         emit(job)
-    elif job["status"] in progress.ENDED:
-        print(f"{job['id']}: {job['status']}")
+    elif (shown := progress.summarize(job)).ended:  # in any dialect's shape
+        print(f"{job['id']}: {shown.status}")
     else:  # a running job stops dispatching now and ends once rows in flight finish
         print(f"{job['id']}: cancelling (rows in flight may still finish; "
               f"`relay status {job['id']}` shows when it has ended)")

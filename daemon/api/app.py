@@ -21,7 +21,8 @@ MB = 1024 * 1024
 def create_app(services: Services) -> web.Application:
     server = services.config.server
     app = web.Application(middlewares=[errors, auth, body_budget],
-                          client_max_size=server.max_body_mb * MB)  # a dialect's: body_cap
+                          client_max_size=server.max_body_mb * MB)  # a dialect may differ:
+    # each request's own limit is `middleware.body_cap`
     app[SERVICES] = services
     app[BODY_BUDGET] = BodyBudget(server.max_parsing_mb * MB)
     app[DOCUMENT] = openapi.encoded()
@@ -30,8 +31,10 @@ def create_app(services: Services) -> web.Application:
         route, handler = entry.route, entry.route.handler
         if isinstance(handler, Action):
             handler = batches.action(handler, entry.dialects)
-        mounted_route = app.router.add_route(route.method, route.path, handler)
-        app[OWNERS][mounted_route] = entry.owner
+        mounted_route = (app.router.add_get(route.path, handler) if route.method == "GET"
+                         else app.router.add_route(route.method, route.path, handler))
+        for method_route in mounted_route.resource or ():  # a GET's HEAD too
+            app[OWNERS][method_route] = entry.owner
     files.setup(app)
     app.on_startup.append(_bind_hub)
     app.on_shutdown.append(_close_streams)

@@ -164,6 +164,9 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         limit = paging.limit(query.get("limit"), default=pages.default, most=pages.most)
         after = query.get(pages.after) or None
         before = (query.get(pages.before) or None) if pages.before else None
+        if after and before:
+            raise InvalidRequest(f"Send one of {pages.after} and {pages.before}, not both.",
+                                 param=pages.before)
         jobs, has_more = await asyncio.to_thread(
             services.repo.list_jobs, workspace.id, limit=limit, after=after, before=before,
             dialects=[d.name for d in among])
@@ -200,10 +203,10 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         services, _ = context(request)
         dialect = cast(Deletes, owner)
         job = await load_job(request, among)
-        if not job.terminal or not await asyncio.to_thread(services.repo.delete_job, job.seq):
+        if not job.terminal or not await asyncio.to_thread(
+                services.repo.delete_job, job.seq, now=services.clock()):
             raise Conflict(f"Batch {job.id} has not ended; only an ended batch can be "
                            "deleted (cancel it first).", code="batch_not_ended")
-        services.notifier.job_changed(job.seq)
         return respond.json(dialect.deleted(job))
 
     handlers = {Action.SUBMIT: submit, Action.GET: get, Action.CANCEL: cancel,

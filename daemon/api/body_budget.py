@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from daemon.api.middleware import Handler, body_cap
+from daemon.api.middleware import Handler, body_cap, compressed
 from daemon.domain.errors import TooMany
 
 MB = 1024 * 1024
@@ -58,11 +58,6 @@ def body_size(request: web.Request) -> int:
     cap = body_cap(request)
     length = request.content_length
     return cap if length is None or compressed(request) else min(length, cap)
-
-
-def compressed(request: web.Request) -> bool:
-    return request.headers.get("Content-Encoding", "identity").strip().lower() not in (
-        "", "identity")
 
 
 async def read_body(request: web.Request) -> bytearray:

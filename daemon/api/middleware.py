@@ -60,12 +60,21 @@ def owner(request: web.Request) -> Dialect:
 
 def body_cap(request: web.Request) -> int:
     """The most a request's body may be, in bytes: its dialect's own limit (within the
-    parsing budget, which must hold one body), else `[server] max_body_mb` (the app's
-    `client_max_size`)."""
+    parsing budget, which must hold one body) for a body that says its length and is
+    not compressed, else `[server] max_body_mb` (the app's `client_max_size`): a body of
+    unknown length reserves the cap, and one past `max_body_mb` would take the whole
+    budget from every other request while it trickles in."""
     own = owner(request).max_body_mb
     if not own:
         return request.client_max_size
+    if request.content_length is None or compressed(request):  # reserved at the cap:
+        return request.client_max_size  # past `max_body_mb`, a body must say its length
     return min(own, request.app[SERVICES].config.server.max_parsing_mb) * MB
+
+
+def compressed(request: web.Request) -> bool:
+    return request.headers.get("Content-Encoding", "identity").strip().lower() not in (
+        "", "identity")
 
 
 def answer(request: web.Request, error: RelayError, status: int, *,
@@ -152,13 +161,12 @@ def _store_fault(request: web.Request, fault: StoreError) -> web.Response:
 async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not request.path.startswith("/v1/"):
         return await handler(request)
-    unrouted = request.match_info.http_exception
-    if isinstance(unrouted, web.HTTPMethodNotAllowed):
-        raise unrouted  # a method no route takes: the same 405 for every caller
     scheme = owner(request).auth
-    key = scheme.key(request.headers)  # may refuse the request (raises: the envelope)
+    key = scheme.key(request.headers)
     if key is None:
         return envelope(401, scheme.missing, code="missing_api_key", request=request)
+    if request.match_info.http_exception is None:  # a route of its: its other demands
+        scheme.check(request.headers)  # (raises: answered in the envelope)
     repo = request.app[SERVICES].repo
     workspace = await asyncio.to_thread(repo.authenticate, key)
     if workspace is None:

@@ -16,6 +16,7 @@ from typing import Any
 from daemon.api.shapes import EVENTS as EVENT_SHAPES
 from daemon.api.table import table
 from daemon.dialects import DIALECTS, NATIVE, Dialect, Mounted
+from daemon.domain.errors import RelayError
 from daemon.domain.routes import Media, Param
 from daemon.domain.shapes import Components, Schema
 
@@ -29,8 +30,8 @@ ERRORS = {
                       "workspace has no Batch API access)."),
     408: ("UploadTimeout", "The upload sent nothing for too long (code upload_timeout)."),
     409: ("Conflict", "The batch cannot be changed so in its state."),
-    413: ("TooLarge", "The body exceeds its limit (server.max_body_mb; upload: "
-                      "max_upload_mb)."),
+    413: ("TooLarge", "The body exceeds its limit (server.max_body_mb, or the dialect's "
+                      "own; an upload's: max_upload_mb)."),
     429: ("Busy", "Too many uploads in progress, or the body-parsing memory budget is full "
                   "(code server_busy); retry after Retry-After seconds."),
     500: ("InternalError", "An unexpected error; the daemon's log has the details."),
@@ -38,7 +39,12 @@ ERRORS = {
                          "cannot write (code store_unavailable); retry."),
     507: ("InsufficientStorage", "The store is out of space (code insufficient_storage); "
                                  "nothing was kept."),
+    529: ("Overloaded", "Anthropic's word for Relay's 503: shutting down, or the store "
+                        "cannot write; retry."),
 }
+
+
+_ANY = RelayError("")  # the statuses a dialect answers depend on the status alone
 
 
 class Document:
@@ -66,7 +72,8 @@ class Document:
 
     def operation(self, entry: Mounted) -> Schema:
         op, owner = entry.route.op, entry.owner
-        statuses = sorted({*op.errors, 500} | (set() if op.public else {401}))
+        relay_statuses = {*op.errors, 500} | (set() if op.public else {401})
+        statuses = sorted({owner.error_status(_ANY, s) for s in relay_statuses})
         responses: dict[str, Schema] = {"200": self.content(op.answer, op.answer_description)}
         for status in statuses:
             other = op.other_answers.get(status)

@@ -16,4 +16,4 @@ def json(data: Any, *, status: int = 200,
          headers: Mapping[str, str] | None = None) -> web.Response:
     """`data` as an `application/json` answer."""
     return web.Response(body=codec.dumps(data), status=status, headers=headers,
-                        content_type="application/json")
+                        content_type="application/json", charset="utf-8")

@@ -76,8 +76,11 @@ class KeyScheme(Protocol):
     missing: str  # what a 401 for no key says
 
     def key(self, headers: Mapping[str, str]) -> str | None:
-        """The key sent, or None when there is none; raises `InvalidRequest` for a
-        request the scheme refuses for another reason (a missing version header)."""
+        """The key sent, or None when there is none."""
+
+    def check(self, headers: Mapping[str, str]) -> None:
+        """Raise `InvalidRequest` for a request to one of its routes that the scheme
+        refuses for another reason than its key (Anthropic's missing version header)."""
 
 
 class Bearer:
@@ -91,6 +94,9 @@ class Bearer:
     def key(self, headers: Mapping[str, str]) -> str | None:
         scheme, _, key = headers.get("Authorization", "").partition(" ")
         return key.strip() or None if scheme.lower() == "bearer" else None
+
+    def check(self, headers: Mapping[str, str]) -> None:
+        return None  # a key is all it asks
 
 
 @dataclass(frozen=True)

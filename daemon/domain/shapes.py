@@ -87,7 +87,7 @@ class Components:
     def named(self, name: str, tp: Any, metas: Iterable[msgspec.Meta] = ()) -> Schema:
         """A named union's component: registered once, under one definition."""
         known = self.sources.get(name)
-        if known is not None and known is not tp:
+        if known is not None and known != tp:
             raise TypeError(f"two shapes are named {name}")
         if known is None:
             self.sources[name] = tp
@@ -198,8 +198,9 @@ def _constrained(schema: Schema, meta: msgspec.Meta) -> Schema:
         if value is not None:
             schema[keyword] = value
     kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else [k for k in kind or () if k != "null"]
     sized = {"array": ("minItems", "maxItems"), "object": ("minProperties", "maxProperties")}
-    low, high = sized.get(kind if isinstance(kind, str) else "", ("minLength", "maxLength"))
+    low, high = sized.get(kinds[0] if kinds else "", ("minLength", "maxLength"))
     if meta.min_length is not None:
         schema[low] = meta.min_length
     if meta.max_length is not None:

@@ -50,7 +50,9 @@ class JobQueries(SqlBase):
         return job_record(job)
 
     def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
-        query = self.JobModel.select().where(self.JobModel.id == job_id)
+        """A job by its public id (a deleted one is not found)."""
+        query = self.JobModel.select().where(self.JobModel.id == job_id,
+                                             self.JobModel.deleted_at.is_null())
         if workspace_id is not None:
             query = query.where(self.JobModel.workspace == workspace_id)
         row = query.first()
@@ -76,7 +78,8 @@ class JobQueries(SqlBase):
         older than that one; `before`: the newest `limit` of the jobs newer than it
         (still newest first; "more" then means newer ones)."""
         model = self.JobModel
-        query = model.select().where(model.workspace == workspace_id)
+        query = model.select().where(model.workspace == workspace_id,
+                                     model.deleted_at.is_null())
         if dialects is not None:
             query = query.where(model.dialect.in_(list(dialects)))
         for cursor_id, older in ((after, True), (before, False)):
@@ -96,13 +99,16 @@ class JobQueries(SqlBase):
         page = rows[:limit][::-1] if backwards else rows[:limit]
         return [job_record(r) for r in page], len(rows) > limit
 
-    def delete_job(self, seq: int) -> bool:
-        """Delete an ended job and everything of it (its rows, their attempts, rounds and
-        workflow state go with it); False if it has not ended (or is gone)."""
-        with self.db.atomic():
-            deleted = (self.JobModel.delete()
+    def delete_job(self, seq: int, *, now: float) -> bool:
+        """Delete an ended job: from then on no read finds it (by id, in a listing, in
+        the dead letter), but it stays, so its id still pages a listing (a client
+        deleting as it lists) and a re-drive pointing at it still resolves; False if it
+        has not ended or is deleted already."""
+        with self.write():
+            deleted = (self.JobModel.update(deleted_at=now)
                        .where(self.JobModel.seq == seq,
-                              self.JobModel.status.in_(list(TERMINAL)))
+                              self.JobModel.status.in_(list(TERMINAL)),
+                              self.JobModel.deleted_at.is_null())
                        .execute())
         return deleted > 0
 

@@ -94,6 +94,7 @@ class JobModel(BaseModel):
     webhook_state = TextField(null=True)  # queued, sending, done (store/webhooks.py)
     webhook_node = TextField(null=True)  # the node that claimed the delivery (v11)
     validating_node = TextField(null=True)  # the node validating the batch (v11)
+    deleted_at = FloatField(null=True)  # a client deleted it (v13): hidden, kept as a cursor
     cron = TextField(null=True)
     next_run_at = FloatField(null=True, index=True)
     template_id = TextField(null=True, index=True)

@@ -233,7 +233,7 @@ class RowQueries(SqlBase):
         query = (self.RowModel.select()
                  .join(self.JobModel, on=(self.RowModel.job == self.JobModel.seq))
                  .where(self.JobModel.workspace == workspace_id, self.RowModel.dead_letter == 1,
-                        reduce(operator.or_, wanted))
+                        self.JobModel.deleted_at.is_null(), reduce(operator.or_, wanted))
                  .order_by(self.RowModel.job.desc(), self.RowModel.position).limit(limit + 1))
         found = list(query)
         page = found[:limit]

@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 Migration = Callable[[Database], None]
 
@@ -79,6 +79,14 @@ def lease_tokens(db: Database) -> None:
     # In each backend's integer type, as a new database has it (BIGINT on PostgreSQL).
     kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
     db.execute_sql(f'ALTER TABLE "row" ADD COLUMN lease_token {kind} NOT NULL DEFAULT 0')
+
+
+def deleted_jobs(db: Database) -> None:
+    """Version 13, on every backend: when a client deleted an ended job (Anthropic's
+    Message Batches API). The job stays, hidden from every read, so its id still pages
+    a listing and what points at it (a re-drive) still resolves."""
+    real = "DOUBLE PRECISION" if isinstance(db, PostgresqlDatabase) else "REAL"
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN deleted_at {real}")
 
 
 def version(store: SqlBase) -> int:

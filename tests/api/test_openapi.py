@@ -221,6 +221,12 @@ async def anthropic_dialect(c: Contract) -> None:
     c.relay.upstream.gate.set()  # the held rows (this batch's and the Relay job's) go
     await reaching(f"{base}/{held['id']}", "ended")
     assert (await c.call("GET", base))[0] == 400  # no anthropic-version
+    c.relay.services.accepting = False  # shutting down: Relay's 503 is Anthropic's 529
+    try:
+        assert (await c.call("POST", base, headers=version, json={"requests": [
+            request("late", "fine")]}))[0] == 529
+    finally:
+        c.relay.services.accepting = True
     assert (await c.call("POST", base, headers=version, json={"requests": []}))[0] == 400
 
 

@@ -280,3 +280,19 @@ def test_a_message_batch_is_listed_shown_and_read_like_any_job(
     lines = [json.loads(line) for line in relay("results", batch_id).out.splitlines()]
     assert [(line["custom_id"], line["content"]) for line in lines] == [
         (f"m-{i}", "positive") for i in range(3)]
+
+
+def test_relay_cancel_ends_a_message_batch(relay: Callable[..., Run],
+                                           http: httpx.Client) -> None:
+    created = http.post("/v1/messages/batches", headers={"anthropic-version": "2023-06-01"},
+                        json={"requests": [{"custom_id": f"s-{i}", "params": {
+                            "model": "gpt-4o-mini", "max_tokens": 16, "messages": [
+                                {"role": "user", "content": "Classify slowly [sim:sleep=1500]"}]}}
+                            for i in range(20)]})
+    batch_id = created.json()["id"]
+    run = relay("cancel", batch_id)
+    assert run.code == 0 and run.out.startswith(f"{batch_id}: ")
+    testing.wait_until(
+        lambda: http.get(f"/v1/batches/{batch_id}").json()["processing_status"] == "ended",
+        timeout=30, message=f"{batch_id} to end")
+    assert relay("cancel", batch_id).code != 0  # ended: the daemon refuses a second cancel

@@ -5,13 +5,19 @@ from __future__ import annotations
 from peewee import Database
 
 
+def undo_version_13(db: Database) -> None:
+    """Take away what schema version 13 added: jobs' deletion time."""
+    db.execute_sql("ALTER TABLE job DROP COLUMN deleted_at")
+
+
 def undo_version_12(db: Database) -> None:
-    """Take away what schema version 12 added: rows' lease tokens."""
+    """Take away what schema versions 13 and 12 added: rows' lease tokens."""
+    undo_version_13(db)
     db.execute_sql('ALTER TABLE "row" DROP COLUMN lease_token')
 
 
 def undo_version_11(db: Database) -> None:
-    """Take away what schema versions 12 and 11 added: nodes and row leases."""
+    """Take away what schema versions 13 to 11 added: nodes and row leases."""
     undo_version_12(db)
     for statement in ('DROP INDEX "row_lease_node"', 'ALTER TABLE "row" DROP COLUMN lease_node',
                       "ALTER TABLE job DROP COLUMN webhook_node",
@@ -20,7 +26,7 @@ def undo_version_11(db: Database) -> None:
 
 
 def undo_to_version_1(db: Database) -> None:
-    """Take away what schema versions 12 down to 2 added (SQLite: PostgreSQL starts at
+    """Take away what schema versions 13 down to 2 added (SQLite: PostgreSQL starts at
     version 10)."""
     undo_version_11(db)
     for statement in (

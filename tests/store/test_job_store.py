@@ -148,6 +148,37 @@ def test_list_jobs_newest_first_with_paging(repo: Store, make_job: MakeJob) -> N
     assert repo.list_jobs(ws, limit=2, after=made[0].id) == ([], False)
 
 
+def test_list_jobs_before_a_job_pages_toward_the_newest(repo: Store,
+                                                        make_job: MakeJob) -> None:
+    """`before`: the newest `limit` jobs of those newer than it, still newest first;
+    "more" then means newer ones (Anthropic's `before_id`)."""
+    made = [make_job(repo, rows=1) for _ in range(5)]
+    ws = made[0].workspace_id
+    page, more = repo.list_jobs(ws, limit=2, before=made[0].id)
+    assert ([j.id for j in page], more) == ([made[2].id, made[1].id], True)
+    page, more = repo.list_jobs(ws, limit=2, before=page[0].id)
+    assert ([j.id for j in page], more) == ([made[4].id, made[3].id], False)
+    assert repo.list_jobs(ws, limit=2, before=made[4].id) == ([], False)
+
+
+def test_a_deleted_job_is_found_nowhere_but_still_pages_a_listing(
+        repo: Store, make_job: MakeJob) -> None:
+    made = [make_job(repo, rows=1) for _ in range(3)]
+    ws, middle = made[0].workspace_id, made[1]
+    assert not repo.delete_job(middle.seq, now=NOW)  # not ended: refused
+    repo.transition(middle.seq, "running", now=NOW)
+    end(repo, middle, "completed")
+    assert repo.delete_job(middle.seq, now=NOW)
+    assert not repo.delete_job(middle.seq, now=NOW)  # once
+    assert repo.get_job(middle.id) is None
+    assert [j.id for j in repo.list_jobs(ws, limit=10)[0]] == [made[2].id, made[0].id]
+    # a client deleting as it lists goes on from the job it deleted
+    assert [j.id for j in repo.list_jobs(ws, limit=10, after=middle.id)[0]] == [made[0].id]
+    assert [j.id for j in repo.list_jobs(ws, limit=10, before=middle.id)[0]] == [made[2].id]
+    again = make_job(repo, rows=1)
+    assert again.seq > made[2].seq  # the deleted job keeps its seq: nothing reuses it
+
+
 def test_list_jobs_exact_limit_has_no_more(repo: Store, make_job: MakeJob) -> None:
     made = [make_job(repo, rows=1) for _ in range(3)]
     page, more = repo.list_jobs(made[0].workspace_id, limit=3)

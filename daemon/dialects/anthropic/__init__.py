@@ -58,8 +58,10 @@ class AnthropicKey:
     missing = auth.MISSING_KEY
 
     def key(self, headers: Mapping[str, str]) -> str | None:
-        auth.check_version(headers)
         return auth.api_key(headers)
+
+    def check(self, headers: Mapping[str, str]) -> None:
+        auth.check_version(headers)
 
 
 class AnthropicDialect:
