@@ -235,7 +235,8 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return " ".join(p["text"] for p in content
+                        if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
 
 

@@ -202,7 +202,7 @@ async def test_chat_completion_shape(make_sim: Any) -> None:
     assert body["model"] == "sim-small" and isinstance(body["created"], int)
     assert body["choices"] == [{
         "index": 0, "logprobs": None, "finish_reason": "stop",
-        "message": {"role": "assistant",
+        "message": {"role": "assistant", "refusal": None,
                     "content": "Simulated reply (sim-small): Say hello to the world"}}]
     assert body["usage"] == {"prompt_tokens": 7, "completion_tokens": 8, "total_tokens": 15}
 
@@ -561,7 +561,7 @@ async def test_tools_get_one_round_of_calls_by_default(make_sim: Any) -> None:
     choice = answer["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     message = choice["message"]
-    assert message["role"] == "assistant" and message["content"] is None
+    assert message["role"] == "assistant" and message["content"] is message["refusal"] is None
     [call] = message["tool_calls"]
     assert call["id"] == tool_call_id("Find the capital of France", 1, 0)
     assert call["type"] == "function" and call["function"]["name"] == "lookup"
@@ -574,7 +574,7 @@ async def test_tools_get_one_round_of_calls_by_default(make_sim: Any) -> None:
     final = await model_turn(client, answer_calls(body, choice))
     assert final["choices"][0]["finish_reason"] == "stop"
     assert final["choices"][0]["message"] == {
-        "role": "assistant", "content": f"Tool results: result of {call['id']}"}
+        "role": "assistant", "content": f"Tool results: result of {call['id']}", "refusal": None}
 
 
 async def test_tool_rounds_sets_how_many_rounds_come_before_the_answer(make_sim: Any) -> None:

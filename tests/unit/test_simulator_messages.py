@@ -12,9 +12,9 @@ from aiohttp.test_utils import TestClient
 
 from daemon.simulator import SimOptions, build_app
 from daemon.simulator.apis import anthropic_error, anthropic_rate_headers, rfc3339
-from daemon.simulator.content import BadRequest
+from daemon.simulator.content import BadRequest, finish
 from daemon.simulator.limits import Quota
-from daemon.simulator.messages import finish, parse_messages
+from daemon.simulator.messages import parse_messages
 from daemon.simulator.tools import tool_call_id
 
 HEADERS = {"x-api-key": "sk-sim", "anthropic-version": "2023-06-01"}
