@@ -68,8 +68,8 @@ async def json_body(request: web.Request) -> dict[str, Any]:
 _NOT_UPSTREAM = ("openrelay", "tool_config")  # Relay's own keys, never for a model
 
 
-def _common(body: dict[str, Any]) -> str:
-    """Check what every endpoint requires; return the requested model."""
+def read_common(body: dict[str, Any]) -> str:
+    """Check what every OpenAI endpoint requires; return the requested model."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("you must provide a model parameter", param="model")
@@ -89,7 +89,7 @@ def refuse_unserved(body: dict[str, Any], *, stream: str, unknown: str) -> None:
 
 
 def parse_chat(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) for m in messages):
@@ -219,13 +219,13 @@ def _all_answered(pending: set[str] | None) -> None:
 
 
 def parse_completion(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     prompts = _texts(body.get("prompt"), "prompt")
     return Call("completions", model, prompts[0], prompts)
 
 
 def parse_embedding(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     inputs = _texts(body.get("input"), "input")
     return Call("embeddings", model, inputs[0], inputs)
 

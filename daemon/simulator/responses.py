@@ -44,8 +44,8 @@ from daemon.simulator.content import (
     count_tokens,
     finish,
     next_reply,
+    read_common,
     read_tool_choice,
-    refuse_unserved,
     tool_context,
 )
 from daemon.simulator.tools import ToolTurn, arguments_for, openai_tool_calls
@@ -65,11 +65,7 @@ FIXED = {"background": False, "error": None, "max_tool_calls": None,
 
 def parse_responses(body: dict[str, Any]) -> Call:
     """A Responses API request as a `Call`; BadRequest names what is wrong."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequest("Missing required parameter: 'model'.", param="model")
-    refuse_unserved(body, stream="stream: the Relay simulator does not stream.",
-                    unknown="Unknown parameter: '{key}'.")
+    model = read_common(body)
     _refuse_stateful(body)
     items = _items(body.get("input"))
     instructions = _optional(body, "instructions", str, "a string")

@@ -6,11 +6,11 @@ follow-up that answers it) into its types, `moderations.create` its
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import openai
 import pytest
-from openai.types import ModerationCreateResponse
+from openai.types import ModerationCreateResponse, ModerationMultiModalInputParam
 from openai.types.responses import (
     FunctionToolParam,
     Response,
@@ -30,16 +30,10 @@ WEATHER: FunctionToolParam = {
     "strict": True}
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[Simulator]:
-    started = Simulator.start("--rpm", "6000")
-    yield started
-    started.stop()
-
-
 @pytest.fixture
-def client(sim: Simulator) -> openai.OpenAI:
-    return openai.OpenAI(base_url=sim.base_url, api_key="sk-sim", max_retries=0, timeout=10)
+def client(sdk_simulator: Simulator) -> openai.OpenAI:
+    return openai.OpenAI(base_url=sdk_simulator.base_url, api_key="sk-sim", max_retries=0,
+                         timeout=10)
 
 
 def test_a_text_answer_reads_as_the_sdk_s_response(client: openai.OpenAI) -> None:
@@ -106,30 +100,42 @@ def test_moderations_read_as_the_sdk_s_types(client: openai.OpenAI) -> None:
     assert (angry.categories.hate, angry.categories.violence,
             angry.categories.hate_threatening) == (True, True, True)
     assert angry.category_scores.violence >= 0.5 > calm.category_scores.violence
-    multimodal = client.moderations.create(input=[
+    items: list[ModerationMultiModalInputParam] = [
         {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": "https://example.test/a.png"}}])
+        {"type": "image_url", "image_url": {"url": "https://example.test/a.png"}}]
+    multimodal = client.moderations.create(input=items)
     [both] = multimodal.results
     assert both.category_applied_input_types.violence == ["text", "image"]
     assert multimodal.model == "omni-moderation-latest"
 
 
-@pytest.mark.parametrize(("marker", "error", "kind"), [
-    ("[sim:fail=503]", openai.InternalServerError, "server_error"),
-    ("[sim:fail=429]", openai.RateLimitError, "requests"),
-    ("[sim:fail=401]", openai.AuthenticationError, "invalid_request_error"),
-    ("[sim:fail=404]", openai.NotFoundError, "invalid_request_error"),
-    ("[sim:bogus]", openai.BadRequestError, "invalid_request_error"),
-])
-def test_a_fault_marker_raises_the_sdk_s_typed_error(
-        client: openai.OpenAI, marker: str, error: type[openai.APIStatusError],
-        kind: str) -> None:
-    with pytest.raises(error) as raised:
-        client.responses.create(model="sim-small", input=f"Hi {marker}")
-    assert raised.value.type == kind
+# Each marker's error in the SDK: (its class, the envelope's `type`).
+FAULTS: dict[str, tuple[type[openai.APIStatusError], str]] = {
+    "[sim:fail=503]": (openai.InternalServerError, "server_error"),
+    "[sim:fail=429]": (openai.RateLimitError, "requests"),
+    "[sim:fail=401]": (openai.AuthenticationError, "invalid_request_error"),
+    "[sim:fail=404]": (openai.NotFoundError, "invalid_request_error"),
+    "[sim:bogus]": (openai.BadRequestError, "invalid_request_error"),
+}
+
+
+def raised_by(create: Callable[[str], object], marker: str) -> tuple[type, str | None]:
+    """What `create(prompt with marker)` raises: its class and envelope type."""
+    with pytest.raises(openai.APIStatusError) as raised:
+        create(f"Hi {marker}")
     assert raised.value.response.headers["x-relay-simulated"] == "true"
-    with pytest.raises(error):
-        client.moderations.create(model="sim-moderation", input=f"Hi {marker}")
+    return type(raised.value), raised.value.type
+
+
+def test_fault_markers_raise_the_sdk_s_typed_errors(client: openai.OpenAI) -> None:
+    def respond(prompt: str) -> object:
+        return client.responses.create(model="sim-small", input=prompt)
+
+    def moderate(prompt: str) -> object:
+        return client.moderations.create(model="sim-moderation", input=prompt)
+
+    for create in (respond, moderate):
+        assert [raised_by(create, marker) for marker in FAULTS] == list(FAULTS.values())
 
 
 def test_the_sdk_reads_the_rate_limit_headers(client: openai.OpenAI) -> None:

@@ -21,7 +21,6 @@ from daemon.simulator import (
     Draw,
     SimOptions,
     SimState,
-    build_app,
     classify_sentiment,
     compose_reply,
     embed,
@@ -42,13 +41,6 @@ from daemon.simulator.tools import (
 from daemon.testing import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def make_sim(aiohttp_client: Any) -> Any:
-    async def make(**overrides: Any) -> TestClient:
-        return await aiohttp_client(build_app(SimOptions(**overrides)))
-    return make
 
 
 def chat_body(prompt: str, model: str = "sim-small") -> dict[str, Any]:

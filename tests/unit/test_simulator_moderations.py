@@ -7,19 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 from openai.types import ModerationCreateResponse
 
-from daemon.simulator import SimOptions, build_app
 from daemon.simulator.content import BadRequest
 from daemon.simulator.moderations import CATEGORIES, moderate, parse_moderation
-
-
-@pytest.fixture
-def make_sim(aiohttp_client: Any) -> Any:
-    async def make(**overrides: Any) -> TestClient:
-        return await aiohttp_client(build_app(SimOptions(**overrides)))
-    return make
 
 
 def flagged(text: str) -> set[str]:

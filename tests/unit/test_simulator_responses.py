@@ -12,21 +12,14 @@ import pytest
 from aiohttp.test_utils import TestClient
 from openai.types.responses import Response
 
-from daemon.simulator import SimOptions, build_app
 from daemon.simulator.content import BadRequest
 from daemon.simulator.responses import parse_responses
 from daemon.simulator.tools import tool_call_id
+from tests.unit.simulated import answer_json, post_json
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
            "parameters": {"type": "object", "properties": {
                "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}
-
-
-@pytest.fixture
-def make_sim(aiohttp_client: Any) -> Any:
-    async def make(**overrides: Any) -> TestClient:
-        return await aiohttp_client(build_app(SimOptions(**overrides)))
-    return make
 
 
 def request(prompt: str | list[dict[str, Any]] = "Hello there", **fields: Any) -> dict[str, Any]:
@@ -34,16 +27,12 @@ def request(prompt: str | list[dict[str, Any]] = "Hello there", **fields: Any) -
 
 
 async def post(client: TestClient, body: dict[str, Any]) -> aiohttp.ClientResponse:
-    resp = await client.post("/v1/responses", json=body)
-    await resp.read()
-    return resp
+    return await post_json(client, "/v1/responses", body)
 
 
 async def answer(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
     """A 200's body, after the SDK's `Response` has read it."""
-    resp = await post(client, body)
-    assert resp.status == 200, await resp.text()
-    data = dict(await resp.json())
+    data = await answer_json(client, "/v1/responses", body)
     Response.model_validate(data)
     return data
 
@@ -260,13 +249,11 @@ async def test_a_forced_function_and_bad_arguments(make_sim: Any) -> None:
     (503, "server_error")])
 async def test_fail_markers_answer_in_openai_s_envelope(make_sim: Any, code: int,
                                                       kind: str) -> None:
-    client = await make_sim(retry_after_s=2)
-    resp = await post(client, request(f"Hi [sim:fail={code} times=1]"))
-    envelope = await resp.json()
-    assert (resp.status, envelope["error"]["type"]) == (code, kind)
-    assert set(envelope["error"]) == {"message", "type", "param", "code"}
-    assert resp.headers.get("Retry-After") == ("2" if code == 429 else None)
-    assert (await post(client, request(f"Hi [sim:fail={code} times=1]"))).status == 200
+    resp = await post(await make_sim(), request(f"Hi [sim:fail={code}]"))
+    error = (await resp.json())["error"]
+    assert (resp.status, error["type"], error["param"]) == (code, kind, None)
+    assert error["message"].startswith("SIMULATED upstream failure")
+    assert error["code"] == ("rate_limit_exceeded" if code == 429 else None)
 
 
 async def test_a_bad_directive_is_refused_naming_input(make_sim: Any) -> None:
@@ -276,50 +263,12 @@ async def test_a_bad_directive_is_refused_naming_input(make_sim: Any) -> None:
     assert (resp.status, error["param"]) == (400, "input") and "bogus" in error["message"]
 
 
-async def test_garbage_reset_and_huge_markers(make_sim: Any) -> None:
-    client = await make_sim()
-    garbage = await post(client, request("Hi [sim:garbage]"))
-    assert garbage.status == 200 and not (await garbage.text()).startswith("{")
-    with pytest.raises(aiohttp.ClientConnectionError):
-        await post(client, request("Hi [sim:reset]"))
-    huge = await post(client, request("Hi [sim:huge=1]"))
-    body = await huge.read()
-    assert len(body) >= 2**20 and b'"object": "response"' in body
-
-
 async def test_the_usage_marker_reports_the_responses_counts(make_sim: Any) -> None:
     client = await make_sim()
     body = await answer(client, request("Hi [sim:prompt_tokens=-5 completion_tokens=9]"))
     usage = body["usage"]
     assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (-5, 9, 4)
     assert "prompt_tokens" not in usage
-
-
-async def test_random_faults_draw_as_chat_does(make_sim: Any) -> None:
-    async def statuses(path: str, body: dict[str, Any]) -> list[int]:
-        client = await make_sim(seed=7, rate_5xx=0.5)
-        return [(await client.post(path, json=body)).status for _ in range(12)]
-    chat = await statuses("/v1/chat/completions", {
-        "model": "sim-small", "messages": [{"role": "user", "content": "Hi"}]})
-    assert await statuses("/v1/responses", request("Hi")) == chat and {200, 503} == set(chat)
-
-
-async def test_rpm_limits_answer_429_with_openai_s_headers(make_sim: Any) -> None:
-    client = await make_sim(rpm=60)  # one a second, one of burst
-    served = await post(client, request())
-    assert (served.status, served.headers["x-ratelimit-limit-requests"]) == (200, "60")
-    refused = await post(client, request())
-    assert refused.status == 429
-    assert (await refused.json())["error"]["code"] == "rate_limit_exceeded"
-    assert 0 < int(refused.headers["retry-after-ms"]) <= 1000
-    assert refused.headers["x-ratelimit-remaining-requests"] == "0"
-
-
-async def test_tpm_charges_max_output_tokens_and_settles_to_the_usage(make_sim: Any) -> None:
-    client = await make_sim(tpm=600)  # 10 a second, 10 of burst
-    served = await post(client, request("one two", max_output_tokens=8))
-    # charged 2 + 8 of 10, then 3 given back: it used 2 in + 5 out
-    assert served.headers["x-ratelimit-remaining-tokens"] == "3"
 
 
 async def test_the_request_log_and_other_paths(make_sim: Any) -> None:
