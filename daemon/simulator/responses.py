@@ -73,9 +73,9 @@ def parse_responses(body: dict[str, Any]) -> Call:
     users = [content_text(i["content"]) for i in items
              if i["type"] == "message" and i["role"] == "user"]
     tools = _read_tools(body.get("tools"))
+    choice = read_tool_choice(body, tools, named=_choice_name)  # repeated: checked always
     tooling = tool_context(users[0] if users else "", tools=tools,
-                           turns=_read_tool_turns(items), param="input",
-                           choice=lambda: read_tool_choice(body, tools, named=_choice_name))
+                           turns=_read_tool_turns(items), param="input", choice=lambda: choice)
     return Call("responses", model, users[-1] if users else "", texts, tooling,
                 max_tokens=_max_output_tokens(body.get("max_output_tokens")),
                 echo=_echo(body, instructions=instructions, tools=tools))

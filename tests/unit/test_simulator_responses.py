@@ -83,6 +83,8 @@ def test_items_are_read_with_their_text_and_the_prompt_is_the_last_user_message(
     ({"instructions": 3}, "instructions"),
     ({"tools": [{"type": "web_search"}]}, "tools[0]"),
     ({"tools": [WEATHER], "tool_choice": {"type": "function", "name": "nope"}}, "tool_choice"),
+    ({"tool_choice": {"type": "function", "name": "get_weather"}}, "tool_choice"),
+    ({"tool_choice": 5}, "tool_choice"),
     ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
     ({"text": {"format": {"type": "json_schema", "name": "x"}}}, "text.format"),
     ({"text": {"verbosity": "loud"}}, "text.verbosity"),
