@@ -3,10 +3,12 @@
 
 The demo, the end-to-end tests and the benchmarks run against this server
 instead of a real provider. It answers chat, completion, embedding and model
-requests in OpenAI's shapes, and `POST /v1/messages` in Anthropic's (`messages.py`;
-each API's error envelope and rate-limit headers in `apis.py`), with canned,
-deterministic content (a sentiment label when asked to classify, else an echo that
-says it is simulated), and it injects faults in two ways:
+requests in OpenAI's shapes, Responses API requests (`responses.py`) and moderations
+(`moderations.py`: keyword cues, deterministic scores) in OpenAI's too, and
+`POST /v1/messages` in Anthropic's (`messages.py`; each API's error envelope and
+rate-limit headers in `apis.py`), with canned, deterministic content (a sentiment
+label when asked to classify, else an echo that says it is simulated), and it injects
+faults in two ways:
 
 - **At random**, with per-request probabilities (`SimOptions.rate_*`) drawn
   from one seeded `random.Random`. Every generation request consumes exactly
@@ -20,10 +22,11 @@ says it is simulated), and it injects faults in two ways:
 
 Tool calling (OpenRelay's tool_config extension), simulated three ways:
 
-- **The model** (`tools.py`): a chat request with a non-empty `tools` array gets
-  `[sim:tool_rounds=N]` rounds (default 1) of `[sim:tool_calls=K]` calls (default 1)
-  of the first tool, with deterministic ids and schema-derived arguments
-  (`finish_reason: "tool_calls"`), then a final answer quoting every tool message.
+- **The model** (`tools.py`): a chat (or messages, or responses) request with a
+  non-empty `tools` array gets `[sim:tool_rounds=N]` rounds (default 1) of
+  `[sim:tool_calls=K]` calls (default 1) of the first tool, with deterministic ids and
+  schema-derived arguments (`finish_reason: "tool_calls"`), then a final answer
+  quoting every tool message.
 - **An HTTP tool executor** at `POST /_sim/tools` on the same port, with faults
   pinned by `[sim:tool_fail=CODE times=K]`, `[sim:tool_sleep=MS]`,
   `[sim:tool_garbage]`, `[sim:tool_mismatch]` in the calls' arguments.

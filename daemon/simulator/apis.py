@@ -1,7 +1,8 @@
-"""The two APIs the simulator speaks, OpenAI's (chat, completions, embeddings) and
-Anthropic's (`/v1/messages`): what differs between them once a request is parsed, that
-is the error envelope, the rate-limit headers, the headers a request must carry and how
-usage is counted. Everything else (faults, limits, replies) is shared. Pure: no I/O.
+"""The APIs the simulator speaks, OpenAI's (chat, completions, embeddings, moderations;
+the Responses API counts usage under its own names) and Anthropic's (`/v1/messages`):
+what differs between them once a request is parsed, that is the error envelope, the
+rate-limit headers, the headers a request must carry and how usage is counted.
+Everything else (faults, limits, replies) is shared. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def rfc3339(at: float) -> str:
 
 OPENAI = Api("openai", openai_error, openai_rate_headers,
              usage_keys=("prompt_tokens", "completion_tokens"))
+RESPONSES = Api("openai-responses", openai_error, openai_rate_headers,
+                usage_keys=("input_tokens", "output_tokens"))
 ANTHROPIC = Api("anthropic", anthropic_error, anthropic_rate_headers,
                 usage_keys=("input_tokens", "output_tokens"),
                 required_headers=("anthropic-version",))

@@ -1,5 +1,6 @@
-"""The simulator's aiohttp application: the OpenAI routes and Anthropic's
-`/v1/messages` (one pipeline of faults and limits; each API's envelopes from apis.py),
+"""The simulator's aiohttp application: the OpenAI routes (chat, completions,
+embeddings, responses, moderations) and Anthropic's `/v1/messages` (one pipeline of
+faults and limits; each API's envelopes from apis.py),
 the HTTP tool executor (`POST /_sim/tools`), the workflow callback
 (`POST /_sim/workflow`), the `/_sim/*` introspection routes, and the logs they share."""
 
@@ -21,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.domain.ratelimit import max_tokens_of
-from daemon.simulator.apis import ANTHROPIC, OPENAI, Api
+from daemon.simulator.apis import ANTHROPIC, OPENAI, RESPONSES, Api
 from daemon.simulator.content import (
     BadRequest,
     Call,
@@ -44,6 +45,8 @@ from daemon.simulator.faults import (
 )
 from daemon.simulator.limits import Admission, SimLimits
 from daemon.simulator.messages import message_body, parse_messages
+from daemon.simulator.moderations import moderation_body, parse_moderation
+from daemon.simulator.responses import parse_responses, response_body
 from daemon.simulator.tools import (
     ExecutorCall,
     executor_directive,
@@ -52,7 +55,7 @@ from daemon.simulator.tools import (
 )
 from daemon.simulator.workflow import WorkflowMemory, read_event
 
-MODELS = ("sim-small", "sim-large", "sim-embed")
+MODELS = ("sim-small", "sim-large", "sim-embed", "sim-moderation")
 LOG_LIMIT = 200_000  # requests remembered by /_sim/requests (and tool calls by theirs)
 # The executor request headers /_sim/tool_calls records (any other Relay-* header too).
 TOOL_HEADERS = ("Authorization", "Relay-Batch-Id", "Relay-Round", "Relay-Call-Id")
@@ -134,13 +137,16 @@ class Endpoint:
     parse: Callable[[dict[str, Any]], Call]
     answer: Callable[[Call, int, int], dict[str, Any]]  # (call, serial, unix time) -> body
     api: Api
+    prompt_param: str | None = None  # what a bad directive in the prompt is refused naming
 
 
 ENDPOINTS = {
-    "chat": Endpoint(parse_chat, chat_body, OPENAI),
+    "chat": Endpoint(parse_chat, chat_body, OPENAI, "messages"),
     "completions": Endpoint(parse_completion, completion_body, OPENAI),
     "embeddings": Endpoint(parse_embedding, embedding_body, OPENAI),
-    "messages": Endpoint(parse_messages, message_body, ANTHROPIC),
+    "messages": Endpoint(parse_messages, message_body, ANTHROPIC, "messages"),
+    "responses": Endpoint(parse_responses, response_body, RESPONSES, "input"),
+    "moderations": Endpoint(parse_moderation, moderation_body, OPENAI, "input"),
 }
 
 
@@ -208,7 +214,7 @@ async def _generate(request: web.Request, endpoint: str) -> web.StreamResponse:
         return _refuse(request, exc, call, route.api)
     if not state.limits.active:
         return await _serve(request, state, call, directive, draw)
-    charged = count_tokens(call.inputs) + (max_tokens_of(body) or 0)
+    charged = count_tokens(call.inputs) + (call.max_tokens or max_tokens_of(body) or 0)
     return await _serve_limited(request, state, call, directive, draw, charged=charged)
 
 
@@ -296,8 +302,7 @@ def _directive_of(call: Call) -> Directive | None:
     try:
         return parse_directive(call.prompt)
     except ValueError as exc:
-        param = "messages" if call.endpoint in ("chat", "messages") else None
-        raise BadRequest(str(exc), param=param) from None
+        raise BadRequest(str(exc), param=ENDPOINTS[call.endpoint].prompt_param) from None
 
 
 def _respond(request: web.Request, state: SimState, call: Call, outcome: Outcome,
@@ -310,12 +315,12 @@ def _respond(request: web.Request, state: SimState, call: Call, outcome: Outcome
     if outcome.status != 200:
         return _fault_response(outcome.status, state.options, route.api)
     body = route.answer(call, next(state.ids), int(time.time()))
-    if charged is not None:
-        state.limits.settle(call.model, charged, route.api.used(body["usage"]),
-                            time.monotonic())
+    usage = body.get("usage")  # moderations report none: their charge is what they used
+    if charged is not None and usage is not None:
+        state.limits.settle(call.model, charged, route.api.used(usage), time.monotonic())
     reported = directive.usage_for(call.model) if directive else None
-    if reported is not None:  # [sim:prompt_tokens=N]: what an untrusted upstream says
-        body["usage"] = route.api.with_usage(body["usage"], reported)
+    if reported is not None and usage is not None:  # [sim:prompt_tokens=N]: untrusted usage
+        body["usage"] = route.api.with_usage(usage, reported)
     return web.json_response(body)
 
 
@@ -335,10 +340,21 @@ async def messages(request: web.Request) -> web.StreamResponse:
     return await _generate(request, "messages")
 
 
-async def messages_not_found(request: web.Request) -> web.Response:
-    """Anything else under /v1/messages (batches, count_tokens...): Anthropic's 404."""
-    return error_response(404, f"Not found: {request.method} {request.path} is not served "
-                          "by the Relay simulator.", api=ANTHROPIC)
+async def responses(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, "responses")
+
+
+async def moderations(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, "moderations")
+
+
+def _not_found(api: Api) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """Anything else under a route (Anthropic's batches and count_tokens, a stored
+    Response, which the simulator never keeps): `api`'s 404."""
+    async def not_found(request: web.Request) -> web.Response:
+        return error_response(404, f"Not found: {request.method} {request.path} is not "
+                              "served by the Relay simulator.", api=api)
+    return not_found
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -522,7 +538,10 @@ def build_app(options: SimOptions) -> web.Application:
         web.post("/v1/completions", completions),
         web.post("/v1/embeddings", embeddings),
         web.post("/v1/messages", messages),
-        web.route("*", "/v1/messages/{rest:.*}", messages_not_found),
+        web.route("*", "/v1/messages/{rest:.*}", _not_found(ANTHROPIC)),
+        web.post("/v1/responses", responses),
+        web.route("*", "/v1/responses/{rest:.*}", _not_found(RESPONSES)),
+        web.post("/v1/moderations", moderations),
         web.get("/v1/models", list_models),
         web.get("/healthz", healthz),
         web.get("/_sim/stats", sim_stats),

@@ -1,5 +1,7 @@
 """What the simulator reads from requests and answers with: OpenAI request shapes in,
-canned deterministic bodies (sentiment labels, echoes, embeddings, token counts) out."""
+canned deterministic bodies (sentiment labels, echoes, embeddings, token counts) out,
+and what every route shares: the `Call` a request is read into, the next reply of a
+conversation (tool turn, final answer or canned text) and where a budget cuts it."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -41,13 +43,16 @@ _ECHO_WORDS = 8
 class Call:
     """One parsed generation request."""
 
-    endpoint: str  # "chat", "completions", "embeddings" or "messages"
+    endpoint: str  # a key of app.ENDPOINTS: "chat", "messages", "responses"...
     model: str
     prompt: str  # what directives and the request log read
     inputs: tuple[str, ...]  # every text sent: message contents, prompts or inputs
     tooling: ToolContext | None = None  # chat with `tools` or tool messages
-    max_tokens: int | None = None  # messages: the answer stops after this many words
+    max_tokens: int | None = None  # messages, responses: the answer stops after this many words
     stop_sequences: tuple[str, ...] = ()  # messages: the answer stops before the first
+    # What the answer repeats of the request: a Response's parameters, a moderation
+    # input's kinds.
+    echo: Mapping[str, Any] = field(default_factory=dict)
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -63,8 +68,8 @@ async def json_body(request: web.Request) -> dict[str, Any]:
 _NOT_UPSTREAM = ("openrelay", "tool_config")  # Relay's own keys, never for a model
 
 
-def _common(body: dict[str, Any]) -> str:
-    """Check what every endpoint requires; return the requested model."""
+def read_common(body: dict[str, Any]) -> str:
+    """Check what every OpenAI endpoint requires; return the requested model."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("you must provide a model parameter", param="model")
@@ -84,7 +89,7 @@ def refuse_unserved(body: dict[str, Any], *, stream: str, unknown: str) -> None:
 
 
 def parse_chat(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) for m in messages):
@@ -95,7 +100,8 @@ def parse_chat(body: dict[str, Any]) -> Call:
     tools = _read_tools(body.get("tools"))
     tooling = tool_context(users[0] if users else "", tools=tools,
                            turns=_read_tool_turns(messages, texts),
-                           choice=lambda: _read_tool_choice(body, tools))
+                           choice=lambda: read_tool_choice(body, tools,
+                                                           named=_chat_choice_name))
     return Call("chat", model, users[-1] if users else "", texts, tooling)
 
 
@@ -104,17 +110,19 @@ ToolChoice = tuple[str | None, bool, bool]  # (the tool forced, "none", calls in
 
 def tool_context(prompt: str, *, tools: tuple[dict[str, Any], ...],
                  turns: tuple[int, tuple[str, ...]],
-                 choice: Callable[[], ToolChoice]) -> ToolContext | None:
-    """What a chat or messages request says about tool calling, from its `tools`, its
-    (tool rounds done, tool results) and its tool choice (read only when needed); None
-    when it neither offers tools nor carries tool calls."""
+                 choice: Callable[[], ToolChoice], param: str = "messages"
+                 ) -> ToolContext | None:
+    """What a chat, messages or responses request says about tool calling, from its
+    `tools`, its (tool rounds done, tool results) and its tool choice (read only when
+    needed); None when it neither offers tools nor carries tool calls. A bad directive
+    in `prompt` is refused naming `param`."""
     rounds_done, results = turns
     if not tools and not rounds_done:
         return None
     try:
         directive = parse_directive(prompt)
     except ValueError as exc:
-        raise BadRequest(str(exc), param="messages") from None
+        raise BadRequest(str(exc), param=param) from None
     forced, choice_none, parallel = choice()
     return ToolContext(tools=tools, prompt=prompt, directive=directive,
                        rounds_done=rounds_done, results=results, forced=forced,
@@ -140,19 +148,25 @@ def _read_tools(value: Any) -> tuple[dict[str, Any], ...]:
     return tuple(functions)
 
 
-def _read_tool_choice(body: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> ToolChoice:
-    """OpenAI's `tool_choice` and `parallel_tool_calls`."""
+def read_tool_choice(body: dict[str, Any], tools: tuple[dict[str, Any], ...], *,
+                     named: Callable[[dict[str, Any]], Any]) -> ToolChoice:
+    """OpenAI's `tool_choice` and `parallel_tool_calls`; `named` reads the function a
+    `tool_choice` object names (chat's `{"function": {"name"}}`, a Response's `{"name"}`)."""
     value, parallel = body.get("tool_choice"), body.get("parallel_tool_calls") is not False
     if value is None or value in ("auto", "required"):
         return None, False, parallel
     if value == "none":
         return None, True, parallel
-    function = value.get("function") if isinstance(value, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
+    name = named(value) if isinstance(value, dict) else None
     if isinstance(name, str) and name in {t["name"] for t in tools}:
         return name, False, parallel
     raise BadRequest("'tool_choice' must be none, auto, required or name one of 'tools'.",
                      param="tool_choice")
+
+
+def _chat_choice_name(value: dict[str, Any]) -> Any:
+    function = value.get("function")
+    return function.get("name") if isinstance(function, dict) else None
 
 
 def _read_tool_turns(messages: list[dict[str, Any]], texts: tuple[str, ...]
@@ -205,13 +219,13 @@ def _all_answered(pending: set[str] | None) -> None:
 
 
 def parse_completion(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     prompts = _texts(body.get("prompt"), "prompt")
     return Call("completions", model, prompts[0], prompts)
 
 
 def parse_embedding(body: dict[str, Any]) -> Call:
-    model = _common(body)
+    model = read_common(body)
     inputs = _texts(body.get("input"), "input")
     return Call("embeddings", model, inputs[0], inputs)
 
@@ -221,7 +235,8 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return " ".join(p["text"] for p in content
+                        if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
 
 
@@ -300,16 +315,36 @@ def next_reply(call: Call) -> ToolTurn | str:
     return compose_reply(call.model, call.prompt, context=call.inputs)
 
 
+def finish(text: str, *, max_tokens: int | None,
+           stop_sequences: tuple[str, ...] = ()) -> tuple[str, str, str | None]:
+    """(the text generated, stop_reason, stop_sequence): cut before the earliest stop
+    sequence, or after `max_tokens` words if that comes first. `stop_reason` is
+    Anthropic's word: "end_turn", "stop_sequence" or "max_tokens"."""
+    found = [(text.find(s), s) for s in stop_sequences if s and s in text]
+    at, sequence = min(found) if found else (len(text), None)
+    kept = text[:at]
+    if max_tokens is not None and count_tokens([kept]) > max_tokens:
+        return _first_words(kept, max_tokens), "max_tokens", None
+    return kept, ("end_turn" if sequence is None else "stop_sequence"), sequence
+
+
+def _first_words(text: str, count: int) -> str:
+    match = re.match(rf"\s*(?:\S+\s*){{{count}}}", text)
+    return match.group(0).rstrip() if match and count else ""
+
+
 def chat_body(call: Call, n: int, now: int) -> dict[str, Any]:
     """The canned answer; with tools, a round of tool calls or the final answer that
     quotes the tool results."""
     reply = next_reply(call)
     message: dict[str, Any]
     if isinstance(reply, ToolTurn):
-        message = {"role": "assistant", "content": None, "tool_calls": openai_tool_calls(reply)}
+        message = {"role": "assistant", "content": None, "refusal": None,
+                   "tool_calls": openai_tool_calls(reply)}
         replies = reply.texts
     else:
-        message, replies = {"role": "assistant", "content": reply}, [reply]
+        message = {"role": "assistant", "content": reply, "refusal": None}
+        replies = [reply]
     return {
         "id": f"chatcmpl-sim{n:012d}", "object": "chat.completion", "created": now,
         "model": call.model, "system_fingerprint": "relay-simulator",

@@ -22,7 +22,6 @@ the `[sim:...]` directives, tool calling and token counts are the chat route's:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from daemon.simulator.content import (
@@ -30,6 +29,7 @@ from daemon.simulator.content import (
     Call,
     ToolChoice,
     count_tokens,
+    finish,
     next_reply,
     refuse_unserved,
     tool_context,
@@ -76,23 +76,6 @@ def message_body(call: Call, n: int, now: int) -> dict[str, Any]:
                   "output_tokens": count_tokens(outputs),
                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
     }
-
-
-def finish(text: str, *, max_tokens: int | None,
-           stop_sequences: tuple[str, ...]) -> tuple[str, str, str | None]:
-    """(the text generated, stop_reason, stop_sequence): cut before the earliest stop
-    sequence, or after `max_tokens` words if that comes first."""
-    found = [(text.find(s), s) for s in stop_sequences if s and s in text]
-    at, sequence = min(found) if found else (len(text), None)
-    kept = text[:at]
-    if max_tokens is not None and count_tokens([kept]) > max_tokens:
-        return _first_words(kept, max_tokens), "max_tokens", None
-    return kept, ("end_turn" if sequence is None else "stop_sequence"), sequence
-
-
-def _first_words(text: str, count: int) -> str:
-    match = re.match(rf"\s*(?:\S+\s*){{{count}}}", text)
-    return match.group(0).rstrip() if match and count else ""
 
 
 def _tool_use_blocks(turn: ToolTurn) -> list[dict[str, Any]]:

@@ -82,6 +82,15 @@ def simulator_factory() -> Iterator[Callable[..., Simulator]]:
         sim.stop()
 
 
+@pytest.fixture(scope="module")
+def sdk_simulator() -> Iterator[Simulator]:
+    """One `relayd simulate --rpm 6000` for a module of SDK tests (its answers carry
+    rate-limit headers; no test comes near the limit)."""
+    started = Simulator.start("--rpm", "6000")
+    yield started
+    started.stop()
+
+
 @pytest.fixture
 def relayd_factory(tmp_path: Path) -> Iterator[Callable[..., Relayd]]:
     """`relayd_factory(sim, concurrency=1)`: a relayd on `sim` (`config_tables`'s

@@ -5,7 +5,6 @@ a fault marker raises the SDK's typed error."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import anthropic
 import pytest
@@ -20,16 +19,9 @@ WEATHER: ToolParam = {"name": "get_weather", "description": "The weather in a ci
                             "required": ["city"]}}
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[Simulator]:
-    started = Simulator.start("--rpm", "6000")
-    yield started
-    started.stop()
-
-
 @pytest.fixture
-def client(sim: Simulator) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=sim.root, api_key="sk-sim", max_retries=0,
+def client(sdk_simulator: Simulator) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=sdk_simulator.root, api_key="sk-sim", max_retries=0,
                                timeout=10)
 
 

@@ -21,7 +21,6 @@ from daemon.simulator import (
     Draw,
     SimOptions,
     SimState,
-    build_app,
     classify_sentiment,
     compose_reply,
     embed,
@@ -42,13 +41,6 @@ from daemon.simulator.tools import (
 from daemon.testing import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def make_sim(aiohttp_client: Any) -> Any:
-    async def make(**overrides: Any) -> TestClient:
-        return await aiohttp_client(build_app(SimOptions(**overrides)))
-    return make
 
 
 def chat_body(prompt: str, model: str = "sim-small") -> dict[str, Any]:
@@ -202,7 +194,7 @@ async def test_chat_completion_shape(make_sim: Any) -> None:
     assert body["model"] == "sim-small" and isinstance(body["created"], int)
     assert body["choices"] == [{
         "index": 0, "logprobs": None, "finish_reason": "stop",
-        "message": {"role": "assistant",
+        "message": {"role": "assistant", "refusal": None,
                     "content": "Simulated reply (sim-small): Say hello to the world"}}]
     assert body["usage"] == {"prompt_tokens": 7, "completion_tokens": 8, "total_tokens": 15}
 
@@ -561,7 +553,7 @@ async def test_tools_get_one_round_of_calls_by_default(make_sim: Any) -> None:
     choice = answer["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     message = choice["message"]
-    assert message["role"] == "assistant" and message["content"] is None
+    assert message["role"] == "assistant" and message["content"] is message["refusal"] is None
     [call] = message["tool_calls"]
     assert call["id"] == tool_call_id("Find the capital of France", 1, 0)
     assert call["type"] == "function" and call["function"]["name"] == "lookup"
@@ -574,7 +566,7 @@ async def test_tools_get_one_round_of_calls_by_default(make_sim: Any) -> None:
     final = await model_turn(client, answer_calls(body, choice))
     assert final["choices"][0]["finish_reason"] == "stop"
     assert final["choices"][0]["message"] == {
-        "role": "assistant", "content": f"Tool results: result of {call['id']}"}
+        "role": "assistant", "content": f"Tool results: result of {call['id']}", "refusal": None}
 
 
 async def test_tool_rounds_sets_how_many_rounds_come_before_the_answer(make_sim: Any) -> None:

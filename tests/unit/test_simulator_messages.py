@@ -10,25 +10,18 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-from daemon.simulator import SimOptions, build_app
 from daemon.simulator.apis import anthropic_error, anthropic_rate_headers, rfc3339
-from daemon.simulator.content import BadRequest
+from daemon.simulator.content import BadRequest, finish
 from daemon.simulator.limits import Quota
-from daemon.simulator.messages import finish, parse_messages
+from daemon.simulator.messages import parse_messages
 from daemon.simulator.tools import tool_call_id
+from tests.unit.simulated import answer_json, post_json
 
 HEADERS = {"x-api-key": "sk-sim", "anthropic-version": "2023-06-01"}
 WEATHER = {"name": "get_weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {
                "city": {"type": "string"}, "days": {"type": "integer"}},
                "required": ["city"]}}
-
-
-@pytest.fixture
-def make_sim(aiohttp_client: Any) -> Any:
-    async def make(**overrides: Any) -> TestClient:
-        return await aiohttp_client(build_app(SimOptions(**overrides)))
-    return make
 
 
 def request(prompt: str | list[dict[str, Any]] = "Hello there", **fields: Any) -> dict[str, Any]:
@@ -38,15 +31,11 @@ def request(prompt: str | list[dict[str, Any]] = "Hello there", **fields: Any) -
 
 async def post(client: TestClient, body: dict[str, Any], *,
                headers: dict[str, str] = HEADERS) -> aiohttp.ClientResponse:
-    resp = await client.post("/v1/messages", json=body, headers=headers)
-    await resp.read()
-    return resp
+    return await post_json(client, "/v1/messages", body, headers=headers)
 
 
 async def answer(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
-    resp = await post(client, body)
-    assert resp.status == 200, await resp.text()
-    return dict(await resp.json())
+    return await answer_json(client, "/v1/messages", body, headers=HEADERS)
 
 
 async def error_of(client: TestClient, body: dict[str, Any]) -> tuple[int, str, str]:
@@ -280,17 +269,6 @@ async def test_fail_markers_answer_anthropic_s_statuses_and_types(
     assert (await post(client, request(f"Hi [sim:fail={code} times=1]"))).status == 200
 
 
-async def test_garbage_reset_and_huge_markers(make_sim: Any) -> None:
-    client = await make_sim()
-    garbage = await post(client, request("Hi [sim:garbage]"))
-    assert garbage.status == 200 and not (await garbage.text()).startswith("{")
-    with pytest.raises(aiohttp.ClientConnectionError):
-        await post(client, request("Hi [sim:reset]"))
-    huge = await post(client, request("Hi [sim:huge=1]"))
-    body = await huge.read()
-    assert len(body) >= 2**20 and b'"type": "message"' in body
-
-
 async def test_the_usage_marker_reports_anthropic_s_counts(make_sim: Any) -> None:
     client = await make_sim()
     message = await answer(client, request("Hi [sim:prompt_tokens=-5 completion_tokens=9]"))
@@ -299,38 +277,14 @@ async def test_the_usage_marker_reports_anthropic_s_counts(make_sim: Any) -> Non
     assert (only["usage"]["input_tokens"], only["usage"]["output_tokens"]) == (2, 7)
 
 
-async def test_random_faults_draw_as_chat_does(make_sim: Any) -> None:
-    async def statuses(path: str, body: dict[str, Any]) -> list[int]:
-        client = await make_sim(seed=7, rate_5xx=0.5)
-        return [(await client.post(path, json=body, headers=HEADERS)).status
-                for _ in range(12)]
-    chat = await statuses("/v1/chat/completions", {
-        "model": "sim-small", "messages": [{"role": "user", "content": "Hi"}]})
-    assert await statuses("/v1/messages", request("Hi")) == chat and {200, 503} == set(chat)
-
-
 async def test_rpm_limits_answer_429_with_anthropic_s_headers(make_sim: Any) -> None:
     client = await make_sim(rpm=60)  # one a second, one of burst
     served = await post(client, request())
-    assert served.status == 200
     assert served.headers["anthropic-ratelimit-requests-limit"] == "60"
-    assert served.headers["anthropic-ratelimit-requests-remaining"] == "0"
     assert served.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
     assert not any(h.lower().startswith("x-ratelimit") for h in served.headers)
     refused = await post(client, request())
-    envelope = await refused.json()
-    assert (refused.status, envelope["error"]["type"]) == (429, "rate_limit_error")
-    assert 0 < float(refused.headers["retry-after"]) <= 1
-    assert 0 < int(refused.headers["retry-after-ms"]) <= 1000
-    assert refused.headers["anthropic-ratelimit-requests-remaining"] == "0"
-
-
-async def test_tpm_charges_max_tokens_and_settles_to_input_plus_output(make_sim: Any) -> None:
-    client = await make_sim(tpm=600)  # 10 a second, 10 of burst
-    served = await post(client, request("one two", max_tokens=8))
-    # charged 2 + 8 of 10, then 3 given back: it used 2 in + 5 out ("Simulated reply
-    # (sim-small): one two")
-    assert served.headers["anthropic-ratelimit-tokens-remaining"] == "3"
+    assert (await refused.json())["error"]["type"] == "rate_limit_error"
 
 
 async def test_the_request_log_names_the_route(make_sim: Any) -> None:
