@@ -287,7 +287,8 @@ def response_answer(completion: Mapping[str, Any], *, usage: Usage, sent: Mappin
     rid = _response_id(completion.get("id"))
     reason = INCOMPLETE.get(str(choice.get("finish_reason")))
     status = "incomplete" if reason else "completed"
-    items = [item for i, m in enumerate(earlier) for item in _items(m, rid, i, "completed")]
+    items = [item for i, m in enumerate(earlier) for item in (
+        [_output_item(m, rid, i)] if m.get("role") == "tool" else _items(m, rid, i, "completed"))]
     created = completion.get("created")
     created_at = created if isinstance(created, int) and not isinstance(created, bool) else (
         int(now))
@@ -299,7 +300,8 @@ def response_answer(completion: Mapping[str, Any], *, usage: Usage, sent: Mappin
         "completed_at": created_at if status == "completed" else None,
         "error": None,
         "incomplete_details": {"reason": reason} if reason else None,
-        "model": completion.get("model") or sent.get("model"),
+        "model": next((m for m in (completion.get("model"), sent.get("model"),
+                                   asked.get("model")) if isinstance(m, str) and m), ""),
         "output": [*items, *_items(message, rid, len(earlier), status)],
         "usage": response_usage(usage),
         **echoed(asked),
@@ -351,17 +353,20 @@ def _first_choice(completion: Mapping[str, Any]) -> dict[str, Any]:
 
 def _items(message: Mapping[str, Any], rid: str, turn: int,
            status: str) -> list[dict[str, Any]]:
-    """One chat message as output items: a tool message becomes a `function_call_output`;
-    an assistant one its `message` (text or refusal) then one `function_call` per call."""
-    if message.get("role") == "tool":
-        return [{"id": stable("fco", rid, turn), "type": "function_call_output",
-                 "call_id": str(message.get("tool_call_id")),
-                 "output": _text_of(message.get("content")), "status": "completed"}]
+    """An assistant message as output items: its `message` (text or refusal), then one
+    `function_call` per call."""
     content = _content(message)
     items = [{"id": stable("msg", rid, turn), "type": "message", "role": "assistant",
               "status": status, "content": content}] if content else []
     return items + [_function_call(call, rid, turn, i)
                     for i, call in enumerate(_calls(message))]
+
+
+def _output_item(message: Mapping[str, Any], rid: str, turn: int) -> dict[str, Any]:
+    """A tool loop's tool message as a `function_call_output` item."""
+    return {"id": stable("fco", rid, turn), "type": "function_call_output",
+            "call_id": str(message.get("tool_call_id")),
+            "output": _text_of(message.get("content")), "status": "completed"}
 
 
 def _content(message: Mapping[str, Any]) -> list[dict[str, Any]]:

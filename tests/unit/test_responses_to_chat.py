@@ -235,8 +235,9 @@ def test_content_parts_and_ids() -> None:
     response = answered(chat)
     assert response["id"] == "resp_kept"
     assert response["output"][0]["content"][0]["text"] == "ab"
-    fresh = answered(completion("x") | {"id": None, "created": None})
+    fresh = answered(completion("x") | {"id": None, "created": None, "model": None})
     assert fresh["id"].startswith("resp_") and fresh["created_at"] == 1_700_000_123
+    assert fresh["model"] == "main"  # the request's, when the answer names none
 
 
 def test_a_tool_loops_rounds_come_first() -> None:
