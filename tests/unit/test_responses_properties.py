@@ -44,11 +44,14 @@ answers = st.fixed_dictionaries({}, optional={
     "id": json_value, "model": json_value, "created": json_value})
 
 count = st.integers(0, 10**9)
-calls = st.lists(st.builds(
-    lambda i, name, args: {"id": f"call_{i}", "type": "function",
-                           "function": {"name": name, "arguments": args}},
-    st.integers(0, 99), st.sampled_from(["lookup", "f"]), st.sampled_from(["{}", '{"q": 1}'])),
-    max_size=3, unique_by=lambda c: c["id"])
+def tool_call(i: int, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": f"call_{i}", "type": "function",
+            "function": {"name": name, "arguments": arguments}}
+
+
+calls = st.lists(st.builds(tool_call, st.integers(0, 99), st.sampled_from(["lookup", "f"]),
+                           st.sampled_from(["{}", '{"q": 1}'])),
+                 max_size=3, unique_by=lambda c: str(c["id"]))
 completions = st.builds(
     lambda content, refusal, tool_calls, finish, model, created: {
         "id": "chatcmpl-1", "model": model, "created": created,
