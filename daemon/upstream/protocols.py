@@ -75,9 +75,25 @@ def as_is(body: Mapping[str, Any], model: ModelConfig) -> dict[str, Any]:
     return sent
 
 
+# A Responses field under its chat name, as a refusal met in the chat step names it.
+CHAT_NAMES = {"reasoning_effort": "reasoning.effort", "response_format": "text.format",
+              "verbosity": "text.verbosity", "max_completion_tokens": "max_output_tokens",
+              "messages": "input"}
+
+
 def _responses_on_anthropic(body: Mapping[str, Any], model: ModelConfig) -> dict[str, Any]:
-    return openai_to_anthropic.messages_request(responses_to_chat.chat_request(body, model),
-                                                model)
+    """Responses to chat, then chat to Messages; a refusal of the second step names the
+    row's own field."""
+    chat = responses_to_chat.chat_request(body, model)
+    try:
+        return openai_to_anthropic.messages_request(chat, model)
+    except Untranslatable as exc:
+        name = next((n for n in CHAT_NAMES if exc.message.startswith((f"{n} ", f"{n}["))),
+                    None)
+        if name is None:
+            raise
+        said = f"{CHAT_NAMES[name]} (as chat's {name}){exc.message[len(name):]}"
+        raise Untranslatable(exc.code, said) from exc
 
 
 def _response_of_message(message: Mapping[str, Any], *, usage: Usage, sent: Mapping[str, Any],

@@ -111,7 +111,12 @@ async def test_what_anthropic_cannot_take_is_refused_after_the_chat_step() -> No
     schema = {"type": "json_schema", "name": "p", "schema": {"type": "object"}}
     outcome = await router.call("claude", RESPONSES, BODY | {"text": {"format": schema}})
     assert upstream.sent == [] and outcome.error_code == "unsupported_parameter"
-    assert "response_format" in (outcome.error or "")
+    assert (outcome.error or "").startswith(
+        "unsupported_parameter: claude cannot take this row (anthropic protocol): "
+        "text.format (as chat's response_format) = {'type': 'json_schema'")
+    effort = await router.call("claude", RESPONSES, BODY | {"reasoning": {"effort": "low"}})
+    assert (effort.error or "").endswith("reasoning.effort (as chat's reasoning_effort) has "
+                                         "no counterpart in Anthropic's Messages API")
 
 
 async def test_a_translated_row_with_a_refused_parameter_is_never_sent() -> None:
