@@ -115,6 +115,7 @@ ANTHROPIC: dict[str, Translation] = {
 }
 # How an OpenAI upstream reports usage on the endpoints whose answers are not chat's.
 OPENAI_USAGE: dict[str, UsageReader] = {RESPONSES: read_response_usage, MODERATIONS: no_usage}
+SERVED = {e: Translation(as_is, usage=OPENAI_USAGE.get(e, read_usage)) for e in OPENAI_ENDPOINTS}
 # What an OpenAI upstream that does not serve a row's endpoint may take it as.
 OVER_CHAT: dict[str, Translation] = {
     MESSAGES: Translation(anthropic_to_openai.chat_request, CHAT,
@@ -130,7 +131,7 @@ def translation_for(endpoint: str, api: Api, *,
     if api == "anthropic":
         return ANTHROPIC.get(endpoint) or Translation(_refusing(endpoint))
     if endpoint in serves:
-        return Translation(as_is, usage=OPENAI_USAGE.get(endpoint, read_usage))
+        return SERVED[endpoint]
     if endpoint in OVER_CHAT and CHAT in serves:
         return OVER_CHAT[endpoint]
     if endpoint in OPENAI_ENDPOINTS or endpoint in OVER_CHAT:
@@ -152,11 +153,6 @@ def _not_served(endpoint: str, serves: Sequence[str]) -> Request:
         raise Untranslatable(ENDPOINT_NOT_SERVED, f"its upstream serves {', '.join(serves)} "
                              f"(endpoints), not {needs}")
     return refuse
-
-
-def usage_reader(api: Api) -> UsageReader:
-    """The reader of the usage an upstream of `api` reports (`domain/usage.py`'s rules)."""
-    return read_message_usage if api == "anthropic" else read_usage
 
 
 # Anthropic's rate-limit headers, as the `x-ratelimit-*` names `read_rate_headers` takes:
