@@ -147,3 +147,17 @@ def test_a_chat_record_is_its_own_loop_shape() -> None:
     chat = RowWork(id=1, job_seq=1, custom_id="c", model="m", endpoint=CHAT,
                    body={"messages": []}, job_id="b")
     assert loop_record(chat) == ChatRecord(CHAT, {"messages": []})
+
+
+async def test_a_last_answer_that_cannot_be_a_response_fails_the_record_billed() -> None:
+    odd = {"choices": [{"message": {"content": {"not": "text"}}, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    model = Model({"main": [model_reply(calls=1), Reply(200, {}, json.dumps(odd).encode())]})
+
+    outcome = await loop(model, Executor(), Rounds()).run(work(), Lane(4))
+
+    assert (outcome.ok, outcome.error_code, outcome.dead_letter) == (
+        False, "invalid_response", False)
+    assert outcome.error == ("invalid_response: main answered with a message content that "
+                             "is not text")
+    assert outcome.error_body == odd and outcome.usage == Usage(20, 10)
