@@ -114,6 +114,11 @@ class RetryConfig:
 Api = Literal["openai", "anthropic"]
 APIS: tuple[Api, ...] = ("openai", "anthropic")
 DEFAULT_MAX_TOKENS = 4096  # what a row without max_tokens asks of an Anthropic upstream
+# The OpenAI endpoints an `api = "openai"` upstream may serve (`[[models]] endpoints`), and
+# those it is taken to serve when the key is unset.
+OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+                    "/v1/responses", "/v1/moderations")
+DEFAULT_ENDPOINTS = OPENAI_ENDPOINTS[:3]
 MAX_DEFAULT_MAX_TOKENS = 10**9  # no model writes more in one call
 
 
@@ -132,6 +137,9 @@ class ModelConfig:
     adaptive: bool = True  # learn the concurrency the upstream holds, up to max_concurrency
     api: Api = "openai"  # the upstream's protocol
     default_max_tokens: int = DEFAULT_MAX_TOKENS  # for rows without one, on an Anthropic upstream
+    # The OpenAI endpoints the upstream serves (api = "openai"); what it lacks, the router
+    # translates (`/v1/responses` to chat) or refuses (`upstream/protocols.py`).
+    endpoints: tuple[str, ...] = DEFAULT_ENDPOINTS
 
 
 @dataclass(frozen=True)
@@ -330,7 +338,7 @@ def _metrics(t: dict[str, Any]) -> MetricsConfig:
 _MODEL_KEYS = {
     "alias", "base_url", "model", "api_key_env", "fallbacks", "max_concurrency",
     "input_usd_per_mtok", "output_usd_per_mtok", "rpm", "tpm", "adaptive", "api",
-    "default_max_tokens",
+    "default_max_tokens", "endpoints",
 }
 
 
@@ -392,6 +400,7 @@ def _model(i: int, t: Any, env: os._Environ[str] | dict[str, str]) -> ModelConfi
         adaptive=_typed(t, "adaptive", bool, True, where),
         api=_api(t, where),
         default_max_tokens=_default_max_tokens(t, where),
+        endpoints=_endpoints(t, where),
     )
 
 
@@ -401,6 +410,28 @@ def _api(t: dict[str, Any], where: str) -> Api:
         raise ConfigError(f"{where}api: must be one of {', '.join(APIS)} (the upstream's "
                           f"protocol), got {api!r}")
     return cast(Api, api)
+
+
+def _endpoints(t: dict[str, Any], where: str) -> tuple[str, ...]:
+    """`endpoints`: a non-empty array of distinct OpenAI endpoints, on an OpenAI-protocol
+    model only (an Anthropic one serves its Messages API, nothing to choose)."""
+    if "endpoints" not in t:
+        return DEFAULT_ENDPOINTS
+    if t.get("api", "openai") != "openai":
+        raise ConfigError(f'{where}endpoints: only for api = "openai" models (an Anthropic '
+                          f"model serves the Messages API)")
+    value = t["endpoints"]
+    allowed = ", ".join(OPENAI_ENDPOINTS)
+    if not isinstance(value, list) or not value or not all(isinstance(e, str) for e in value):
+        raise ConfigError(f"{where}endpoints: must be a non-empty array of endpoints "
+                          f"({allowed}), got {value!r}")
+    for endpoint in value:
+        if endpoint not in OPENAI_ENDPOINTS:
+            raise ConfigError(f"{where}endpoints: {endpoint!r} is not one of {allowed}")
+    if len(set(value)) != len(value):
+        twice = next(e for i, e in enumerate(value) if e in value[:i])
+        raise ConfigError(f"{where}endpoints: {twice!r} is listed twice")
+    return tuple(value)
 
 
 def _default_max_tokens(t: dict[str, Any], where: str) -> int:

@@ -316,8 +316,9 @@ def _first(*values: float | None) -> float | None:
 
 
 def max_tokens_of(body: Mapping[str, Any]) -> int | None:
-    """The answer's token budget a request asks for, if any."""
-    for key in ("max_completion_tokens", "max_tokens"):
+    """The answer's token budget a request asks for, if any (chat's, or a Responses
+    request's `max_output_tokens`)."""
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value

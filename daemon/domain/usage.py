@@ -4,8 +4,9 @@ An upstream's `usage` is untrusted input: a count past 64 bits cannot be stored 
 raises `OverflowError`, PostgreSQL `bigint out of range`), a negative one bills the
 job backwards. `read_usage` is the one reader of an answer's usage, for every path
 that calls a model (plain rows of every endpoint, tool-loop turns, workflow requests:
-all go through the router); `read_message_usage` is its twin for an Anthropic
-Messages upstream's answer, under the same rules. `row_problem` checks what a row of
+all go through the router); `read_message_usage` and `read_response_usage` are its
+twins for an Anthropic `Message` and an OpenAI `Response`, under the same rules
+(`no_usage`: a moderation answer, which reports none). `row_problem` checks what a row of
 several calls adds up to once priced. A row that breaks either rule fails `invalid_response`.
 """
 
@@ -38,10 +39,7 @@ def read_usage(response: Mapping[str, Any]) -> Usage:
     """The tokens one call's answer reports. Each count, where present, must be a JSON
     integer from 0 to `MAX_CALL_TOKENS`; absent or null counts 0 (so does a missing
     `usage`). Anything else raises `InvalidUsage`."""
-    usage = _object(response, "usage", "usage")
-    counts = {name: _count(_object(usage, group, f"usage.{group}") if group else usage,
-                           name, f"usage.{group}.{name}" if group else f"usage.{name}")
-              for group, name in COUNTS}
+    counts = _counts(response, COUNTS)
     return Usage(counts["prompt_tokens"], counts["completion_tokens"],
                  cached_tokens=counts["cached_tokens"],
                  reasoning_tokens=counts["reasoning_tokens"])
@@ -62,6 +60,26 @@ def read_message_usage(response: Mapping[str, Any]) -> Usage:
     return Usage(counts["input_tokens"] + counts["cache_creation_input_tokens"]
                  + counts["cache_read_input_tokens"], counts["output_tokens"],
                  cached_tokens=counts["cache_read_input_tokens"])
+
+
+# An OpenAI `Response`'s usage: the same counts as chat's, under the Responses API's names.
+RESPONSE_COUNTS = ((None, "input_tokens"), (None, "output_tokens"), (None, "total_tokens"),
+                   ("input_tokens_details", "cached_tokens"),
+                   ("output_tokens_details", "reasoning_tokens"))
+
+
+def read_response_usage(response: Mapping[str, Any]) -> Usage:
+    """The tokens a Responses API answer reports, under `read_usage`'s rules."""
+    counts = _counts(response, RESPONSE_COUNTS)
+    return Usage(counts["input_tokens"], counts["output_tokens"],
+                 cached_tokens=counts["cached_tokens"],
+                 reasoning_tokens=counts["reasoning_tokens"])
+
+
+def no_usage(response: Mapping[str, Any]) -> Usage:
+    """An answer that reports no tokens (a moderation): nothing to bill."""
+    del response
+    return Usage()
 
 
 def row_problem(usage: Usage, cost_nano_usd: int) -> str | None:
@@ -86,6 +104,15 @@ def priced(outcome: RowOutcome, cost_nano_usd: int) -> RowOutcome:
                    error_code=INVALID, dead_letter=False,
                    error_body=outcome.response if outcome.ok else outcome.error_body,
                    response=None, response_text=None, usage=Usage(), cost_nano_usd=0)
+
+
+def _counts(response: Mapping[str, Any],
+            names: tuple[tuple[str | None, str], ...]) -> dict[str, int]:
+    """Each `(group, name)` count of the answer's `usage`, checked."""
+    usage = _object(response, "usage", "usage")
+    return {name: _count(_object(usage, group, f"usage.{group}") if group else usage,
+                         name, f"usage.{group}.{name}" if group else f"usage.{name}")
+            for group, name in names}
 
 
 def _object(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:

@@ -13,6 +13,9 @@ and repeats no stored call: a round cut off after its model turn repeats only it
 executor call, with the same id (`call_id`, stable across retries and restarts),
 so an executor can drop the repeat.
 
+A Responses record runs the same loop in chat shape (`tool_records.py`): translated
+once at the start, its final answer a `Response` holding every round's items.
+
 The transcript is bounded by `[limits] max_record_mb` (`RecordSize`): a model turn or
 a round's tool messages that would take it past the cap end the record
 `record_too_large` before they are stored or sent.
@@ -47,12 +50,15 @@ from daemon.domain.tool_config import (
     parse_tool_config,
     raw_tool_config,
 )
+from daemon.domain.usage import INVALID
 from daemon.executors.group_commit import GroupCommit
 from daemon.executors.lane import STOPPED, Halted, Lane
 from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_arguments import refusals
+from daemon.executors.tool_records import LoopRecord, loop_record
 from daemon.store.interface import Store
 from daemon.upstream.router import Router
+from daemon.upstream.untranslatable import BadAnswer, Untranslatable
 
 T = TypeVar("T")
 STORE_GRACE_S = 1.0  # how long a stopped job's round write may still take
@@ -133,10 +139,10 @@ class Transcript:
     pending: dict[str, Any] | None = None  # a stored turn whose tool calls have no results
 
     @classmethod
-    def resumed(cls, work: RowWork, *, limit: int) -> Transcript:
+    def resumed(cls, work: RowWork, record: LoopRecord, *, limit: int) -> Transcript:
         """Where an earlier run of the row left it: every stored round, and a last
         round stored before its executor call answered (run that call again)."""
-        messages = list(work.body.get("messages") or [])
+        messages = list(record.chat.get("messages") or [])
         stored = [m for turn in work.rounds for m in turn.messages]
         done = cls(messages, RecordSize(limit, sum(map(json_size, messages + stored))),
                    turns=list(work.rounds),
@@ -174,20 +180,24 @@ class ToolLoopExecutor:
             config = parse_tool_config(raw_tool_config(work.body))
         except ToolConfigError as exc:
             return _failed("invalid_tool_config", f"{exc.path}: {exc.message}")
-        done = Transcript.resumed(work, limit=self.max_record_bytes)
+        try:
+            record = loop_record(work)
+        except Untranslatable as exc:
+            return _failed(exc.code, f"{exc.code}: {exc.message}")
+        done = Transcript.resumed(work, record, limit=self.max_record_bytes)
         try:
             done.size.grow("the input and stored rounds")  # past a cap lowered since?
-            return await self._loop(work, lane, config, done)
+            return await self._loop(work, lane, config, record, done)
         except RecordTooLarge as exc:
             return _too_large(exc, done)
         except Halted:  # a cancel or expiry: it reads as the rows that never ran
             return _stopped(done)
 
-    async def _loop(self, work: RowWork, lane: Lane, config: ToolConfig,
+    async def _loop(self, work: RowWork, lane: Lane, config: ToolConfig, record: LoopRecord,
                     done: Transcript) -> RowOutcome:
         caller = self.callers[config.type]
         try:
-            tools = work.body.get("tools") or await self._retried(
+            tools = record.chat.get("tools") or await self._retried(
                 lambda: caller.tools(config, job_seq=work.job_seq), lane)
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, "tools/list")
@@ -198,8 +208,9 @@ class ToolLoopExecutor:
                         return _stopped(done)
                     lane.going(work)  # a drain: the record resumes from its stored rounds
                     answer = await self.router.call(
-                        work.model, work.endpoint, {**work.body, "messages": done.messages,
-                                                    **({"tools": tools} if tools else {})},
+                        work.model, record.endpoint, {
+                            **record.chat, "messages": done.messages,
+                            **({"tools": tools} if tools else {})},
                         resume_at=done.model, fence=lane.fencer(work))
                 done.attempts.extend(answer.attempts)
                 if not answer.ok:
@@ -210,7 +221,8 @@ class ToolLoopExecutor:
                 assistant = _tool_turn(answer.response)
                 if assistant is None or done.rounds >= config.max_rounds:
                     done.turns.append(turn)
-                    return _finished(answer, done, exhausted=assistant is not None)
+                    return _finished(answer, done, exhausted=assistant is not None,
+                                     record=record, tools=tools or [], now=self.clock())
                 await self._model_turn(work, lane, done,
                                        replace(turn, messages=(assistant,)))
             failure = await self._tool_results(work, config, caller, done, lane)
@@ -342,7 +354,10 @@ def _tool_turn(response: dict[str, Any]) -> dict[str, Any] | None:
     return message
 
 
-def _finished(answer: RowOutcome, done: Transcript, *, exhausted: bool) -> RowOutcome:
+def _finished(answer: RowOutcome, done: Transcript, *, exhausted: bool, record: LoopRecord,
+              tools: Sequence[Mapping[str, Any]], now: float) -> RowOutcome:
+    """The record's answer in its own shape, its usage every call's and Relay's summary
+    added; an answer that cannot take that shape fails the record (billed)."""
     assert answer.response is not None
     usage = done.usage
     summary: dict[str, Any] = {"tool_rounds": done.rounds, "model_calls": len(done.turns)}
@@ -350,14 +365,16 @@ def _finished(answer: RowOutcome, done: Transcript, *, exhausted: bool) -> RowOu
         summary["tool_rounds_exhausted"] = True
     if done.tool_errors:
         summary["tool_errors"] = done.tool_errors
-    response = {**answer.response, "usage": _usage_body(usage), EXTENSIONS: summary}
-    return replace(answer, response=response, response_text=None, usage=usage,
-                   attempts=tuple(done.attempts), turns=tuple(done.turns))
-
-
-def _usage_body(usage: Usage) -> dict[str, int]:
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.prompt_tokens + usage.completion_tokens}
+    try:
+        shaped = record.answer(answer.response, rounds=done.turns, tools=tools, usage=usage,
+                               now=now)
+    except BadAnswer as exc:
+        return replace(answer, ok=False, response=None, response_text=None,
+                       error=f"{INVALID}: {answer.model} answered with {exc}",
+                       error_code=INVALID, error_body=answer.response, dead_letter=False,
+                       usage=usage, attempts=tuple(done.attempts), turns=tuple(done.turns))
+    return replace(answer, response={**shaped, EXTENSIONS: summary}, response_text=None,
+                   usage=usage, attempts=tuple(done.attempts), turns=tuple(done.turns))
 
 
 def _with_transcript(answer: RowOutcome, done: Transcript) -> RowOutcome:

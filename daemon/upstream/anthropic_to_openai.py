@@ -226,10 +226,10 @@ def _metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def message_answer(completion: Mapping[str, Any], *, usage: Usage, sent: Mapping[str, Any],
-                   now: float) -> dict[str, Any]:
+                   now: float, asked: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `Message` for a chat completion answering `sent`; `usage` is the answer's,
     already checked (`read_usage`)."""
-    del now  # a Message carries no time
+    del now, asked  # a Message carries no time, and echoes nothing of the request
     choice = _first_choice(completion)
     message = choice.get("message") or {}
     if not isinstance(message, dict):

@@ -239,9 +239,10 @@ def _tool_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
 
 
 def chat_answer(message: Mapping[str, Any], *, usage: Usage, sent: Mapping[str, Any],
-                now: float) -> dict[str, Any]:
+                now: float, asked: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The chat completion for a Message answering `sent`; `usage` is the answer's,
     already checked (`read_message_usage`); `now` is its `created`."""
+    del asked  # the row's own request: nothing of it is echoed
     content = message.get("content")
     if not isinstance(content, list):
         raise BadAnswer("a Message whose content is not an array")

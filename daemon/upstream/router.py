@@ -17,8 +17,8 @@ and does not fall back.
 Each model speaks its protocol (`[[models]] api`): the row's request is translated for
 it and its answer back into the row's shape (`protocols.py`), so a row may fall back
 from an OpenAI-compatible model to an Anthropic one. A request the model's protocol
-cannot carry fails on that model without calling it (`Untranslatable`), and the chain
-goes on.
+cannot carry, or of an endpoint the model does not serve (`[[models]] endpoints`),
+fails on that model without calling it (`Untranslatable`), and the chain goes on.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from daemon.domain.ratelimit import (
 from daemon.domain.retry import is_transient_status, retry_delay
 from daemon.domain.usage import INVALID, InvalidUsage, read_usage
 from daemon.upstream.gate import ModelGate
-from daemon.upstream.protocols import Translation, as_is, rate_names, translation_for, usage_reader
+from daemon.upstream.protocols import Translation, as_is, rate_names, translation_for
 from daemon.upstream.transport import Reply, Transport, TransportError
 from daemon.upstream.untranslatable import BadAnswer, Untranslatable
 
@@ -92,13 +92,15 @@ class Outbound:
     sent: dict[str, Any]
     payload: bytes
     translation: Translation
+    asked: Mapping[str, Any]  # the row's own request
 
     @classmethod
     def of(cls, endpoint: str, body: Mapping[str, Any], model: ModelConfig) -> Outbound:
-        """Raises `Untranslatable` when the model's protocol cannot carry the request."""
-        translation = translation_for(endpoint, model.api)
+        """Raises `Untranslatable` when the model cannot carry the request (its protocol,
+        or the endpoints it serves)."""
+        translation = translation_for(endpoint, model.api, serves=model.endpoints)
         sent = translation.request(body, model)
-        return cls(translation.path or endpoint, sent, codec.dumps(sent), translation)
+        return cls(translation.path or endpoint, sent, codec.dumps(sent), translation, body)
 
 
 def classify(reply: Reply, *, alias: str, usage_of: UsageReader = read_usage) -> Verdict:
@@ -145,7 +147,8 @@ def translated(verdict: Verdict, outbound: Outbound, *, alias: str, now: float) 
     if verdict.kind != "success" or answer is None or verdict.response is None:
         return verdict
     try:
-        response = answer(verdict.response, usage=verdict.usage, sent=outbound.sent, now=now)
+        response = answer(verdict.response, usage=verdict.usage, sent=outbound.sent,
+                          asked=outbound.asked, now=now)
     except BadAnswer as exc:
         what = f"answered {verdict.status} with {exc}"
         return Verdict("permanent", status=verdict.status, error=f"{INVALID}: {alias} {what}",
@@ -379,7 +382,7 @@ class Router:
         except TransportError as exc:
             return classify_error(exc)
         paused = self._observe(gate, reply, model)
-        verdict = classify(reply, alias=model.alias, usage_of=usage_reader(model.api))
+        verdict = classify(reply, alias=model.alias, usage_of=outbound.translation.usage)
         verdict = translated(verdict, outbound, alias=model.alias, now=self._clock())
         return replace(verdict, paused_model=True) if paused else verdict
 

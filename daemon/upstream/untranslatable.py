@@ -17,6 +17,7 @@ from daemon.domain.errors import clipped
 
 UNSUPPORTED = "unsupported_parameter"  # a parameter or content with no counterpart
 UNSUPPORTED_ENDPOINT = "unsupported_endpoint"  # a row endpoint the protocol does not serve
+ENDPOINT_NOT_SERVED = "endpoint_not_served"  # one the model's `endpoints` leave out
 MALFORMED = "invalid_request"  # a field of the wrong shape, met while translating
 _SHOWN = 48  # characters of a client's value quoted in a refusal
 

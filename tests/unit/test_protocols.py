@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from daemon.config import Api, ModelConfig
-from daemon.domain.usage import read_message_usage, read_usage
+from daemon.domain.usage import no_usage, read_message_usage, read_response_usage, read_usage
 from daemon.upstream import anthropic_to_openai, openai_to_anthropic
 from daemon.upstream.protocols import (
     AS_IS,
@@ -14,7 +14,6 @@ from daemon.upstream.protocols import (
     MESSAGES,
     rate_names,
     translation_for,
-    usage_reader,
 )
 from daemon.upstream.untranslatable import UNSUPPORTED_ENDPOINT, Untranslatable
 
@@ -50,9 +49,16 @@ def test_the_as_is_body_drops_relays_key_and_names_the_upstream_model() -> None:
         "model": "up", "top_k": 3}
 
 
-def test_usage_is_read_in_the_upstreams_protocol() -> None:
-    assert (usage_reader("openai"), usage_reader("anthropic")) == (read_usage,
-                                                                   read_message_usage)
+@pytest.mark.parametrize(("endpoint", "api", "reader"), [
+    (CHAT, "openai", read_usage), ("/v1/embeddings", "openai", read_usage),
+    (MESSAGES, "openai", read_usage), ("/v1/responses", "openai", read_response_usage),
+    ("/v1/moderations", "openai", no_usage), (CHAT, "anthropic", read_message_usage),
+    (MESSAGES, "anthropic", read_message_usage), ("/v1/responses", "anthropic",
+                                                  read_message_usage)])
+def test_usage_is_read_in_the_upstreams_protocol(endpoint: str, api: Api,
+                                                 reader: object) -> None:
+    serves = ("/v1/chat/completions", "/v1/embeddings", "/v1/responses", "/v1/moderations")
+    assert translation_for(endpoint, api, serves=serves).usage is reader
 
 
 def test_anthropic_rate_headers_are_named_as_openais() -> None:

@@ -137,7 +137,7 @@ async def test_an_embeddings_row_on_an_anthropic_model_is_refused() -> None:
     assert upstream.sent == [] and outcome.error_code == "unsupported_endpoint"
     assert outcome.error == ("unsupported_endpoint: claude cannot take this row (anthropic "
                              "protocol): Anthropic's Messages API has no /v1/embeddings; it "
-                             "takes /v1/chat/completions and /v1/messages rows")
+                             "takes /v1/chat/completions, /v1/responses and /v1/messages rows")
 
 
 async def test_an_answer_that_cannot_take_the_rows_shape_is_invalid() -> None:
