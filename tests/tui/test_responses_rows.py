@@ -24,11 +24,12 @@ RESPONSE = {
 }
 CALLING = {**RESPONSE, "output": [{"type": "function_call", "call_id": "call_1",
                                    "name": "lookup", "arguments": '{"q": "K2"}'}]}
-REQUEST = {"model": "gpt-4o-mini", "instructions": "Answer briefly.",
-           "tools": [{"type": "function", "name": "lookup", "parameters": {}}],
-           "input": [{"role": "user", "content": [
-               {"type": "input_text", "text": "Is the K2 dishwasher safe?"},
-               {"type": "input_image", "image_url": "https://example.com/k2.png"}]}]}
+REQUEST: dict[str, Any] = {
+    "model": "gpt-4o-mini", "instructions": "Answer briefly.",
+    "tools": [{"type": "function", "name": "lookup", "parameters": {}}],
+    "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "Is the K2 dishwasher safe?"},
+        {"type": "input_image", "image_url": "https://example.com/k2.png"}]}]}
 
 
 def test_a_responses_output_is_one_assistant_message() -> None:
