@@ -50,6 +50,9 @@ class JobListing:
     more: bool
 
 
+ANTHROPIC_VERSION = "2023-06-01"  # the `anthropic-version` header of a Message Batch
+
+
 class RelayClient:
     def __init__(self, url: str, key: str, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
@@ -118,6 +121,12 @@ class RelayClient:
         if metadata:
             body["metadata"] = metadata
         return self._call("POST", "/v1/batches", json=body)
+
+    def create_message_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """An Anthropic Message Batch (`POST /v1/messages/batches`), with the key as the
+        Bearer token relayd also reads there."""
+        return self._call("POST", "/v1/messages/batches", json=body,
+                          headers={"anthropic-version": ANTHROPIC_VERSION})
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/batches/{job_id}")

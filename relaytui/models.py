@@ -150,6 +150,22 @@ class JobView:
             input_tokens=_used(obj, "input_tokens"), output_tokens=_used(obj, "output_tokens"),
             cost_nano_usd=_used(obj, "cost_nano_usd"))
 
+    @classmethod
+    def from_anthropic(cls, obj: dict[str, Any]) -> JobView:
+        """A Message Batch of Anthropic's API (relayd's `anthropic.render.message_batch`):
+        no name or model (the event stream brings them), counts by outcome."""
+        counts = obj.get("request_counts") or {}
+        succeeded, errored = _int(counts.get("succeeded")), _int(counts.get("errored"))
+        unrun = _int(counts.get("canceled")) + _int(counts.get("expired"))
+        total = _int(counts.get("processing")) + succeeded + errored + unrun
+        return cls(
+            id=str(obj["id"]), name=f"message batch of {total:,} requests",
+            status=_anthropic_status(obj, started=succeeded + errored + unrun > 0),
+            dialect="anthropic", total=total, completed=succeeded,
+            failed=errored + unrun, dead_letter=None, canceled=unrun,
+            created_at=parse_time(obj.get("created_at")),
+            finished_at=parse_time(obj.get("ended_at")))
+
     def merge(self, newer: JobView) -> JobView:
         """`newer`, keeping what this view knew where `newer` does not say (an OpenAI
         batch object has no dead-letter count, a summary event no webhook), and the
@@ -203,15 +219,32 @@ class JobView:
         return not needle or any(needle in s.lower() for s in (self.name, self.id, self.model))
 
 
+def _anthropic_status(obj: dict[str, Any], *, started: bool) -> str:
+    """A Message Batch's status in the TUI's words: ended reads as how it ended."""
+    status = obj.get("processing_status")
+    if status == "canceling":
+        return "cancelling"
+    if status != "ended":
+        return "running" if started else "queued"
+    if obj.get("cancel_initiated_at"):
+        return "canceled"
+    return "failed" if _int((obj.get("request_counts") or {}).get("expired")) else "completed"
+
+
 def dialect_of(job_id: str) -> str:
     """The dialect a job was submitted in, from its id: each dialect has its own id
-    format (the OpenRelay batch API's `batch_` and 32 hex, the Relay Batches API's 32
-    hex), which is how the TUI reads a list of both (`GET /v1/batches?dialect=all`)."""
-    return "openai" if job_id.startswith(OPENAI_ID_PREFIX) else "relay"
+    format (the OpenRelay batch API's `batch_` and 32 hex, Anthropic's `msgbatch_`, the
+    Relay Batches API's 32 hex), which is how the TUI reads a list of all of them
+    (`GET /v1/batches?dialect=all`)."""
+    for prefix, dialect in ID_PREFIXES.items():
+        if job_id.startswith(prefix):
+            return dialect
+    return "relay"
 
 
-OPENAI_ID_PREFIX = "batch_"
-BATCH_PARSERS = {"relay": JobView.from_relay, "openai": JobView.from_openai}
+ID_PREFIXES = {"batch_": "openai", "msgbatch_": "anthropic"}
+BATCH_PARSERS = {"relay": JobView.from_relay, "openai": JobView.from_openai,
+                 "anthropic": JobView.from_anthropic}
 
 
 def _status_matches(shown: str, wanted: str) -> bool:

@@ -18,7 +18,8 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from relaytui.models import WITH_ERRORS, JobView, Throughput
 
 # Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
-ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired"})
+ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired",
+                   "ended"})  # each dialect's words (`ended`: a Message Batch's)
 SUCCEEDED = "completed"
 
 
@@ -60,13 +61,13 @@ class JobSummary:
 
 
 def summarize(job: dict[str, Any]) -> JobSummary:
-    """A Relay job or an OpenAI batch object as one shape. The two dialects are read by
-    the TUI's `JobView.from_batch`; the CLI keeps relayd's own status word and shows an
-    OpenAI batch's endpoint when it has no model yet."""
+    """A job of any dialect as one shape. The dialects are read by the TUI's
+    `JobView.from_batch`; the CLI keeps relayd's own status word (a Message Batch's
+    `processing_status`) and shows an OpenAI batch's endpoint when it has no model yet."""
     view = JobView.from_batch(job)
     openai = view.dialect == "openai"
     return JobSummary(
-        id=view.id, status=str(job["status"]),
+        id=view.id, status=str(job.get("status") or job.get("processing_status")),
         name=(job.get("metadata") or {}).get("name", "") if openai else view.name,
         model=view.model or job.get("endpoint") or "",
         priority=(view.tier or "") if openai else str(view.priority),

@@ -725,6 +725,6 @@ class FakeRelay:
 def canned_model(alias: str) -> dict[str, Any]:
     """One configured model of `GET /v1/models`, with no live state yet."""
     return {"id": alias, "object": "model", "created": int(NOW - 86400), "owned_by": "relay",
-            "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
+            "api": "openai", "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
             "max_concurrency": 8, "adaptive": False, "rpm": None, "tpm": None,
             "state": None}

@@ -305,8 +305,9 @@ async def results(request: web.Request) -> web.Response:
         limit = paging.limit(query["limit"], default=0, most=RESULTS_PAGE_MOST)
     rows, has_more = await asyncio.to_thread(_result_rows, services, job, limit=limit,
                                              after=query.get("after"))
-    answer = {"id": job.id, "object": "list", "status": render(job, request)["status"],
-              "data": [relay_result(r) for r in rows]}
+    answer: ResultList = {"id": job.id, "object": "list",
+                          "status": dialect_of(job).status_name(job.status),
+                          "data": [relay_result(r) for r in rows]}
     if "limit" in query or "after" in query:
         answer |= {"has_more": has_more, "last_id": rows[-1].custom_id if rows else None}
     return respond.json(answer)

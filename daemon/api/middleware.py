@@ -152,6 +152,9 @@ def _store_fault(request: web.Request, fault: StoreError) -> web.Response:
 async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not request.path.startswith("/v1/"):
         return await handler(request)
+    unrouted = request.match_info.http_exception
+    if isinstance(unrouted, web.HTTPMethodNotAllowed):
+        raise unrouted  # a method no route takes: the same 405 for every caller
     scheme = owner(request).auth
     key = scheme.key(request.headers)  # may refuse the request (raises: the envelope)
     if key is None:

@@ -35,7 +35,7 @@ async def models(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     states = services.model_states()
     data = [
-        {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay",
+        {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay", "api": m.api,
          "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency,
          "adaptive": m.adaptive, "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
         for m in services.config.models

@@ -52,6 +52,8 @@ class Model(TypedDict):
     object: Literal["model"]
     created: int
     owned_by: str
+    api: Annotated[Literal["openai", "anthropic"], Meta(
+        description="The upstream's protocol (a row is translated to it where needed).")]
     fallbacks: list[str]
     max_concurrency: Annotated[int, Meta(ge=1)]
     adaptive: Annotated[bool, Meta(description="Configured: whether the concurrency adapts.")]

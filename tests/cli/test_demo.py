@@ -21,6 +21,7 @@ import pytest
 from daemon.testing import free_port
 from relaytui import demo
 from relaytui.client import RelayClient
+from relaytui.models import JobView
 from tests.e2e.harness import Relayd, Simulator, rows, wait_for_status, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -149,8 +150,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
 
     def tui(*, url: str, key: str) -> int:
         with RelayClient(url, key) as client:
-            seen["jobs"] = {j.get("name") or j["metadata"]["name"]: j["status"]
-                            for j in client.all_jobs()}
+            seen["jobs"] = {JobView.from_batch(j).name: JobView.from_batch(j).status
+                            for j in client.all_jobs()}  # each dialect's shape
             # Look at the live job for a moment, as a person would (see the report:
             # a SIGTERM in relayd's first instants of a big job can hang its stop).
             wait_until(lambda: client.job(long_id(client))["completed"] > 0)
@@ -165,8 +166,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     assert seen["jobs"]["Demo: long job"] in ("queued", "running")
     assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",
                                  "Demo: workflows.jsonl", "Demo: responses.jsonl",
-                                 "Demo: every 5 minutes",
-                                 "Demo: long job"}
+                                 "Demo: every 5 minutes", "Demo: long job",
+                                 "message batch of 5 requests"}
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{seen['url']}/healthz", timeout=2)
     out = capsys.readouterr().out

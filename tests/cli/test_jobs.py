@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from daemon import testing
 from relaytui import cli
 from relaytui.client import RelayClient
 from tests.cli.conftest import Run
@@ -252,3 +253,30 @@ def test_a_job_with_failed_rows_reads_completed_with_errors(relay: Callable[...,
     submit([*rows(1), DEAD])
     listed = relay("ls").out.splitlines()[1]
     assert "completed with errors" in listed
+
+
+def test_a_message_batch_is_listed_shown_and_read_like_any_job(
+        relay: Callable[..., Run], http: httpx.Client) -> None:
+    """Anthropic's Message Batches are jobs like the others to `relay ls / status /
+    results` (through Relay's own routes, which take any dialect's job)."""
+    created = http.post("/v1/messages/batches", headers={"anthropic-version": "2023-06-01"},
+                        json={"requests": [{"custom_id": f"m-{i}", "params": {
+                            "model": "gpt-4o-mini", "max_tokens": 16,
+                            "messages": [{"role": "user", "content": "Classify: great"}]}}
+                            for i in range(3)]})
+    assert created.status_code == 200, created.text
+    batch_id = created.json()["id"]
+    testing.wait_until(
+        lambda: http.get(f"/v1/batches/{batch_id}").json()["processing_status"] == "ended",
+        timeout=30, message=f"{batch_id} to end")
+    listed = relay("ls", "--json").json()  # each job in its own dialect's shape
+    mine = next(job for job in listed if job["id"] == batch_id)
+    assert (mine["processing_status"], mine["request_counts"]["succeeded"]) == ("ended", 3)
+    row = next(line for line in relay("ls").out.splitlines() if line.startswith(batch_id))
+    assert row.split()[1:2] + row.split()[-4:-1] == ["ended", "3/3", "0", "-"]
+    shown = dict(line.split(":", 1) for line in relay("status", batch_id).out.splitlines())
+    assert shown["processing_status"].strip() == "ended"
+    assert shown["results_url"].strip().endswith(f"/v1/messages/batches/{batch_id}/results")
+    lines = [json.loads(line) for line in relay("results", batch_id).out.splitlines()]
+    assert [(line["custom_id"], line["content"]) for line in lines] == [
+        (f"m-{i}", "positive") for i in range(3)]

@@ -78,7 +78,7 @@ def test_rows_a_cancel_ended_count_as_canceled(
     repo.save_outcomes(job.seq, [
         (work[0].id, make_outcome()), (work[1].id, make_outcome(False)),
         # stopped by the ending before its first call went out
-        (work[2].id, make_outcome(False, tries=0, error_code="canceled")),
+        (work[2].id, make_outcome(False, tries=0, error_code="canceled", never_ran=True)),
     ], now=NOW)
     repo.transition(job.seq, "running", now=NOW)
     repo.transition(job.seq, CANCELLING, now=NOW)

@@ -79,6 +79,40 @@ def test_openai_errors_and_end_times() -> None:
     assert view.error == "The file has no lines." and view.name == "batch None"
 
 
+def message_batch(status: str, **counts: int) -> dict[str, Any]:
+    return {"id": "msgbatch_" + "e" * 24, "type": "message_batch",
+            "processing_status": status, "created_at": "2026-10-04T09:12:44.125000Z",
+            "ended_at": "2026-10-04T09:13:00.000000Z" if status == "ended" else None,
+            "cancel_initiated_at": None, "archived_at": None,
+            "request_counts": {"processing": 0, "succeeded": 0, "errored": 0,
+                               "canceled": 0, "expired": 0} | counts,
+            "expires_at": "2026-10-05T09:12:44.125000Z", "results_url": None}
+
+
+@pytest.mark.parametrize(("batch", "status"), [
+    (message_batch("in_progress", processing=4), "queued"),
+    (message_batch("in_progress", processing=3, succeeded=1), "running"),
+    (message_batch("canceling", processing=3, succeeded=1), "cancelling"),
+    (message_batch("ended", succeeded=3, errored=1), "completed"),
+    (message_batch("ended", succeeded=1, expired=3), "failed"),
+])
+def test_a_message_batch_reads_as_how_it_stands(batch: dict[str, Any], status: str) -> None:
+    view = JobView.from_batch(batch)
+    assert (view.dialect, view.status) == ("anthropic", status)
+    assert view.total == 4 and view.done == sum(
+        batch["request_counts"][k] for k in ("succeeded", "errored", "canceled", "expired"))
+
+
+def test_a_cancelled_message_batch_counts_its_unrun_requests() -> None:
+    batch = message_batch("ended", succeeded=1, errored=1, canceled=2)
+    batch["cancel_initiated_at"] = "2026-10-04T09:12:50.000000Z"
+    view = JobView.from_batch(batch)
+    assert (view.status, view.completed, view.failed, view.canceled, view.ran) == (
+        "canceled", 1, 3, 2, 2)
+    assert view.finished_at is not None and view.created_at is not None
+    assert view.name == "message batch of 4 requests"
+
+
 def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id() -> None:
     # A Relay job is never read as OpenAI's, whatever keys it holds, nor the reverse.
     relay: dict[str, Any] = {"id": "d" * 32, "status": "running", "total": 9, "completed": 4,
@@ -86,6 +120,7 @@ def test_each_answer_is_read_by_its_dialects_parser_chosen_by_the_id() -> None:
     openai: dict[str, Any] = {"id": "batch_" + "d" * 32, "status": "in_progress", "total": 5,
                               "request_counts": {"total": 10, "completed": 3, "failed": 0}}
     assert (dialect_of(relay["id"]), dialect_of(openai["id"])) == ("relay", "openai")
+    assert dialect_of("msgbatch_" + "f" * 24) == "anthropic"
     assert JobView.from_batch(relay) == JobView.from_relay(relay)
     assert (JobView.from_batch(relay).dialect, JobView.from_batch(relay).total) == ("relay", 9)
     assert JobView.from_batch(openai) == JobView.from_openai(openai)

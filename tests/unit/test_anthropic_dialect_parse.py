@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from daemon.dialects.anthropic.errors import row_error
 from daemon.dialects.anthropic.parse import (
+    EXTENSION_UNSUPPORTED,
     MESSAGES,
     MODEL_NOT_FOUND,
     STREAM_UNSUPPORTED,
@@ -16,6 +18,7 @@ from daemon.dialects.anthropic.parse import (
 )
 from daemon.dialects.anthropic.shapes import MAX_REQUESTS
 from daemon.domain.errors import InvalidRequest
+from daemon.domain.jobs import RowRecord
 
 MODEL = "claude-sonnet-4-5"
 
@@ -138,6 +141,20 @@ def test_stream_true_fails_that_request_alone() -> None:
     assert failed.error_path == "stream"
     assert failed.body["stream"] is True  # stored as submitted
     assert [r.error for r in (submission.rows[0], submission.rows[2])] == [None, None]
+
+
+def test_relays_record_extensions_fail_that_request_alone() -> None:
+    """Tool-calling and workflow records are the OpenRelay batch API's: in a Message
+    Batch, an `openrelay` key fails its request with a reason, the others run."""
+    tools = {"tool_config": {"url": "https://tools.example/run"}}
+    submission = parse_create(body(request("a"), request("b", openrelay=tools)))
+    ok, failed = submission.rows
+    assert ok.error is None
+    assert failed.error_code == EXTENSION_UNSUPPORTED and failed.error_path == "openrelay"
+    assert failed.error is not None and "tool_use" in failed.error
+    stored = RowRecord(id=1, position=1, custom_id="b", status="failed", body=failed.body,
+                       error=failed.error, error_code=failed.error_code)
+    assert row_error(stored)["error"]["type"] == "invalid_request_error"
 
 
 def test_stream_false_is_a_plain_request() -> None:

@@ -172,3 +172,14 @@ def test_event_view() -> None:
     assert view["created_at"] == CREATED  # raw seconds: the TUI formats them
     assert view["started_at"] == CREATED + 1
     assert view["finished_at"] is None
+
+
+def test_an_anthropic_messages_text_is_its_content() -> None:
+    """A Message Batch's row (an Anthropic `Message`) reads as its text blocks in
+    Relay's `/results`; a tool_use turn has no text."""
+    message = {"type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": "positive"}, {"type": "tool_use", "id": "t", "name": "f",
+                                               "input": {}}, {"type": "text", "text": "!"}]}
+    assert assistant_content(message) == "positive!"
+    assert assistant_content({"type": "message", "content": [
+        {"type": "tool_use", "id": "t", "name": "f", "input": {}}]}) == ""

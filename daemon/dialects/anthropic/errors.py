@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Final, get_args
 
-from daemon.dialects.anthropic.parse import MODEL_NOT_FOUND, STREAM_UNSUPPORTED
+from daemon.dialects.anthropic.parse import (
+    EXTENSION_UNSUPPORTED,
+    MODEL_NOT_FOUND,
+    STREAM_UNSUPPORTED,
+)
 from daemon.dialects.anthropic.shapes import AnthropicErrorObject, AnthropicErrorResponse, ErrorType
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import RowRecord
@@ -36,6 +40,7 @@ _BY_STATUS: dict[int, ErrorType] = {
 # upstream's: `api_error`, or the type of the upstream's status where it answered.
 _BY_CODE: dict[str, ErrorType] = {
     STREAM_UNSUPPORTED: "invalid_request_error",
+    EXTENSION_UNSUPPORTED: "invalid_request_error",
     "invalid_body": "invalid_request_error",
     "record_too_large": "invalid_request_error",
     "unsupported_parameter": "invalid_request_error",

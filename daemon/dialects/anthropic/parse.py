@@ -17,12 +17,14 @@ from typing import Any
 
 from daemon.dialects.anthropic.shapes import MAX_REQUESTS
 from daemon.domain.errors import InvalidRequest, shown
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import QUEUED, JobDraft, RowDraft
 
 MESSAGES = "/v1/messages"  # every row's endpoint
 MAX_BODY_MB = 256  # this dialect's body limit, beside `[server] max_body_mb`
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 STREAM_UNSUPPORTED = "stream_unsupported"
+EXTENSION_UNSUPPORTED = "extension_unsupported"  # `openrelay` in params
 MODEL_NOT_FOUND = "model_not_found"
 _TOP_LEVEL = frozenset({"requests"})
 _REQUEST_KEYS = frozenset({"custom_id", "params"})
@@ -125,6 +127,12 @@ def _drafted(custom_id: str, params: dict[str, Any],
              models: Collection[str] | None) -> RowDraft:
     """The row to store: failed already when it cannot run in a batch."""
     model = params["model"]
+    if EXTENSIONS in params:
+        return RowDraft(custom_id=custom_id, body=params, model=model,
+                        error=f"{EXTENSIONS}: Relay's record extensions (tool-calling and "
+                              "workflow records) are not available in a Message Batch; "
+                              "Anthropic tools come back as tool_use blocks to run.",
+                        error_code=EXTENSION_UNSUPPORTED, error_path=EXTENSIONS)
     if params.get("stream") is True:
         return RowDraft(custom_id=custom_id, body=params, model=model,
                         error="stream: streaming is not supported in a Message Batch.",

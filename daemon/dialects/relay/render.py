@@ -118,8 +118,8 @@ def relay_result(row: RowRecord) -> RelayResult:
 
 def assistant_content(response: dict[str, Any] | None) -> Any:
     """The assistant message of a chat completion (text of a completion, vector of an
-    embedding, output text of a Response, results of a moderation); None when the
-    shape is not one of those."""
+    embedding, text of an Anthropic Message, output text of a Response, results of a
+    moderation); None when the shape is not one of those."""
     if not isinstance(response, dict):
         return None
     if response.get("object") == "response":
@@ -137,6 +137,10 @@ def assistant_content(response: dict[str, Any] | None) -> Any:
     data = response.get("data")
     if isinstance(data, list) and data and isinstance(data[0], dict):
         return data[0].get("embedding")
+    blocks = response.get("content")
+    if response.get("type") == "message" and isinstance(blocks, list):  # Anthropic's
+        texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        return "".join(t for t in texts if isinstance(t, str))
     return None
 
 

@@ -118,7 +118,7 @@ class ResultList(TypedDict):
 
     id: str
     object: Literal["list"]
-    status: str
+    status: Annotated[str, Meta(description="The job's status in its own dialect's words.")]
     data: Annotated[list[RelayResult], Meta(description="Empty until the job has ended.")]
     has_more: NotRequired[Annotated[bool, Meta(
         description="With `limit`: whether rows follow this page.")]]
