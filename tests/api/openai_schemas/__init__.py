@@ -44,6 +44,8 @@ BEHAVIOUR: dict[tuple[str, str], str] = {
     ("Batch", "usage"): "null before any record has run (and on batches made before "
                         "September 2025)",
     ("OpenAIFile", "expires_at"): "null for a file kept until deleted",
+    ("ModelResponseProperties", "user"): "a Response says \"user\": null when the request "
+                                         "named none",
     ("OpenAIFile", "status_details"): "null (deprecated; set only for a failed fine-tuning "
                                       "file)",
 }
