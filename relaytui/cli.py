@@ -539,7 +539,8 @@ def node_cells(node: NodeView) -> list[str]:
 
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
-    ("submit", "submit a .csv or .jsonl file as one job", submit, submit_options),
+    ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
+     "records as an OpenAI batch)", submit, submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),

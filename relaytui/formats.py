@@ -9,7 +9,10 @@ ignored), or the column asked for. A header's prompt column is the one named `pr
 `text` or `content`, the column asked for, or the only one besides `custom_id`; a
 `custom_id` column names the rows. Nothing is dropped quietly: a line of several cells
 without a header, a header that leaves the prompt open, cells past the header, an empty
-prompt beside other cells and an unclosed quote are each refused with their line."""
+prompt beside other cells and an unclosed quote are each refused with their line.
+
+`read_records` reads a `.jsonl` of OpenAI records for one endpoint (`relay submit
+--endpoint`): whole records, or request bodies it wraps into records."""
 
 from __future__ import annotations
 
