@@ -1,5 +1,6 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, results, dead-letter, nodes).
+relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit --endpoint`
+sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch.
 
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
 config file) and `--json` (machine-readable JSON alone on stdout, errors too, as
@@ -27,7 +28,7 @@ from urllib.parse import urlsplit
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
-from relaytui.formats import InputFile, InputFileError, read_input
+from relaytui.formats import InputFile, InputFileError, read_input, read_records
 from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.settings import Settings, resolve
 
@@ -35,6 +36,8 @@ OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 ERROR_TYPES = {REFUSED: "refused", USAGE: "usage", UNREACHABLE: "unreachable",
                INTERRUPTED: "interrupted"}  # `error.type` under --json
 POLL_S = 0.5  # how often `submit --wait` asks for the job
+ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses",
+             "/v1/moderations")  # OpenAI's Batch API endpoints (`submit --endpoint`)
 PREFIX_SCAN = 100_000  # jobs read at most to resolve an id prefix
 AMBIGUOUS_SHOWN = 10  # candidates an ambiguous prefix's message names
 
@@ -198,7 +201,11 @@ def positive(text: str) -> int:
 def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("file", type=Path, help="a .csv (one prompt per line, or a header "
                      "naming the prompt column) or .jsonl file")
-    sub.add_argument("--model", required=True, help="a model alias configured in relayd")
+    sub.add_argument("--model", help="a model alias configured in relayd (with --endpoint: "
+                     "for the records whose body names none)")
+    sub.add_argument("--endpoint", choices=ENDPOINTS, help="submit a .jsonl of OpenAI "
+                     "records (or bare request bodies) for this endpoint as an OpenAI "
+                     "batch, e.g. /v1/responses or /v1/moderations")
     sub.add_argument("--name", help="the job's name (default: a timestamp)")
     sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
@@ -233,6 +240,11 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     if args.wait and args.cron:
         raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
                    "(each run is a job of its own)")
+    if args.endpoint:
+        return submit_batch(client, args)
+    if args.model is None:
+        raise Stop(USAGE, "--model is required (or --endpoint, for a file of OpenAI "
+                   "records)")
     try:
         source = read_input(args.file, column=args.column)
     except InputFileError as exc:  # FILE:LINE: reason, as compilers and editors expect
@@ -253,6 +265,33 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
               f"{job.get('next_run_at')})")
     else:
         print(f"{submitted} as job {job['id']} ({job['status']})")
+    return OK
+
+
+def submit_batch(client: RelayClient, args: argparse.Namespace) -> int:
+    """`--endpoint`: the file's records uploaded, then an OpenAI batch of them (the
+    OpenAI dialect: relayd validates each record and writes output and error files)."""
+    relay_only = [flag for flag, value in (("--cron", args.cron), ("--webhook", args.webhook),
+                                           ("--column", args.column),
+                                           ("--priority", args.priority or None))
+                  if value is not None]
+    if relay_only:
+        raise Stop(USAGE, f"{relay_only[0]} is for Relay jobs, not --endpoint batches")
+    try:
+        source = read_records(args.file, endpoint=args.endpoint, model=args.model)
+    except InputFileError as exc:
+        raise Stop(USAGE, str(exc), located=True) from None
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in source.rows)
+    upload = client.upload(args.file.name, data.encode())
+    batch = client.create_batch(upload["id"], endpoint=args.endpoint,
+                                metadata={"name": args.name or args.file.name})
+    if args.wait:
+        return wait_for(client, batch["id"], json_out=wants_json(args))
+    if wants_json(args):
+        emit(batch)
+    else:
+        print(f"submitted {len(source.rows)} {args.endpoint} records from {args.file} as "
+              f"batch {batch['id']} ({batch['status']})")
     return OK
 
 
@@ -500,7 +539,8 @@ def node_cells(node: NodeView) -> list[str]:
 
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
-    ("submit", "submit a .csv or .jsonl file as one job", submit, submit_options),
+    ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
+     "records as an OpenAI batch)", submit, submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),

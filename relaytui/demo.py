@@ -5,8 +5,9 @@ The batches: `reviews.jsonl` (three rows are rigged to dead-letter), `tools.json
 (tool-calling records: the simulator's HTTP tool executor and its MCP server, one
 record rigged to an executor that is down), `workflows.jsonl` (workflow records on
 the simulator's map-reduce callback, one waiting 5 s, one over its step budget; the
-demo workspace is enabled for them), `anthropic_batch.json` (an Anthropic Message
-Batch, translated to the simulator's chat route), a cron template
+demo workspace is enabled for them), `responses.jsonl` (Responses API records, one
+calling tools, one refused for its `previous_response_id`), `anthropic_batch.json` (an
+Anthropic Message Batch, translated to the simulator's chat route), a cron template
 (a few rows of `reviews.csv` every 5 minutes) and a long job (3,000 rows of
 `reviews.csv`, a minute or two against the simulator), so the TUI has live work to
 show. Without a terminal (CI, pipes), with `--no-tui`, or while the TUI is not built,
@@ -43,6 +44,7 @@ SAMPLES = ROOT / "sample_data"
 DATA = Path("relay-data/demo")
 BIN = Path(sys.executable).parent
 MODEL = "gpt-4o-mini"
+CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 CRON = "*/5 * * * *"
 CRON_NAME = "Demo: every 5 minutes"
 LONG_NAME = "Demo: long job"
@@ -235,6 +237,9 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
     flows = workflow_batch(client, samples / "workflows.jsonl", ports)
     print(f"submitted workflows.jsonl: workflow records driven by the simulator's "
           f"map-reduce callback, as OpenAI-dialect batch {flows}")
+    answers = responses_batch(client, samples / "responses.jsonl", ports)
+    print(f"submitted responses.jsonl: Responses API records (/v1/responses) as "
+          f"OpenAI-dialect batch {answers}")
     message = client.create_message_batch(
         json.loads((samples / "anthropic_batch.json").read_text(encoding="utf-8")))
     print(f"submitted anthropic_batch.json: {message['request_counts']['processing']} "
@@ -243,7 +248,8 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
     long = client.submit(model=MODEL, requests=long_job_rows(prompts), name=LONG_NAME)
     print(f"submitted {LONG_NAME!r}: {long['total']} rows as job {long['id']}")
     return DemoJobs(watched={"reviews.jsonl": dead["id"], "tools.jsonl": tools["id"],
-                             "workflows.jsonl": flows, "anthropic_batch": message["id"],
+                             "workflows.jsonl": flows, "responses.jsonl": answers,
+                             "anthropic_batch": message["id"],
                              "long job": long["id"]},
                     template=template)
 
@@ -251,10 +257,23 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
 def workflow_batch(client: RelayClient, path: Path, ports: Ports) -> str:
     """The workflow sample (OpenAI dialect: an uploaded file), its callback URL pointed at
     this run's simulator."""
+    return file_batch(client, path, ports, endpoint=CHAT)
+
+
+def responses_batch(client: RelayClient, path: Path, ports: Ports) -> str:
+    """The Responses sample (`/v1/responses` records, one with tool calling on the
+    simulator's HTTP executor, one refused for its `previous_response_id`)."""
+    return file_batch(client, path, ports, endpoint=RESPONSES)
+
+
+def file_batch(client: RelayClient, path: Path, ports: Ports, *, endpoint: str) -> str:
+    """An OpenAI-dialect batch of a sample file, its URLs pointed at this run's
+    simulator; named after the file."""
     text = path.read_text(encoding="utf-8").replace("127.0.0.1:9900",
                                                     f"127.0.0.1:{ports.simulator}")
     upload = client.upload(path.name, text.encode())
-    batch = client.create_batch(upload["id"], metadata={"name": "Demo: workflows.jsonl"})
+    batch = client.create_batch(upload["id"], endpoint=endpoint,
+                                metadata={"name": f"Demo: {path.name}"})
     return str(batch["id"])
 
 
@@ -303,7 +322,8 @@ def watch(client: RelayClient, jobs: dict[str, str], *, every: float = 0.5,
         views = {label: progress.summarize(client.job(i)) for label, i in jobs.items()}
         ended = all(v.ended for v in views.values())
         width = max(2 * len(str(v.total)) + 1 for v in views.values())
-        lines = [f"{label:<14} {progress.line(v, count_width=width)}"
+        labels = max(14, *(len(label) for label in views))
+        lines = [f"{label:<{labels}} {progress.line(v, count_width=width)}"
                  for label, v in views.items()]
         if live:
             up = "" if first else f"\x1b[{len(lines)}F"

@@ -9,7 +9,10 @@ ignored), or the column asked for. A header's prompt column is the one named `pr
 `text` or `content`, the column asked for, or the only one besides `custom_id`; a
 `custom_id` column names the rows. Nothing is dropped quietly: a line of several cells
 without a header, a header that leaves the prompt open, cells past the header, an empty
-prompt beside other cells and an unclosed quote are each refused with their line."""
+prompt beside other cells and an unclosed quote are each refused with their line.
+
+`read_records` reads a `.jsonl` of OpenAI records for one endpoint (`relay submit
+--endpoint`): whole records, or request bodies it wraps into records."""
 
 from __future__ import annotations
 
@@ -69,12 +72,7 @@ class InputFile:
 def read_input(path: str | Path, *, column: str | None = None) -> InputFile:
     """A `.csv` or `.jsonl` file's rows; `column` names a CSV's prompt column."""
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputFileError(str(p), None, f"cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputFileError(str(p), None, "not UTF-8 text (is it a binary file?)") from exc
+    text = _text(p)
     suffix = p.suffix.lower()
     if suffix == ".csv":
         found = parse_csv(text, path=str(p), column=column)
@@ -88,6 +86,24 @@ def read_input(path: str | Path, *, column: str | None = None) -> InputFile:
     if not found.rows:
         raise InputFileError(str(p), None, "the file has no rows")
     return found
+
+
+def _text(p: Path) -> str:
+    try:
+        return p.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise InputFileError(str(p), None, f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputFileError(str(p), None, "not UTF-8 text (is it a binary file?)") from exc
+
+
+def read_records(path: str | Path, *, endpoint: str,
+                 model: str | None = None) -> InputFile:
+    """A `.jsonl` file of OpenAI records for `endpoint` (`parse_records`)."""
+    p = Path(path)
+    if p.suffix.lower() not in (".jsonl", ".ndjson"):
+        raise InputFileError(str(p), None, "a batch for an endpoint takes a .jsonl file")
+    return parse_records(_text(p), endpoint=endpoint, model=model, path=str(p))
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -268,3 +284,53 @@ def _jsonl_row(row: object, *, path: str, number: int) -> dict[str, Any]:
         raise InputFileError(path, number, "expected an object with a 'messages' array "
                              "(a Relay row) or an OpenAI record with 'body'")
     return {k: row[k] for k in ("custom_id", "messages") if k in row}
+
+
+# -- OpenAI records of one endpoint ----------------------------------------------------
+
+RECORD_KEYS = frozenset({"custom_id", "method", "url", "body"})
+
+
+def parse_records(text: str, *, endpoint: str, model: str | None = None,
+                  path: str = "<jsonl>") -> InputFile:
+    """A `.jsonl` of OpenAI records for `endpoint` (`/v1/responses`, `/v1/moderations`,
+    …), as `relay submit --endpoint` uploads it. A line is a whole record
+    `{custom_id, method, url, body}` (its url must be the endpoint), or the request body
+    alone, with an optional `custom_id` (otherwise `row-N`, N its line); `model` fills a
+    body without one. relayd checks each body when it validates the batch."""
+    rows, lines = [], []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
+        rows.append(_record(value, endpoint=endpoint, model=model, where=(path, number)))
+        lines.append(number)
+    if not rows:
+        raise InputFileError(path, None, "the file has no records")
+    return InputFile(rows, lines)
+
+
+def _record(value: object, *, endpoint: str, model: str | None,
+            where: tuple[str, int]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputFileError(*where, "expected a JSON object (a record or a request body)")
+    if "body" in value and set(value) <= RECORD_KEYS:
+        record = {"method": "POST", "url": endpoint, **value}
+        if record["url"] != endpoint:
+            raise InputFileError(*where, f"the record's url {record['url']!r} is not the "
+                                 f"batch's endpoint {endpoint}")
+    else:
+        body = {k: v for k, v in value.items() if k != "custom_id"}
+        record = {"custom_id": value.get("custom_id", f"row-{where[1]}"), "method": "POST",
+                  "url": endpoint, "body": body}
+    if not isinstance(record["custom_id"], str) or not record["custom_id"]:
+        raise InputFileError(*where, "'custom_id' must be a non-empty string")
+    body = record["body"]
+    if isinstance(body, dict) and "model" not in body:
+        if model is None:
+            raise InputFileError(*where, "the body names no model: add one, or pass --model")
+        record["body"] = {**body, "model": model}
+    return record

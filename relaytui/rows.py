@@ -96,6 +96,9 @@ def call_text(call: dict[str, Any]) -> str:
     return f"{name}({arguments or ''})"
 
 
+TEXT_PARTS = ("text", "input_text", "output_text")  # chat's, and the Responses API's
+
+
 def content_text(content: Any) -> str:
     """A message's content as text: a string as is; content parts joined (a text part's
     text, any other part by its type); anything else as JSON."""
@@ -104,7 +107,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
-        return " ".join(str(p.get("text", "")) if p.get("type") == "text"
+        return " ".join(str(p.get("text", "")) if p.get("type") in TEXT_PARTS
                         else f"[{p.get('type', 'part')}]" for p in content)
     return json.dumps(content, ensure_ascii=False)
 
@@ -116,7 +119,10 @@ def clipped(text: str, most: int = CLIP) -> str:
 
 
 def final_message(response: Any) -> dict[str, Any] | None:
-    """The assistant message of a chat completion, or None for any other body."""
+    """The assistant message of a chat completion, or of a Response (its output text,
+    its function calls as tool calls), or None for any other body."""
+    if isinstance(response, dict) and response.get("object") == "response":
+        return response_message(response)
     choices = response.get("choices") if isinstance(response, dict) else None
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         message = choices[0].get("message")
@@ -124,10 +130,30 @@ def final_message(response: Any) -> dict[str, Any] | None:
     return None
 
 
+def response_message(response: dict[str, Any]) -> dict[str, Any]:
+    """A Response's `output` as one assistant message: the `output_text` of its message
+    items, and its `function_call` items as chat tool calls."""
+    output = [i for i in response.get("output") or [] if isinstance(i, dict)]
+    texts = [str(part.get("text", "")) for item in output if item.get("type") == "message"
+             for part in item.get("content") or []
+             if isinstance(part, dict) and part.get("type") == "output_text"]
+    calls = [{"id": item.get("call_id"), "type": "function",
+              "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
+             for item in output if item.get("type") == "function_call"]
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
 def usage_text(usage: Any) -> str:
-    """`10 prompt + 5 completion tokens`, or "" when the round has no usage."""
+    """`10 prompt + 5 completion tokens` (a Response's: `10 input + 5 output tokens`), or
+    "" when the round has no usage."""
     if not isinstance(usage, dict) or not usage:
         return ""
+    if "input_tokens" in usage and "prompt_tokens" not in usage:
+        return (f"{_int(usage.get('input_tokens'))} input + "
+                f"{_int(usage.get('output_tokens'))} output tokens")
     return (f"{_int(usage.get('prompt_tokens'))} prompt + "
             f"{_int(usage.get('completion_tokens'))} completion tokens")
 
@@ -149,6 +175,8 @@ def tool_names(body: Any) -> list[str]:
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict) and function.get("name"):
             names.append(str(function["name"]))
+        elif isinstance(tool, dict) and tool.get("type") == "function" and tool.get("name"):
+            names.append(str(tool["name"]))  # a Responses request's function tool
     return names
 
 

@@ -19,13 +19,20 @@ from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.extensions import EXTENSIONS as RESERVED
 from daemon.domain.files import lifetime_from_json
 from daemon.domain.jobs import RowDraft
+from daemon.domain.record_bodies import Problem, moderation_problem, responses_problem
 from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
 from daemon.domain.workflow_config import WORKFLOW, WorkflowConfigError, parse_workflow
 
 CheckUrl = Callable[[str, str], object]  # (url, param) -> raises InvalidRequest if refused
 
 CHAT = "/v1/chat/completions"
-ENDPOINTS = (CHAT, "/v1/completions", "/v1/embeddings")
+RESPONSES = "/v1/responses"
+MODERATIONS = "/v1/moderations"
+OPENRELAY_ENDPOINTS = (CHAT, "/v1/completions", "/v1/embeddings")  # the three it names
+ENDPOINTS = (*OPENRELAY_ENDPOINTS, RESPONSES, MODERATIONS)  # OpenAI's Batch API takes five
+TOOL_ENDPOINTS = (CHAT, RESPONSES)  # where tool-calling records run
+_BODY_RULES: dict[str, Callable[[dict[str, Any]], Problem | None]] = {
+    RESPONSES: responses_problem, MODERATIONS: moderation_problem}
 MAX_RECORDS = 50_000
 MAX_METADATA = 16
 MAX_ERRORS = 100  # file-level errors reported before giving up
@@ -298,7 +305,14 @@ def record_failure(body: Any, *, endpoint: str, models: Collection[str],
     if model not in models:
         return Refusal("model_not_found",
                        f"The model {shown(model)} is not configured on this server.", "model")
-    return None
+    return _body_refusal(body, endpoint)
+
+
+def _body_refusal(body: dict[str, Any], endpoint: str) -> Refusal | None:
+    """The endpoint's own rules for its body (`record_bodies`), where it has some."""
+    rule = _BODY_RULES.get(endpoint)
+    problem = rule(body) if rule is not None else None
+    return None if problem is None else Refusal(*problem)
 
 
 def _extensions_refusal(extensions: Any, *, endpoint: str, check_url: CheckUrl | None,
@@ -309,12 +323,17 @@ def _extensions_refusal(extensions: Any, *, endpoint: str, check_url: CheckUrl |
         return Refusal("invalid_body", "'openrelay' must be an object of request extensions.",
                        RESERVED)
     if WORKFLOW in extensions:
+        if endpoint not in OPENRELAY_ENDPOINTS:
+            path = f"{RESERVED}.{WORKFLOW}"
+            return Refusal("invalid_workflow", f"{path}: workflow records are for "
+                           f"{', '.join(OPENRELAY_ENDPOINTS)} records, not {endpoint}.", path)
         return _workflow_refusal(extensions, check_url=check_url, workflows=workflows)
     if TOOL_CONFIG not in extensions:
         return None
     try:
-        if endpoint != CHAT:
-            raise ToolConfigError("", f"is only for {CHAT} records, not {endpoint}.")
+        if endpoint not in TOOL_ENDPOINTS:
+            raise ToolConfigError("", f"is only for {' and '.join(TOOL_ENDPOINTS)} records, "
+                                  f"not {endpoint}.")
         config = parse_tool_config(extensions[TOOL_CONFIG])
         if check_url is not None:
             _check_target(config.url, check_url)

@@ -89,15 +89,27 @@ def _request(body: dict[str, Any]) -> list[str]:
     if workflow is not None:
         lines.append(f"{INDENT}[dim]callback {escape(callback_text(workflow))}[/dim]")
     messages = body.get("messages")
+    if isinstance(body.get("instructions"), str):  # a Responses request
+        lines += _block("instructions", body["instructions"])
     if isinstance(messages, list):
         for message in messages:
             if isinstance(message, dict):
                 lines += _message(message, set())
-    elif body.get("input") is not None:  # an embedding or a completion
+    elif _input_messages(body.get("input")):  # a Responses request's input items
+        for item in body["input"]:
+            lines += _message(item, set()) if "role" in item else _block(
+                str(item.get("type") or "item"), json.dumps(item, ensure_ascii=False))
+    elif body.get("input") is not None:  # an embedding, a completion, a moderation
         lines += _block("input", content_text(body.get("input")))
     else:
         lines += _block("body", json.dumps(body, ensure_ascii=False))
     return lines
+
+
+def _input_messages(value: Any) -> bool:
+    """A Responses `input` of items (messages, function calls and their outputs)."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(item, dict) for item in value)
 
 
 _NO_RESULTS = {"pending": "(waiting for the tool results of this round)",

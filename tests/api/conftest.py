@@ -150,11 +150,12 @@ MakeRelay = Callable[..., Awaitable[Relay]]
 @pytest.fixture
 async def make_relay(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[MakeRelay]:
     """`await make_relay(gateway={...}, ...)`: a started Daemon and a test client on its
-    app; config sections override the harness defaults. Stopped at teardown."""
+    app; config sections override the harness defaults; `upstream` replaces the
+    scripted upstream (a subclass that answers more). Stopped at teardown."""
     daemons: list[tuple[Daemon, Upstream]] = []
 
-    async def make(**sections: dict[str, Any]) -> Relay:
-        upstream, clock = Upstream(), FakeClock()
+    async def make(upstream: Upstream | None = None, **sections: dict[str, Any]) -> Relay:
+        upstream, clock = upstream or Upstream(), FakeClock()
         daemon = make_daemon(make_config(tmp_path, **sections), upstream, clock)
         services = await asyncio.to_thread(daemon.start)
         daemons.append((daemon, upstream))

@@ -609,7 +609,7 @@ def test_every_create_refusal_names_its_field(simulator_factory: Callable[..., S
     file_id = upload(client, [chat("a", "hi")])
     one = [chat("a", "hi")]
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"input_file_id": file_id, "endpoint": "/v1/responses"}, "endpoint"),
+        ({"input_file_id": file_id, "endpoint": "/v1/images/generations"}, "endpoint"),
         ({"input_file_id": file_id, "endpoint": None}, "endpoint"),
         ({"input_file_id": file_id, "completion_window": "48h"}, "completion_window"),
         ({"input_file_id": file_id, "completion_window": None}, "completion_window"),
@@ -639,7 +639,7 @@ def test_every_create_refusal_names_its_field(simulator_factory: Callable[..., S
         assert junk.status_code == 400
 
     with pytest.raises(openai.BadRequestError) as refused:
-        client.batches.create(input_file_id=file_id, endpoint="/v1/moderations",
+        client.batches.create(input_file_id=file_id, endpoint="/v1/videos",
                               completion_window="24h")
     assert refused.value.status_code == 400
     assert refused.value.body["param"] == "endpoint"  # type: ignore[index]

@@ -98,7 +98,7 @@ def test_create_from_inline_requests() -> None:
 
 
 @pytest.mark.parametrize("endpoint", ["/v1/chat/completions", "/v1/completions",
-                                      "/v1/embeddings"])
+                                      "/v1/embeddings", "/v1/responses", "/v1/moderations"])
 def test_each_endpoint_is_accepted(endpoint: str) -> None:
     assert parse_create(make_body(endpoint=endpoint)).endpoint == endpoint
 
@@ -112,7 +112,7 @@ def test_priority_picks_the_tier(priority: Any, tier: str) -> None:
 
 @pytest.mark.parametrize(("overrides", "param"), [
     ({"endpoint": ...}, "endpoint"),
-    ({"endpoint": "/v1/responses"}, "endpoint"),
+    ({"endpoint": "/v1/images/generations"}, "endpoint"),
     ({"endpoint": ["/v1/chat/completions"]}, "endpoint"),
     ({"completion_window": ...}, "completion_window"),
     ({"completion_window": "48h"}, "completion_window"),

@@ -11,6 +11,7 @@ from daemon.dialects.openai.shapes import (
     Endpoint,
     FileError,
     FileObject,
+    LineBody,
     OpenAIBatch,
     OpenAIStatus,
     OutputLine,
@@ -100,7 +101,7 @@ def output_line(job: Job, row: RowRecord) -> OutputLine:
     line_id, request_id = _line_ids(job, row)
     return {"id": line_id, "custom_id": row.custom_id,
             "response": {"status_code": row.status_code or 200, "request_id": request_id,
-                         "body": row.response},
+                         "body": cast(LineBody, row.response)},
             "error": None}
 
 
@@ -111,7 +112,7 @@ def error_line(job: Job, row: RowRecord) -> OutputLine:
     if row.status_code and not 200 <= row.status_code < 300 and row.response is not None:
         return {"id": line_id, "custom_id": row.custom_id,
                 "response": {"status_code": row.status_code, "request_id": request_id,
-                             "body": row.response},
+                             "body": cast(LineBody, row.response)},
                 "error": None}
     return {"id": line_id, "custom_id": row.custom_id, "response": None,
             "error": {"code": row.error_code or "failed", "message": row.error or "failed"}}

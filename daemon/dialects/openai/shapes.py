@@ -3,7 +3,7 @@ OpenRelay record extensions)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 from msgspec import Meta
 
@@ -12,7 +12,8 @@ from daemon.domain.shapes import open_shape, schema_extra
 
 Count = Annotated[int, Meta(ge=0)]
 UnixTime = Annotated[int, Meta(description="Unix seconds.")]
-Endpoint = Literal["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]
+Endpoint = Literal["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses",
+                   "/v1/moderations"]
 Tier = Literal["standard", "expedited"]
 Purpose = Literal["batch", "batch_output"]
 OpenAIStatus = Literal["validating", "in_progress", "finalizing", "completed", "failed",
@@ -73,13 +74,63 @@ class RecordBody(TypedDict, total=False):
     openrelay: OpenRelayExtensions
 
 
+@open_shape
+class ResponsesRecordBody(TypedDict, total=False):
+    """A `/v1/responses` record's body: a Responses API request. Refused per record:
+    `stream: true`, `background: true`, `previous_response_id`, `conversation` and
+    `item_reference` items (a batch keeps no conversation state). `store` is ignored:
+    the Response lives in the output file."""
+
+    model: Required[Annotated[str, Meta(description="A configured model alias.")]]
+    input: Required[str | Annotated[list[dict[str, Any]], Meta(
+        min_length=1, description="Input items: messages (input_text, input_image "
+                                  "content), function_call, function_call_output.")]]
+    instructions: str
+    tools: Annotated[list[dict[str, Any]], Meta(description="Function tools.")]
+    tool_choice: str | dict[str, Any]
+    text: Annotated[dict[str, Any], Meta(description="`format`: text, json_object or "
+                                                     "json_schema.")]
+    max_output_tokens: Annotated[int, Meta(ge=1)]
+    temperature: float
+    top_p: float
+    reasoning: dict[str, Any]
+    metadata: dict[str, str]
+    store: Annotated[bool, Meta(description="Ignored.")]
+    openrelay: OpenRelayExtensions
+
+
+class ModerationTextItem(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(TypedDict):
+    url: str
+
+
+class ModerationImageItem(TypedDict):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+@open_shape
+class ModerationRecordBody(TypedDict):
+    """A `/v1/moderations` record's body."""
+
+    model: Annotated[str, Meta(description="A configured model alias.")]
+    input: str | Annotated[list[str], Meta(min_length=1)] | Annotated[
+        list[ModerationTextItem | ModerationImageItem], Meta(min_length=1)]
+
+
 class BatchRequestRecord(TypedDict):
     """One request of an OpenAI batch (a JSONL line)."""
 
     custom_id: Annotated[str, Meta(min_length=1, max_length=relay_input.MAX_CUSTOM_ID)]
     method: Literal["POST"]
     url: Annotated[Endpoint, Meta(description="Must equal the endpoint.")]
-    body: RecordBody
+    body: Annotated[RecordBody | ResponsesRecordBody | ModerationRecordBody, Meta(
+        description="The request for the record's url: a chat, completion or embedding "
+                    "body, a Responses request or a moderation.")]
 
 
 class OutputExpiresAfter(TypedDict):
@@ -184,10 +235,49 @@ class OpenAIBatch(TypedDict):
         description="The batch a dead-letter retry took its records from.")]]
 
 
+class ResponseUsage(TypedDict):
+    input_tokens: Count
+    input_tokens_details: CachedTokens
+    output_tokens: Count
+    output_tokens_details: ReasoningTokens
+    total_tokens: Count
+
+
+@open_shape
+class ResponseObject(TypedDict):
+    """A `/v1/responses` record's answer: OpenAI's `Response` (its other fields pass
+    through from the upstream)."""
+
+    id: Annotated[str, Meta(pattern="^resp_")]
+    object: Literal["response"]
+    created_at: int
+    status: Literal["completed", "failed", "in_progress", "cancelled", "queued",
+                    "incomplete"]
+    model: str
+    output: Annotated[list[dict[str, Any]], Meta(
+        description="`message` items (`output_text` content) and `function_call` items.")]
+    usage: NotRequired[ResponseUsage | None]
+
+
+@open_shape
+class ModerationObject(TypedDict):
+    """A `/v1/moderations` record's answer: OpenAI's `CreateModerationResponse`."""
+
+    id: str
+    model: str
+    results: Annotated[list[dict[str, Any]], Meta(
+        description="One per input: flagged, categories, category_scores.")]
+
+
+LineBody = Annotated[ResponseObject | ModerationObject | dict[str, Any], Meta(
+    description="The upstream's answer as it was stored: a chat completion, completion, "
+                "embedding list, Response or moderation object.")]
+
+
 class LineResponse(TypedDict):
     status_code: int
     request_id: str
-    body: Any
+    body: LineBody
 
 
 class LineError(TypedDict):

@@ -118,9 +118,15 @@ def relay_result(row: RowRecord) -> RelayResult:
 
 def assistant_content(response: dict[str, Any] | None) -> Any:
     """The assistant message of a chat completion (text of a completion, vector of an
-    embedding, text of an Anthropic Message); None when the shape is not one of those."""
+    embedding, text of an Anthropic Message, output text of a Response, results of a
+    moderation); None when the shape is not one of those."""
     if not isinstance(response, dict):
         return None
+    if response.get("object") == "response":
+        return response_text(response)
+    results = response.get("results")
+    if isinstance(results, list) and "choices" not in response:  # a moderation
+        return results
     choices = response.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         first = choices[0]
@@ -136,6 +142,19 @@ def assistant_content(response: dict[str, Any] | None) -> Any:
         texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         return "".join(t for t in texts if isinstance(t, str))
     return None
+
+
+def response_text(response: dict[str, Any]) -> str | None:
+    """A Response's output text, as the SDK's `output_text` reads it: the `output_text`
+    parts of its `message` items, joined; None when it has none (only function calls)."""
+    texts = [str(part["text"]) for item in _listed(response.get("output"))
+             if item.get("type") == "message" for part in _listed(item.get("content"))
+             if part.get("type") == "output_text" and isinstance(part.get("text"), str)]
+    return "".join(texts) if texts else None
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def dead_letter_entry(row: RowRecord) -> DeadLetterEntry:
