@@ -36,6 +36,7 @@ async def models(request: web.Request) -> web.Response:
     states = services.model_states()
     data = [
         {"id": m.alias, "object": "model", "created": 0, "owned_by": "relay", "api": m.api,
+         "endpoints": list(m.endpoints),
          "fallbacks": list(m.fallbacks), "max_concurrency": m.max_concurrency,
          "adaptive": m.adaptive, "rpm": m.rpm, "tpm": m.tpm, "state": states.get(m.alias)}
         for m in services.config.models

@@ -54,6 +54,9 @@ class Model(TypedDict):
     owned_by: str
     api: Annotated[Literal["openai", "anthropic"], Meta(
         description="The upstream's protocol (a row is translated to it where needed).")]
+    endpoints: Annotated[list[str], Meta(description=(
+        "The OpenAI endpoints its upstream serves (api openai; an Anthropic model's rows "
+        "are translated to its Messages API)."))]
     fallbacks: list[str]
     max_concurrency: Annotated[int, Meta(ge=1)]
     adaptive: Annotated[bool, Meta(description="Configured: whether the concurrency adapts.")]
