@@ -107,7 +107,7 @@ class WorkflowState:
         if work.workflow is None:
             body = {k: v for k, v in work.body.items() if k != EXTENSIONS}
             return cls("deliver", 0, {"type": "workflow.started", "step": 0, "input": body},
-                       record_bytes=json_size(body))
+                       record_bytes=json_size(body) + STATE_KEYS_BYTES)
         stored = dict(work.workflow["state"])
         results = {int(i): r for i, r in work.workflow["results"].items()}
         return cls(**(stored | {"results": results if stored["phase"] == "running"
@@ -130,6 +130,11 @@ class WorkflowState:
         self.event = {"type": kind, "step": self.step, **fields}
         self.requests = self.results = None
         self.wake_at = None
+
+
+# What the stored state holds besides its input, requests and results (its phase and
+# counters, the event due, the history of answers), counted as this much.
+STATE_KEYS_BYTES = 2048
 
 
 class WorkflowLog(GroupCommit[WorkflowWrite]):
@@ -213,7 +218,7 @@ class WorkflowExecutor:
             state.history.append({"step": state.step, "action": "wait",
                                   "delay_ms": answer.delay_ms})
         else:
-            self._grow(state, f"step {state.step}'s requests", *answer.requests)
+            self._grow(state, f"step {state.step}'s requests", answer.requests)  # as stored
             self._start_step(config, state, answer.requests)
         await self._save(work, state)
         return None
@@ -262,12 +267,16 @@ class WorkflowExecutor:
                         outcome: RowOutcome) -> None:
         assert state.results is not None
         result = _result(index, outcome)
+        billed: list[Any] = []
         if outcome.ok:  # billed when it finishes, whatever the record does later
             state.input_tokens += outcome.usage.prompt_tokens
             state.output_tokens += outcome.usage.completion_tokens
-            state.billed.append([outcome.model, outcome.usage.prompt_tokens,
-                                 outcome.usage.completion_tokens])
-        self._grow(state, f"step {state.step}'s result {index}", result)
+            billed = [outcome.model, outcome.usage.prompt_tokens,
+                      outcome.usage.completion_tokens]
+            state.billed.append(billed)
+        # the result and its billing line are both stored: both count
+        self._grow(state, f"step {state.step}'s result {index}", result,
+                   *([billed] if billed else []))
         state.results[index] = result
         await self.log.save(work, (work.id, state.document(), (state.step, index, result)))
 

@@ -51,6 +51,14 @@ def answer(prompt: str) -> str:
     return f"re: {prompt}"
 
 
+def text_of(content: Any) -> str:
+    """A chat message's text: its string, or its text parts joined (a translated
+    Responses record's input items arrive as parts)."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
 class Upstream:
     """A FunctionTransport handler that records every call it gets."""
 
@@ -65,7 +73,7 @@ class Upstream:
         self.peak: Counter[str] = Counter()
 
     async def __call__(self, model: ModelConfig, endpoint: str, payload: bytes) -> Reply:
-        prompt = json.loads(payload)["messages"][-1]["content"]
+        prompt = text_of(json.loads(payload)["messages"][-1]["content"])
         self.calls.append((model.alias, prompt))
         self.active[model.alias] += 1
         self.peak[model.alias] = max(self.peak[model.alias], self.active[model.alias])
