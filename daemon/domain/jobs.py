@@ -230,6 +230,7 @@ class RowRecord:
     attempt_log: tuple[dict[str, Any], ...] = ()
     redriven_to: str | None = None  # the job a dead-letter retry sent it to
     discarded_at: float | None = None  # an operator took it off the dead-letter list
+    finished_seq: int | None = None  # its place in the job's finish order (None: pending)
 
     @property
     def dead_letter_state(self) -> DeadLetterState:

@@ -30,7 +30,7 @@ from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_record, row_record
-from daemon.store.rows import insert_rows, open_dead_letter
+from daemon.store.rows import insert_rows, open_dead_letter, refused_last
 from daemon.store.sql import COPY_ROWS, SqlBase, chunks
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
@@ -44,7 +44,7 @@ class JobQueries(SqlBase):
             stamps = json.dumps({draft.status: draft.created_at})
             job = self.JobModel.create(
                 **draft_fields(draft), total=len(rows), stamps=stamps,
-                failed=sum(1 for r in rows if r.error),
+                failed=sum(1 for r in rows if r.error), finished_seq=refused_last(rows),
             )
             insert_rows(self, job.seq, rows, now=draft.created_at)
         return job_record(job)
@@ -142,12 +142,13 @@ class JobQueries(SqlBase):
             row = self.lock_job(seq)
             if row is None or not can_transition(row.status, ending.status):
                 return None
-            unrun = self._end_unrun_rows(seq, ending.unrun, now=now)
+            unrun = self._end_unrun_rows(seq, ending.unrun, now=now, after_seq=row.finished_seq)
             for record in ending.files:
                 insert_file(self, record)
             self._move(row, ending.status, now=now, finished_at=now,
                        failed=self.JobModel.failed + unrun,
                        canceled=self.JobModel.canceled + unrun,
+                       finished_seq=row.finished_seq + (row.total if unrun else 0),
                        output_file_id=ending.output_file_id,
                        error_file_id=ending.error_file_id, error=ending.error,
                        errors=json.dumps(ending.errors) if ending.errors else None,
@@ -160,12 +161,16 @@ class JobQueries(SqlBase):
         (self.JobModel.update(status=target, stamps=json.dumps(stamps), **fields)
          .where(self.JobModel.seq == row.seq).execute())
 
-    def _end_unrun_rows(self, seq: int, unrun: tuple[str, str] | None, *, now: float) -> int:
+    def _end_unrun_rows(self, seq: int, unrun: tuple[str, str] | None, *, now: float,
+                        after_seq: int) -> int:
+        """Rows that never ran fail, finishing after every row finished before: each
+        takes `after_seq` plus its position (unique, in input order)."""
         if unrun is None:
             return 0
         code, message = unrun
         return (self.RowModel.update(status=ROW_FAILED, error=message, error_code=code,
-                                     finished_at=now, lease_node=None)
+                                     finished_at=now, lease_node=None,
+                                     finished_seq=self.RowModel.position + after_seq)
                 .where(self.RowModel.job == seq, self.RowModel.status == ROW_PENDING)
                 .execute())
 
@@ -289,7 +294,7 @@ class JobQueries(SqlBase):
                 return None
             insert_rows(self, seq, rows, now=now)
             (self.JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
-                                  model=model or job.model)
+                                  model=model or job.model, finished_seq=refused_last(rows))
              .where(self.JobModel.seq == seq).execute())
             return self.transition(seq, QUEUED, now=now)
 

@@ -108,6 +108,8 @@ class JobModel(BaseModel):
     stamps = TextField(default="{}")  # JSON: status -> unix seconds
     retry_of = TextField(null=True)  # the job whose dead-lettered rows this one re-drives
     output_expires_after_s = IntegerField(null=True)  # its result files' lifetime
+    # The last finish sequence given to one of its rows (v14), moved under the job's lock.
+    finished_seq = IntegerField(default=0, constraints=[SQL("DEFAULT 0")])
 
     class Meta:
         table_name = "job"
@@ -140,11 +142,13 @@ class RowModel(BaseModel):
     # Changes whenever a node leases the row (v12): the fencing token every start and
     # every write of the row's outcome, rounds or workflow state is conditional on.
     lease_token = IntegerField(default=0, constraints=[SQL("DEFAULT 0")])  # bulk inserts omit it
+    # Its place in the job's finish order (v14): the partial results' cursor follows it.
+    finished_seq = IntegerField(null=True)
 
     class Meta:
         table_name = "row"
         indexes = ((("job", "status", "id"), False), (("job", "position"), False),
-                   (("job", "custom_id"), False))
+                   (("job", "custom_id"), False), (("job", "finished_seq"), False))
 
 
 # Only rows leased right now are in it: a node's leases are found without a scan.

@@ -68,5 +68,5 @@ def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> 
         status_code=r.status_code, error=r.error, error_code=r.error_code,
         dead_letter=bool(r.dead_letter),
         model=r.answered_by or r.model, attempt_log=attempt_log, redriven_to=r.redriven_to,
-        discarded_at=r.discarded_at,
+        discarded_at=r.discarded_at, finished_seq=r.finished_seq,
     )

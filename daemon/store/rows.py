@@ -48,15 +48,23 @@ INSERT_CHUNK = 500
 
 def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
                 now: float) -> None:
-    """A job's rows, in bulk (inside the caller's transaction)."""
+    """A job's rows, in bulk (inside the caller's transaction). A row refused on the way
+    in is finished already: its finish sequence is its position (`refused_last`)."""
     for start in range(0, len(rows), INSERT_CHUNK):
         chunk = rows[start:start + INSERT_CHUNK]
         store.insert_many("row", ROW_COLUMNS, [
             (job_seq, start + i + 1, r.custom_id, r.model, codec.dumps(r.body).decode(),
              ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
-             now if r.error else None, 0, False, 0, 0, 0)
+             now if r.error else None, 0, False, 0, 0, 0,
+             start + i + 1 if r.error else None)
             for i, r in enumerate(chunk)
         ])
+
+
+def refused_last(rows: Sequence[RowDraft]) -> int:
+    """The job's finish counter once `rows` are in: the last position of a row refused
+    on the way in (0 if none)."""
+    return max((i + 1 for i, r in enumerate(rows) if r.error), default=0)
 
 
 def works(store: SqlBase, job: Job,
@@ -109,12 +117,12 @@ class RowQueries(SqlBase):
         if not outcomes:
             return Flushed(0, 0, 0)
         with self.write():
-            self.hold_job(job_seq)
+            last = self._finish_counter(job_seq)
             done, fenced = self._still_pending(outcomes, leases)
             completed = sum(1 for _, o in done if o.ok)
             flushed = Flushed(completed, len(done) - completed,
                               sum(1 for _, o in done if not o.ok and o.dead_letter), fenced)
-            self._update_rows(done, now=now)
+            self._update_rows(done, now=now, after_seq=last)
             self._insert_attempts(done)
             usage = sum((o.usage for _, o in done), Usage())
             never_ran = sum(1 for _, o in done if _never_ran(o))
@@ -130,8 +138,24 @@ class RowQueries(SqlBase):
                 reasoning_tokens=_added(self.JobModel.reasoning_tokens, usage.reasoning_tokens),
                 cost_nano_usd=_added(self.JobModel.cost_nano_usd,
                                      sum(o.cost_nano_usd for _, o in done)),
+                finished_seq=last + len(done),
             ).where(self.JobModel.seq == job_seq).execute()
         return flushed
+
+    def _finish_counter(self, job_seq: int) -> int:
+        """The job's last finish sequence, read under its lock: writers of one job's
+        outcomes take turns on it, so the sequences they give out commit in order."""
+        job = self.lock_job(job_seq)
+        return job.finished_seq if job is not None else 0
+
+    def finished_rows(self, job_seq: int, *, after_seq: int, limit: int) -> list[RowRecord]:
+        """Rows that finished after finish sequence `after_seq`, in finish order. What
+        one read sees is always a prefix of that order (see `_finish_counter`), so a
+        reader paging by the last sequence it saw meets every row once."""
+        query = (self.RowModel.select()
+                 .where(self.RowModel.job == job_seq, self.RowModel.finished_seq > after_seq)
+                 .order_by(self.RowModel.finished_seq).limit(limit))
+        return [row_record(r) for r in query]
 
     def _still_pending(
         self, outcomes: Sequence[tuple[int, RowOutcome]], leases: Mapping[int, int] | None
@@ -150,14 +174,15 @@ class RowQueries(SqlBase):
                 first.setdefault(rid, outcome)
         return list(first.items()), len(fenced)
 
-    def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float) -> None:
+    def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float,
+                     after_seq: int) -> None:
         self.db.cursor().executemany(self.sql(UPDATE_ROWS), [
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
              (o.response_text or dumps(o.response)) if o.ok else dumps(o.error_body),
              o.status_code,
              o.error, o.error_code, bool(o.dead_letter), o.model, o.usage.prompt_tokens,
-             o.usage.completion_tokens, o.cost_nano_usd, now, rid, ROW_PENDING)
-            for rid, o in done
+             o.usage.completion_tokens, o.cost_nano_usd, now, after_seq + n, rid, ROW_PENDING)
+            for n, (rid, o) in enumerate(done, start=1)
         ])
 
     def _insert_attempts(self, done: Sequence[tuple[int, RowOutcome]]) -> None:

@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 Migration = Callable[[Database], None]
 
@@ -87,6 +87,20 @@ def deleted_jobs(db: Database) -> None:
     a listing and what points at it (a re-drive) still resolves."""
     real = "DOUBLE PRECISION" if isinstance(db, PostgresqlDatabase) else "REAL"
     db.execute_sql(f"ALTER TABLE job ADD COLUMN deleted_at {real}")
+
+
+def finish_order(db: Database) -> None:
+    """Version 14, on every backend: the order rows finished in, per job (a row's
+    `finished_seq`, taken from its job's counter under the job's lock), which the
+    partial results' cursor follows. Rows finished already are numbered by position,
+    and each job's counter starts past them."""
+    kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN finished_seq {kind} NOT NULL DEFAULT 0")
+    db.execute_sql(f'ALTER TABLE "row" ADD COLUMN finished_seq {kind}')
+    db.execute_sql('UPDATE "row" SET finished_seq = position WHERE status != \'pending\'')
+    db.execute_sql("UPDATE job SET finished_seq = total")
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_finished_seq" '
+                   'ON "row" ("job_id", "finished_seq")')
 
 
 def version(store: SqlBase) -> int:

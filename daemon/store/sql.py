@@ -24,7 +24,7 @@ from daemon.domain.jobs import ROW_PENDING
 
 ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "error",
                "error_code", "finished_at", "attempts", "dead_letter", "prompt_tokens",
-               "completion_tokens", "cost_nano_usd")
+               "completion_tokens", "cost_nano_usd", "finished_seq")
 ATTEMPT_COLUMNS = ("row_id", "model", "status_code", "error", "duration_ms", "started_at",
                    "transient")
 COPY_ROWS = (
@@ -39,7 +39,7 @@ UPDATE_ROWS = (
     'UPDATE "row" SET status = {p}, attempts = {p}, response = {p}, status_code = {p}, '
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
     "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p}, "
-    "lease_node = NULL WHERE id = {p} AND status = {p}")
+    "finished_seq = {p}, lease_node = NULL WHERE id = {p} AND status = {p}")
 SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
     'INSERT INTO "round" (row_id, number, model, prompt_tokens, completion_tokens, messages) '
     "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "

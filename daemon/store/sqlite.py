@@ -26,7 +26,14 @@ from peewee import Database, SqliteDatabase
 
 from daemon.store.backend import SqlStore
 from daemon.store.faults import guarded
-from daemon.store.schema import Migration, deleted_jobs, lease_tokens, leases, migrate
+from daemon.store.schema import (
+    Migration,
+    deleted_jobs,
+    finish_order,
+    lease_tokens,
+    leases,
+    migrate,
+)
 from daemon.store.sql import Query
 
 log = logging.getLogger("relay.store")
@@ -140,7 +147,8 @@ def _dead_letter_lifecycle(db: Database) -> None:
 MIGRATIONS: dict[int, Migration] = {
     2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
     7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
-    10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens, 13: deleted_jobs}
+    10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens, 13: deleted_jobs,
+    14: finish_order}
 
 
 class SqliteStore(SqlStore):
