@@ -37,12 +37,12 @@ def two_handles(backend: str, tmp: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
             two.close()
         return
     with postgres.clean_schema() as url:
-        one, two = open_postgres(url), open_postgres(url)
+        first, second = open_postgres(url), open_postgres(url)
         try:
-            yield one, two
+            yield first, second
         finally:
-            one.close()
-            two.close()
+            first.close()
+            second.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -56,8 +56,13 @@ def read_all(repo: SqlStore, job: Job, *, after: int = 0, limit: int = 3) -> lis
     seen: list[RowRecord] = []
     while page := repo.finished_rows(job.seq, after_seq=after, limit=limit):
         seen += page
-        after = page[-1].finished_seq or 0
+        after = last(page)
     return seen
+
+
+def last(rows: list[RowRecord]) -> int:
+    """The cursor after `rows`: the last one's finish sequence (0 before any)."""
+    return (rows[-1].finished_seq or 0) if rows else 0
 
 
 def pending_ids(repo: SqlStore, job: Job) -> list[int]:
@@ -72,7 +77,7 @@ def test_rows_come_in_finish_order_each_once(repo: SqlStore, make_job: MakeJob,
                        now=NOW)
     first = repo.finished_rows(job.seq, after_seq=0, limit=10)
     assert [r.custom_id for r in first] == ["r-5", "r-2"]
-    cursor = first[-1].finished_seq or 0
+    cursor = last(first)
     assert repo.finished_rows(job.seq, after_seq=cursor, limit=10) == []
     repo.save_outcomes(job.seq, [(ids[0], make_outcome()), (ids[4], make_outcome())], now=NOW)
     assert [r.custom_id for r in repo.finished_rows(job.seq, after_seq=cursor, limit=10)] == [
@@ -95,22 +100,22 @@ def test_the_ending_finishes_unrun_rows_after_the_rest(repo: SqlStore, make_job:
     repo.save_outcomes(job.seq, [(ids[3], make_outcome())], now=NOW)
     seen = read_all(repo, job)
     assert end(repo, job, EXPIRED, unrun=("batch_expired", "expired"))
-    rest = read_all(repo, job, after=seen[-1].finished_seq or 0)
+    rest = read_all(repo, job, after=last(seen))
     assert [r.custom_id for r in seen + rest] == ["r-4", "r-1", "r-2", "r-3", "r-5"]
     repo.save_outcomes(job.seq, [(ids[0], make_outcome())], now=NOW)  # too late: stored
-    assert read_all(repo, job, after=rest[-1].finished_seq or 0) == []
+    assert read_all(repo, job, after=last(rest)) == []
 
 
 def test_partial_reads_after_the_end_equal_the_final_results(
         repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
     job = make_job(repo, rows=7)
     ids = pending_ids(repo, job)
-    polled = []
+    polled: list[RowRecord] = []
     for group in (ids[5:], ids[:2], ids[2:4]):
         repo.save_outcomes(job.seq, [(i, make_outcome(i % 2 == 0)) for i in group], now=NOW)
-        polled += read_all(repo, job, after=polled[-1].finished_seq if polled else 0)
+        polled += read_all(repo, job, after=last(polled))
     assert end(repo, job, EXPIRED, unrun=("batch_expired", "expired"))
-    polled += read_all(repo, job, after=polled[-1].finished_seq or 0)
+    polled += read_all(repo, job, after=last(polled))
     final = {r.custom_id: r for r in repo.rows(job.seq)}
     assert len(polled) == len(final) == 7
     assert {r.custom_id: r for r in polled} == final
@@ -145,7 +150,7 @@ def test_a_write_committing_late_is_never_skipped(
         seen += read_all(two, job)
         release.set()
         late.result(WAIT_S), early.result(WAIT_S)
-    seen += read_all(two, job, after=seen[-1].finished_seq if seen else 0)
+    seen += read_all(two, job, after=last(seen))
     assert sorted(r.custom_id for r in seen) == sorted(f"r-{i}" for i in range(1, 9))
 
 
@@ -169,7 +174,7 @@ def test_writers_side_by_side_and_a_poller_meet_every_row_once(
             done = not writing.is_set()  # read before the page: a last full read follows
             page = two.finished_rows(job.seq, after_seq=after, limit=5)
             seen.extend(page)
-            after = page[-1].finished_seq if page else after
+            after = last(page) or after
             if done and not page:
                 return
 
