@@ -35,6 +35,8 @@ from daemon.dialects import (
     listed,
     statuses_for,
 )
+from daemon.dialects.anthropic.shapes import MessageBatchIndividualResponse
+from daemon.dialects.openai.shapes import OutputLine
 from daemon.dialects.relay import BATCHES, JOB_ID, ONE
 from daemon.dialects.relay.render import (
     dead_letter_entry,
@@ -48,12 +50,13 @@ from daemon.dialects.relay.shapes import (
     DeadLetterDiscarded,
     DeadLetterList,
     DeadLetterRetry,
+    RelayResult,
     ResultList,
     RowDetail,
     WorkflowCounters,
     WorkspaceDeadLetterList,
 )
-from daemon.domain import codec
+from daemon.domain import codec, finish_order
 from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
 from daemon.domain.jobs import (
     CANCELLING,
@@ -75,6 +78,7 @@ RESULTS_STREAM_PAGE = 1000  # rows read at a time for a results stream
 LARGE_BODY = 256 * 1024
 CANCEL_WAIT_S = 5.0
 RESULTS_PAGE_MOST = 10_000  # `?limit=` of the results
+PARTIAL_PAGE = 1000  # rows of a page of partial results unless `limit` says
 LIST_DIALECTS = (*DIALECTS, EVERY_DIALECT)  # `?dialect=` of the list
 DEAD_LETTER_STATES = (*DL_STATES, "all")  # `?state=` of the workspace's dead letter
 
@@ -299,10 +303,17 @@ def _cannot_cancel(job: Job) -> Conflict:
 async def results(request: web.Request) -> web.Response:
     """Every row's result in input order, empty until the job ends. With `limit`, one
     page of them (after the row whose custom_id is `after`), with `has_more` and
-    `last_id`; without, all of them, as before paging existed."""
+    `last_id`; without, all of them, as before paging existed. With `partial=true`, the
+    rows finished so far, in finish order, paged by `cursor`."""
     services, _ = context(request)
-    job = await load_job(request)
+    job = await load_job(request)  # its status is read before the rows
     query = request.query
+    if _partial(query):
+        rows, has_more, after = await asyncio.to_thread(_finished_page, services, job, query)
+        return respond.json(ResultList(
+            id=job.id, object="list", status=dialect_of(job).status_name(job.status),
+            data=[relay_result(r) for r in rows], has_more=has_more,
+            next_cursor=finish_order.cursor(after)))
     limit = None
     if "limit" in query:
         limit = paging.limit(query["limit"], default=0, most=RESULTS_PAGE_MOST)
@@ -314,6 +325,46 @@ async def results(request: web.Request) -> web.Response:
     if "limit" in query or "after" in query:
         answer |= {"has_more": has_more, "last_id": rows[-1].custom_id if rows else None}
     return respond.json(answer)
+
+
+async def result_lines(request: web.Request) -> web.Response:
+    """The result lines of the rows finished so far, in finish order, each as the job's
+    dialect writes it in its result files (OpenAI's output and error lines, Anthropic's
+    result lines, Relay's results), paged by `cursor`: while the job runs too."""
+    services, _ = context(request)
+    job = await load_job(request)  # its status is read before the rows
+    rows, has_more, after = await asyncio.to_thread(_finished_page, services, job,
+                                                    request.query)
+    dialect = dialect_of(job)
+    return respond.json(ResultLineList(
+        id=job.id, object="list", status=dialect.status_name(job.status),
+        data=[cast(Any, dialect.result_lines(job, r)[1]) for r in rows], has_more=has_more,
+        next_cursor=finish_order.cursor(after)))
+
+
+def _partial(query: Mapping[str, str]) -> bool:
+    """`?partial=`: true or false (the default); a cursor only pages partial results."""
+    raw = query.get("partial", "false")
+    if raw not in ("true", "false"):
+        raise InvalidRequest(f"'partial' must be true or false; got {raw!r}.", param="partial")
+    if raw == "false" and "cursor" in query:
+        raise InvalidRequest("'cursor' pages the results finished so far: send it with "
+                             "partial=true.", param="cursor")
+    if raw == "true" and "after" in query:
+        raise InvalidRequest("'after' pages the results in input order; with partial=true "
+                             "send 'cursor' instead.", param="after")
+    return raw == "true"
+
+
+def _finished_page(services: Services, job: Job,
+                   query: Mapping[str, str]) -> tuple[list[RowRecord], bool, int]:
+    """The page of rows finished past the query's `cursor`, whether more follow, and the
+    finish sequence the next page starts after."""
+    after = finish_order.position(query.get("cursor"))
+    limit = paging.limit(query.get("limit"), default=PARTIAL_PAGE, most=RESULTS_PAGE_MOST)
+    rows = services.repo.finished_rows(job.seq, after_seq=after, limit=limit + 1)
+    page = rows[:limit]
+    return page, len(rows) > limit, (page[-1].finished_seq or after) if page else after
 
 
 def _result_rows(services: Services, job: Job, *, limit: int | None,
@@ -474,6 +525,21 @@ else:
     AnyJob = job_shapes()  # any dialect's job shape, as the document has it
 
 
+class ResultLineList(TypedDict):
+    """The result lines of the rows finished so far, oldest finish first, each in the
+    job's dialect's shape of a result file's line."""
+
+    id: str
+    object: Literal["list"]
+    status: Annotated[str, msgspec.Meta(
+        description="The job's status in its own dialect's words, read before the rows: "
+                    "once it has ended and has_more is false, no row follows.")]
+    data: list[OutputLine | MessageBatchIndividualResponse | RelayResult]
+    has_more: bool
+    next_cursor: Annotated[str, msgspec.Meta(
+        description="The `cursor` of the next page (this page's when it is empty).")]
+
+
 class BatchList(TypedDict):
     """A page of jobs, newest first, each in its own dialect's shape."""
 
@@ -488,6 +554,12 @@ BY_JOB = (401, 404)
 WRITES = (503, 507)  # what any request that writes may meet when the store cannot write
 STATUS_NAMES = sorted({dialect.status_name(s) for dialect in DIALECTS.values()
                        for s in STATUSES})
+
+
+PARTIAL = Param("partial", "query", bool, "true: the rows finished so far, in finish "
+                "order (a Relay extension).", default=False)
+CURSOR = Param("cursor", "query", str, "The next_cursor of the page before, in finish "
+               "order; none to start.")
 
 
 def routes() -> list[Route]:
@@ -512,7 +584,25 @@ def routes() -> list[Route]:
                     ge=1, le=RESULTS_PAGE_MOST)],
                     "Page the rows; the answer adds has_more and last_id."),
                 Param("after", "query", str, "The custom_id the page starts after (also "
-                                             "adds has_more and last_id).")))),
+                                             "adds has_more and last_id)."),
+                PARTIAL, CURSOR),
+            description="Empty until the job has ended, as the Relay Batches API has it. "
+                        "With `partial=true` (a Relay extension), the rows finished so far, "
+                        "oldest finish first, a page of `limit` (default 1000) after "
+                        "`cursor`; the answer adds has_more and next_cursor. Polling with "
+                        "each next_cursor meets every row once, while the job runs and "
+                        "after it has ended.")),
+        Route("GET", ONE + "/results/lines", result_lines, Operation(
+            "getBatchResultLinesSoFar", "The result lines of the rows finished so far",
+            "Batches", answer=ResultLineList, errors=(400, *BY_JOB), params=(
+                JOB_ID, CURSOR, Param("limit", "query", Annotated[int, msgspec.Meta(
+                    ge=1, le=RESULTS_PAGE_MOST)], default=PARTIAL_PAGE)),
+            description="A Relay extension on any dialect's job (OpenAI's batch_… and "
+                        "Anthropic's msgbatch_… ids too): each finished row's line as its "
+                        "dialect writes its result files (OpenAI's output and error lines, "
+                        "Anthropic's result lines), oldest finish first, while the job runs "
+                        "and after. OpenAI's output_file_id and Anthropic's results_url stay "
+                        "null until the job has ended.")),
         Route("GET", ONE + "/dead_letter", dead_letter, Operation(
             "getDeadLetter", "Rows that failed transiently after every retry and fallback",
             "Batches", answer=DeadLetterList, errors=BY_JOB, params=(JOB_ID,))),

@@ -159,6 +159,11 @@ async def relay_dialect(c: Contract) -> None:
     page = await c.ok("GET", one + "/results?limit=1")
     assert (page["has_more"], page["last_id"]) == (True, "r-1")
     await c.ok("GET", one + "/results?limit=5&after=r-1")
+    so_far = await c.ok("GET", one + "/results?partial=true&limit=3")
+    assert (len(so_far["data"]), so_far["has_more"]) == (3, True)
+    rest = await c.ok("GET", one + f"/results?partial=true&cursor={so_far['next_cursor']}")
+    assert (len(rest["data"]), rest["has_more"]) == (1, False)
+    assert len((await c.ok("GET", one + "/results/lines"))["data"]) == 4
     assert len((await c.ok("GET", one + "/dead_letter"))["data"]) == 2
     retry = await c.ok("POST", one + "/dead_letter/retry", json={"custom_ids": ["r-2"]})
     assert retry["retry_of"] == job["id"]
@@ -175,6 +180,8 @@ async def relay_dialect(c: Contract) -> None:
 
     held = await c.ok("POST", "/v1/batches", json=batch("held BLOCK"))
     await c.relay.wait_status(held["id"], "running")
+    running = await c.ok("GET", f"/v1/batches/{held['id']}/results?partial=true")
+    assert (running["data"], running["status"]) == ([], "running")
     await c.ok("POST", f"/v1/batches/{held['id']}/cancel")
     template = await c.ok("POST", "/v1/batches", json=batch("hourly", cron="0 * * * *",
                                                             name="hourly", priority=3))
@@ -207,6 +214,9 @@ async def anthropic_dialect(c: Contract) -> None:
     assert ended["processing_status"] == "ended" and ended["results_url"].endswith("/results")
     lines = await c.ok("GET", one + "/results", headers=version)
     assert lines.count(b"\n") == 2
+    so_far = await c.ok("GET", f"/v1/batches/{created['id']}/results/lines")
+    assert sorted(line["result"]["type"] for line in so_far["data"]) == [
+        "errored", "succeeded"]
     await c.ok("GET", base + "?limit=1", headers=version)
     await c.ok("GET", f"{base}?before_id={created['id']}", headers=version)
     assert (await c.ok("GET", f"/v1/batches/{created['id']}"))["id"] == created["id"]
@@ -244,6 +254,8 @@ async def openai_dialect(c: Contract) -> None:
     assert done["usage"] is not None
     one = f"/v1/batches/{done['id']}"
     await c.ok("GET", one + "/results")
+    lines = await c.ok("GET", one + "/results/lines?limit=2")
+    assert all(line["custom_id"] in "abc" for line in lines["data"]) and lines["has_more"]
     await c.ok("GET", one + "/dead_letter")
     await c.ok("POST", one + "/dead_letter/retry")
     inline = await c.ok("POST", "/v1/batches", json={
@@ -291,6 +303,10 @@ async def refusals(c: Contract) -> None:
     await c.relay.wait_status(job["id"], "completed")
     assert await status("GET", f"/v1/batches/{job['id']}/results?limit=0") == 400
     assert await status("GET", f"/v1/batches/{job['id']}/results?after=nope") == 400
+    for query in ("?partial=maybe", "?cursor=x", "?partial=true&cursor=x",
+                  "?partial=true&after=r-1"):
+        assert await status("GET", f"/v1/batches/{job['id']}/results{query}") == 400
+    assert await status("GET", f"/v1/batches/{job['id']}/results/lines?cursor=x") == 400
 
 
 async def event_stream(c: Contract) -> None:

@@ -114,16 +114,23 @@ RelayResult = Annotated[RelayContent | RelayFailure, Named("RelayResult")]
 
 
 class ResultList(TypedDict):
-    """Each row's result in input order: empty until the job has ended."""
+    """Each row's result in input order: empty until the job has ended. With
+    `partial=true`, the rows finished so far instead, oldest finish first."""
 
     id: str
     object: Literal["list"]
-    status: Annotated[str, Meta(description="The job's status in its own dialect's words.")]
-    data: Annotated[list[RelayResult], Meta(description="Empty until the job has ended.")]
+    status: Annotated[str, Meta(description="The job's status in its own dialect's words, "
+                                            "read before the rows: once it has ended and "
+                                            "has_more is false, no row follows.")]
+    data: Annotated[list[RelayResult], Meta(
+        description="Empty until the job has ended (unless partial=true).")]
     has_more: NotRequired[Annotated[bool, Meta(
         description="With `limit`: whether rows follow this page.")]]
     last_id: NotRequired[Annotated[str, Meta(
         description="With `limit`: the page's last custom_id, for `after`.")] | None]
+    next_cursor: NotRequired[Annotated[str, Meta(
+        description="With `partial=true`: the `cursor` of the next page, in finish order "
+                    "(this page's when it is empty).")]]
 
 
 class WebhookSummary(TypedDict):
