@@ -139,9 +139,29 @@ class StreamClosed(TypedDict):
     reason: str
 
 
+class RowEvent(TypedDict):
+    """data of row (with `?rows=true`): one row that finished, no payload; the rows of a
+    job come in its finish order, before the job.progress or job.ended that follows."""
+
+    job_id: str
+    custom_id: str
+    status: Literal["completed", "failed"]
+    error_code: str | None
+
+
+class RowsLagged(TypedDict):
+    """data of lagged (with `?rows=true`): the stream fell more than its buffer of rows
+    behind one job, and skipped its rows up to now; read them from the partial results at `cursor`
+    (`GET /v1/batches/{job_id}/results?partial=true&cursor=…`). Rows after the skip come
+    as row events again."""
+
+    job_id: str
+    cursor: str
+
+
 EVENTS = {"stream.hello": StreamHello, "job.snapshot": JobEvent, "job.created": JobEvent,
           "job.progress": JobEvent, "job.ended": JobEvent, "stream.dropped": StreamDropped,
-          "stream.closed": StreamClosed}
+          "stream.closed": StreamClosed, "row": RowEvent, "lagged": RowsLagged}
 
 
 # -- GET /v1/stats -----------------------------------------------------------------------

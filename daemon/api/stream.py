@@ -2,7 +2,9 @@
 
 A client first gets `stream.hello` (`{"workspace": name}`), then `job.snapshot` for
 every job that is not finished (so a late joiner sees current state), then live
-`job.created`, `job.progress`, `job.ended`.
+`job.created`, `job.progress`, `job.ended`. With `?rows=true`, a `row` event for each
+row finished since, before its job's event (`row_events.py`; `lagged` when the stream
+falls too far behind a job).
 Comments keep idle connections alive; `stream.dropped` says events were lost
 because the client did not keep up (refetch state when you see it). A revoked key's
 stream gets `stream.closed` and ends within about a second; when relayd stops, every
@@ -20,7 +22,9 @@ from daemon.api.batches import context
 from daemon.api.context import Services
 from daemon.api.events import Event, Subscription
 from daemon.api.middleware import API_KEY
+from daemon.api.row_events import RowFeed
 from daemon.dialects import event_view
+from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
 
 log = logging.getLogger("relay.api")
@@ -33,6 +37,7 @@ ACTIVE = (SCHEDULED, VALIDATING, QUEUED, RUNNING, FINALIZING, CANCELLING)
 
 async def events(request: web.Request) -> web.StreamResponse:
     services, workspace = context(request)
+    feed = RowFeed(services.repo, workspace.id) if _rows(request) else None
     sub = services.hub.subscribe(workspace.id)  # before the snapshot: nothing falls between
     try:
         response = web.StreamResponse(headers={
@@ -47,6 +52,8 @@ async def events(request: web.Request) -> web.StreamResponse:
                                                  limit=SNAPSHOT_PAGE, after=after,
                                                  statuses=ACTIVE)
             for job in jobs:
+                if feed is not None:
+                    feed.start(job)
                 await response.write(sub.encode(Event("job.snapshot", event_view(job))))
             if not more or not jobs:
                 break
@@ -55,7 +62,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         checked = written = clock()
         reason = "key revoked"
         while True:
-            sent = await _next(sub)
+            sent = await _next(sub, feed)
             if sub.closed:
                 reason = "relayd is stopping"
                 break
@@ -81,13 +88,21 @@ async def _key_is_live(services: Services, key: str) -> bool:
     return await asyncio.to_thread(services.repo.authenticate, key) is not None
 
 
-async def _next(sub: Subscription) -> bytes | None:
-    """The next bytes to send (events, told first of any lost), or None after a second
-    without any."""
+def _rows(request: web.Request) -> bool:
+    raw = request.query.get("rows", "false")
+    if raw not in ("true", "false"):
+        raise InvalidRequest(f"'rows' must be true or false; got {raw!r}.", param="rows")
+    return raw == "true"
+
+
+async def _next(sub: Subscription, feed: RowFeed | None) -> bytes | None:
+    """The next bytes to send (events, told first of any lost, a job's finished rows
+    before its event), or None after a second without any."""
     try:
         event = await asyncio.wait_for(sub.queue.get(), KEY_CHECK_S)
     except TimeoutError:
         return None
     dropped = sub.take_dropped()
     lost = sub.encode(Event("stream.dropped", {"count": dropped})) if dropped else b""
-    return lost + sub.encode(event)
+    rows = await asyncio.to_thread(feed.catch_up, event) if feed is not None else []
+    return lost + b"".join(sub.encode(e) for e in rows) + sub.encode(event)

@@ -39,6 +39,9 @@ def service_routes() -> list[Route]:
             "streamEvents", "The workspace's live job events", "Service", errors=(404,),
             answer=Media("text/event-stream", description="Server-sent events; each "
                          "`data:` is JSON (see x-events).", events=EVENTS),
+            params=(Param("rows", "query", bool, "true: also a row event for each row that "
+                          "finishes (no payload), and lagged when the stream falls behind.",
+                          default=False),),
             description="stream.hello, then job.snapshot for each job that has not ended, "
                         "then job.created, job.progress and job.ended as they happen.")),
         Route("GET", "/v1/stats", stats.stats, Operation(

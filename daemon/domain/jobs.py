@@ -145,6 +145,7 @@ class Job(JobDraft):
     output_file_id: str | None = None
     error_file_id: str | None = None
     stamps: dict[str, float] = field(default_factory=dict)  # status -> when it was entered
+    finished_seq: int = 0  # the last place in its finish order given to a row
 
     @property
     def terminal(self) -> bool:

@@ -128,3 +128,53 @@ async def test_stopping_relayd_ends_every_stream_at_once(relay: Relay) -> None:
         body = await asyncio.wait_for(stream.content.read(), 0.5)  # well inside a key check
     assert b"event: stream.closed" in body
     assert b"relayd is stopping" in body
+
+
+async def test_rows_true_adds_each_finished_row_before_its_jobs_event(relay: Relay) -> None:
+    async with relay.client.get("/v1/events?rows=true", headers=relay.headers()) as response:
+        stream = EventStream(response)
+        assert (await stream.next())[0] == "stream.hello"
+        job = await relay.submit(batch("fast row", "REFUSE", "slow row BLOCK"))
+        await wait_for(lambda: relay.upstream.seen("slow row BLOCK"), what="the slow row")
+        relay.clock.advance(2)
+        relay.upstream.gate.set()
+        seen = []
+        while not seen or seen[-1] != ("job.ended", job["id"]):
+            kind, data = await stream.next()
+            seen.append((kind, data.get("id") or data.get("job_id")))
+            if kind == "row":
+                assert set(data) == {"job_id", "custom_id", "status", "error_code"}
+                seen[-1] = (kind, data["custom_id"], data["status"])
+    rows = [event for event in seen if event[0] == "row"]
+    assert sorted(rows) == [("row", "r-1", "completed"), ("row", "r-2", "failed"),
+                            ("row", "r-3", "completed")]
+    assert seen.index(("row", "r-3", "completed")) < seen.index(("job.ended", job["id"]))
+
+
+async def test_without_rows_there_are_no_row_events_and_a_bad_value_is_400(
+        relay: Relay) -> None:
+    status, body = await relay.call("GET", "/v1/events?rows=yes")
+    assert status == 400 and body["error"]["param"] == "rows"
+
+
+async def test_a_stream_too_far_behind_a_job_gets_one_lagged_event(
+        relay: Relay, monkeypatch: Any) -> None:
+    from daemon.api import row_events
+    from daemon.api.events import Event
+    from daemon.domain import finish_order
+
+    job = await relay.submit(batch(*[f"row {i}" for i in range(5)]))
+    await relay.wait_status(job["id"], "completed")
+    repo = relay.services.repo
+    stored = await asyncio.to_thread(repo.get_job, job["id"])
+    assert stored is not None
+    progress = Event("job.progress", {"id": job["id"]})
+    monkeypatch.setattr(row_events, "ROW_BUFFER", 2)
+    behind = row_events.RowFeed(repo, stored.workspace_id)
+    lag = await asyncio.to_thread(behind.catch_up, progress)
+    assert [(e.type, e.data) for e in lag] == [
+        ("lagged", {"job_id": job["id"], "cursor": finish_order.cursor(0)})]
+    assert await asyncio.to_thread(behind.catch_up, progress) == []  # went on from the end
+    monkeypatch.setattr(row_events, "ROW_BUFFER", 10)
+    caught = row_events.RowFeed(repo, stored.workspace_id)
+    assert len(await asyncio.to_thread(caught.catch_up, progress)) == 5
