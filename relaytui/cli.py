@@ -20,7 +20,8 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -231,6 +232,9 @@ def results_options(sub: argparse.ArgumentParser) -> None:
     id_option(sub)
     sub.add_argument("-o", "--output", type=Path, metavar="FILE",
                      help="write to FILE (.jsonl, or .csv with custom_id,content,error)")
+    sub.add_argument("--follow", action="store_true",
+                     help="print each row as it finishes (in finish order) and exit when "
+                          "the job ends")
 
 
 # -- commands ------------------------------------------------------------------------
@@ -409,12 +413,16 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
     if out is not None and out.suffix.lower() not in FORMATS:
         raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
     args.id = full_id(client, args.id)
-    pages = client.result_pages(args.id)
-    first = next(pages)
-    if first["status"] not in progress.ENDED:
-        raise Stop(REFUSED, not_ended(args.id, first["status"]))
-    items = itertools.chain(first["data"], itertools.chain.from_iterable(
-        page["data"] for page in pages))
+    if args.follow:
+        items: Iterator[dict[str, Any]] = client.follow_results(
+            args.id, ended=progress.ENDED, wait=time.sleep, every_s=POLL_S)
+    else:
+        pages = client.result_pages(args.id)
+        first = next(pages)
+        if first["status"] not in progress.ENDED:
+            raise Stop(REFUSED, not_ended(args.id, first["status"]))
+        items = itertools.chain(first["data"], itertools.chain.from_iterable(
+            page["data"] for page in pages))
     if out is not None:
         try:
             count = write_results(out, items)  # whole or not at all
@@ -428,7 +436,7 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
         emit(list(items))
     else:
         for item in items:
-            print(json.dumps(item, ensure_ascii=False))
+            print(json.dumps(item, ensure_ascii=False), flush=args.follow)
     return OK
 
 

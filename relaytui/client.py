@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -177,6 +177,31 @@ class RelayClient:
             if not answer.get("has_more") or not answer["data"]:
                 return
             after = answer["last_id"]
+
+    def results_so_far(self, job_id: str, *, cursor: str = "",
+                       limit: int = RESULTS_PAGE) -> dict[str, Any]:
+        """A page of the rows finished so far, oldest finish first, after `cursor` (a
+        `next_cursor`): `data`, `has_more`, `next_cursor`, and the job's `status` as
+        read before the rows."""
+        return self._call("GET", f"/v1/batches/{job_id}/results",
+                          params={"partial": "true", "cursor": cursor, "limit": limit})
+
+    def follow_results(self, job_id: str, *, ended: Collection[str],
+                       wait: Callable[[float], None], every_s: float = 1.0,
+                       ) -> Iterator[dict[str, Any]]:
+        """Each row's result as it finishes, each once, until the job's status is one of
+        `ended` and no row is left; `wait(every_s)` between polls that found nothing
+        new."""
+        cursor = ""
+        while True:
+            page = self.results_so_far(job_id, cursor=cursor)
+            yield from page["data"]
+            cursor = page["next_cursor"]
+            if page["has_more"]:
+                continue
+            if page["status"] in ended:
+                return
+            wait(every_s)
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         """One row in full (`batch.row`): its request (secrets shown as `***`), final

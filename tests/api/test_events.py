@@ -138,13 +138,14 @@ async def test_rows_true_adds_each_finished_row_before_its_jobs_event(relay: Rel
         await wait_for(lambda: relay.upstream.seen("slow row BLOCK"), what="the slow row")
         relay.clock.advance(2)
         relay.upstream.gate.set()
-        seen = []
+        seen: list[tuple[str, ...]] = []
         while not seen or seen[-1] != ("job.ended", job["id"]):
             kind, data = await stream.next()
-            seen.append((kind, data.get("id") or data.get("job_id")))
             if kind == "row":
                 assert set(data) == {"job_id", "custom_id", "status", "error_code"}
-                seen[-1] = (kind, data["custom_id"], data["status"])
+                seen.append((kind, data["custom_id"], data["status"]))
+            else:
+                seen.append((kind, data.get("id") or data.get("job_id") or ""))
     rows = [event for event in seen if event[0] == "row"]
     assert sorted(rows) == [("row", "r-1", "completed"), ("row", "r-2", "failed"),
                             ("row", "r-3", "completed")]

@@ -296,3 +296,20 @@ def test_relay_cancel_ends_a_message_batch(relay: Callable[..., Run],
         lambda: http.get(f"/v1/batches/{batch_id}").json()["processing_status"] == "ended",
         timeout=30, message=f"{batch_id} to end")
     assert relay("cancel", batch_id).code != 0  # ended: the daemon refuses a second cancel
+
+
+def test_results_follow_prints_each_row_as_it_finishes_then_exits(
+        relay: Callable[..., Run], submit: Submit, tmp_path: Path) -> None:
+    job = submit([*rows(2), {"custom_id": "slow", "messages": [{"role": "user",
+                                                      "content": "late [sim:sleep=1500]"}]},
+                  DEAD], wait=False)
+    run = relay("results", job["id"], "--follow")
+    assert run.code == 0, run.err
+    lines = [json.loads(line) for line in run.out.splitlines()]
+    assert sorted(line["custom_id"] for line in lines) == ["dead", "r-0", "r-1", "slow"]
+    assert lines[-1]["custom_id"] == "slow"  # the slow row finished last
+    assert relay("results", job["id"], "--json").json() == sorted(
+        lines, key=lambda line: ["r-0", "r-1", "slow", "dead"].index(line["custom_id"]))  # ended: the same rows
+    out = tmp_path / "followed.csv"
+    again = relay("results", job["id"], "--follow", "-o", out)
+    assert again.out == f"wrote 4 results of job {job['id']} to {out}\n"
