@@ -308,8 +308,8 @@ def test_results_follow_prints_each_row_as_it_finishes_then_exits(
     lines = [json.loads(line) for line in run.out.splitlines()]
     assert sorted(line["custom_id"] for line in lines) == ["dead", "r-0", "r-1", "slow"]
     assert lines[-1]["custom_id"] == "slow"  # the slow row finished last
-    assert relay("results", job["id"], "--json").json() == sorted(
-        lines, key=lambda line: ["r-0", "r-1", "slow", "dead"].index(line["custom_id"]))  # ended: the same rows
+    assert relay("results", job["id"], "--json").json() == sorted(  # ended: the same
+        lines, key=lambda line: ["r-0", "r-1", "slow", "dead"].index(line["custom_id"]))
     out = tmp_path / "followed.csv"
     again = relay("results", job["id"], "--follow", "-o", out)
     assert again.out == f"wrote 4 results of job {job['id']} to {out}\n"
