@@ -53,6 +53,10 @@ def figures() -> dict[str, Figure]:
                "s"),
         Figure("overhead_cpu_vs_reference", "overhead",
                "relayd CPU per row ÷ reference CPU per row", "", at_most(1.1)),
+        Figure("partial_read_ratio", "partial-read",
+               "rows/s with a partial-results reader ÷ rows/s without", "", at_least(0.95)),
+        Figure("partial_read_rows_per_s", "partial-read",
+               "rows/s with a reader polling every second", "rows/s"),
         Figure("submit_s", "submit", "seconds to the 200", "s", at_most(2.0)),
         Figure("peak_rss_mb", "rss", "relayd peak RSS (VmHWM)", "MB", at_most(250)),
         Figure("status_p50_ms", "status", "GET /v1/batches/{id} p50", "ms"),
@@ -135,6 +139,55 @@ def overhead(b: Bench) -> None:
               f"({relay_cpu:.2f} CPU s), reference {ref_s:.2f} s ({ref_cpu:.2f} CPU s)")
     if b.profile_dir is not None:
         profiled_overhead(b, n)
+
+
+def partial_read(b: Bench) -> None:
+    """The overhead job, alone and with a reader of its partial results polling every
+    second (`?partial=true`, following `next_cursor`), alternating: reading results
+    while a job runs must not slow it. The reader must meet every row exactly once."""
+    n, daemon = b.sizes.overhead_rows, b.shared()
+    client = daemon.client()
+    b.sim(0)
+    for i in range(b.runs["partial-read"]):
+        def without(i: int = i) -> float:
+            return jobs.timed_job(client, job_body("fast", prompts(n, f"pra{i}"),
+                                                   tag=f"pra{i}"), timeout=job_timeout(n))
+
+        def read_along(i: int = i) -> float:
+            job = jobs.submit(client, job_body("fast", prompts(n, f"prr{i}"), tag=f"prr{i}"))
+            started = time.perf_counter()
+            with ThreadPoolExecutor(1) as pool:
+                seen = pool.submit(follow_partial, daemon.client(), job["id"])
+                ended, _ = jobs.wait_end(client, job["id"], timeout=job_timeout(n))
+                ids = seen.result(timeout=job_timeout(n))
+            if len(ids) != n or len(set(ids)) != n:
+                raise BenchError(f"[partial-read] the reader saw {len(ids)} rows "
+                                 f"({len(set(ids))} distinct) of {n}")
+            return ended - started
+
+        first, second = (without, read_along) if i % 2 == 0 else (read_along, without)
+        times = {f: f() for f in (first, second)}  # in turn, the order alternating
+        alone, read = times[without], times[read_along]
+        b.figures["partial_read_ratio"].add(alone / read)
+        b.figures["partial_read_rows_per_s"].add(n / read)
+        b.say(f"[partial-read] run {i + 1}: {n} rows, alone {alone:.2f} s, with a reader "
+              f"{read:.2f} s")
+
+
+def follow_partial(client: httpx.Client, job_id: str, every_s: float = 1.0) -> list[str]:
+    """The custom_ids of a job's rows as a poller of its partial results meets them."""
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        page = client.get(f"/v1/batches/{job_id}/results", params={
+            "partial": "true", "cursor": cursor, "limit": 10_000}).raise_for_status().json()
+        seen += [r["custom_id"] for r in page["data"]]
+        cursor = page["next_cursor"]
+        if page["has_more"]:
+            continue
+        if page["status"] in ("completed", "failed", "canceled", "expired"):
+            return seen
+        time.sleep(every_s)
 
 
 def profiled_overhead(b: Bench, n: int) -> None:
@@ -365,6 +418,7 @@ def clients(b: Bench) -> None:
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "latency": latency,
     "overhead": overhead,
+    "partial-read": partial_read,
     "status": status,
     "small-jobs": small_jobs,
     "submit": submit,

@@ -34,6 +34,7 @@ from daemon.store.models import RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
     ATTEMPT_COLUMNS,
+    FINISHED_ROWS,
     PENDING_ROWS,
     ROW_COLUMNS,
     SAVE_ROUNDS,
@@ -149,13 +150,13 @@ class RowQueries(SqlBase):
         return job.finished_seq if job is not None else 0
 
     def finished_rows(self, job_seq: int, *, after_seq: int, limit: int) -> list[RowRecord]:
-        """Rows that finished after finish sequence `after_seq`, in finish order. What
-        one read sees is always a prefix of that order (see `_finish_counter`), so a
-        reader paging by the last sequence it saw meets every row once."""
-        query = (self.RowModel.select()
-                 .where(self.RowModel.job == job_seq, self.RowModel.finished_seq > after_seq)
-                 .order_by(self.RowModel.finished_seq).limit(limit))
-        return [row_record(r) for r in query]
+        """Rows that finished after finish sequence `after_seq`, in finish order, without
+        their requests (`body` is empty: a result shows none, and reading results while a
+        job runs must cost it little). What one read sees is always a prefix of that
+        order (see `_finish_counter`), so a reader paging by the last sequence it saw
+        meets every row once."""
+        cursor = self.db.execute_sql(self.sql(FINISHED_ROWS), (job_seq, after_seq, limit))
+        return [finished_record(values) for values in cursor.fetchall()]
 
     def _still_pending(
         self, outcomes: Sequence[tuple[int, RowOutcome]], leases: Mapping[int, int] | None
@@ -282,6 +283,18 @@ class RowQueries(SqlBase):
                     "duration_ms": a.duration_ms, "started_at": a.started_at,
                 })
         return [row_record(r, attempt_log=tuple(log[r.id])) for r in rows]
+
+
+def finished_record(values: Sequence[Any]) -> RowRecord:
+    """A row read by `FINISHED_ROWS` (raw: a model per row would double the cost of
+    reading results while a job runs)."""
+    (rid, position, custom_id, status, attempts, response, status_code, error, error_code,
+     dead_letter, answered_by, model, finished_seq) = values
+    return RowRecord(id=rid, position=position, custom_id=custom_id, status=status, body={},
+                     attempts=attempts, response=codec.loads(response) if response else None,
+                     status_code=status_code, error=error, error_code=error_code,
+                     dead_letter=bool(dead_letter), model=answered_by or model,
+                     finished_seq=finished_seq)
 
 
 def open_dead_letter(store: SqlBase) -> Any:

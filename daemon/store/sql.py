@@ -35,6 +35,10 @@ COPY_ROWS = (
 PENDING_ROWS = (
     'SELECT id, custom_id, model, body, lease_token FROM "row" WHERE job_id = {p} '
     "AND status = {p} AND id > {p} ORDER BY id LIMIT {p}")
+FINISHED_ROWS = (  # a row's result, without its request: `finished_record` reads it
+    'SELECT id, position, custom_id, status, attempts, response, status_code, error, '
+    'error_code, dead_letter, answered_by, model, finished_seq FROM "row" '
+    "WHERE job_id = {p} AND finished_seq > {p} ORDER BY finished_seq LIMIT {p}")
 UPDATE_ROWS = (
     'UPDATE "row" SET status = {p}, attempts = {p}, response = {p}, status_code = {p}, '
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
