@@ -55,6 +55,8 @@ def figures() -> dict[str, Figure]:
                "relayd CPU per row ÷ reference CPU per row", "", at_most(1.1)),
         Figure("partial_read_ratio", "partial-read",
                "rows/s with a partial-results reader ÷ rows/s without", "", at_least(0.95)),
+        Figure("partial_read_cpu_ratio", "partial-read",
+               "relayd CPU with the reader ÷ without", ""),
         Figure("partial_read_rows_per_s", "partial-read",
                "rows/s with a reader polling every second", "rows/s"),
         Figure("submit_s", "submit", "seconds to the 200", "s", at_most(2.0)),
@@ -166,8 +168,13 @@ def partial_read(b: Bench) -> None:
             return ended - started
 
         first, second = (without, read_along) if i % 2 == 0 else (read_along, without)
-        times = {f: f() for f in (first, second)}  # in turn, the order alternating
+        times, cpu = {}, {}
+        for run in (first, second):  # in turn, the order alternating
+            before = daemon.cpu_seconds()
+            times[run] = run()
+            cpu[run] = daemon.cpu_seconds() - before
         alone, read = times[without], times[read_along]
+        b.figures["partial_read_cpu_ratio"].add(cpu[read_along] / cpu[without])
         b.figures["partial_read_ratio"].add(alone / read)
         b.figures["partial_read_rows_per_s"].add(n / read)
         b.say(f"[partial-read] run {i + 1}: {n} rows, alone {alone:.2f} s, with a reader "
