@@ -19,6 +19,7 @@ from daemon.api.app import create_app
 from daemon.api.body_budget import BODY_BUDGET
 from daemon.api.context import Services
 from daemon.api.openapi import EVENTS, document
+from daemon.api.row_events import lagged
 from daemon.dialects import DIALECTS
 from daemon.dialects.relay.render import row_detail
 from daemon.domain.cluster import NodeRecord
@@ -317,6 +318,15 @@ async def event_stream(c: Contract) -> None:
         c.check("GET", "/v1/events", resp.status, resp.content_type, None, resp.headers)
         seen = [kind async for kind in checked_events(resp)]
     assert seen[0] == "stream.hello" and "job.snapshot" in seen
+    async with c.relay.client.get("/v1/events?rows=true", headers=c.relay.headers()) as resp:
+        await c.ok("POST", "/v1/batches", json=batch("fine", "REFUSE"))
+        seen = [kind async for kind in checked_events(resp)]
+    assert seen.count("row") == 2 and "job.ended" in seen
+    listed = (await c.ok("GET", "/v1/batches?dialect=relay&limit=1"))["data"][0]
+    job = await asyncio.to_thread(c.relay.services.repo.get_job, listed["id"])
+    assert job is not None  # a lagged event is checked here; tests/api/test_events.py
+    validate(lagged(job, 7).data,  # has a stream fall behind
+             pointer("components", "schemas", EVENTS["lagged"]))
 
 
 async def checked_events(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
