@@ -414,6 +414,8 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
     args.id = full_id(client, args.id)
     if args.follow:
+        if (shown := client.results_so_far(args.id, limit=1)["status"]) == "scheduled":
+            raise Stop(REFUSED, not_ended(args.id, shown))  # a template never ends
         items: Iterator[dict[str, Any]] = client.follow_results(
             args.id, ended=progress.ENDED, wait=time.sleep, every_s=POLL_S)
     else:

@@ -20,7 +20,7 @@ from daemon.domain.jobs import Job, RowRecord
 from daemon.store.interface import Store
 
 ROW_BUFFER = 1000  # row events one job's catch-up may send at once
-JOB_EVENTS = ("job.created", "job.progress", "job.ended")
+JOB_EVENTS = frozenset({"job.created", "job.progress", "job.ended"})
 
 
 @dataclass
@@ -53,6 +53,13 @@ class RowFeed:
         self._moved(job, rows[-1].finished_seq or place if rows else place,
                     ended=event.type == "job.ended")
         return [row_event(job, r) for r in rows]
+
+    def catch_up_all(self) -> list[Event]:
+        """The row events of every job the stream follows, up to now: after job events
+        were dropped (the stream fell behind), so no row waits for an event that will
+        not come. Blocking: runs in a worker thread."""
+        return [e for job_id in list(self.places)
+                for e in self.catch_up(Event("job.progress", {"id": job_id}))]
 
     def _moved(self, job: Job, place: int, *, ended: bool) -> None:
         if ended:

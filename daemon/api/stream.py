@@ -22,7 +22,7 @@ from daemon.api.batches import context
 from daemon.api.context import Services
 from daemon.api.events import Event, Subscription
 from daemon.api.middleware import API_KEY
-from daemon.api.row_events import RowFeed
+from daemon.api.row_events import JOB_EVENTS, RowFeed
 from daemon.dialects import event_view
 from daemon.domain.errors import InvalidRequest
 from daemon.domain.jobs import CANCELLING, FINALIZING, QUEUED, RUNNING, SCHEDULED, VALIDATING
@@ -104,5 +104,16 @@ async def _next(sub: Subscription, feed: RowFeed | None) -> bytes | None:
         return None
     dropped = sub.take_dropped()
     lost = sub.encode(Event("stream.dropped", {"count": dropped})) if dropped else b""
-    rows = await asyncio.to_thread(feed.catch_up, event) if feed is not None else []
+    rows = await _rows_before(feed, event, dropped=dropped > 0) if feed is not None else []
     return lost + b"".join(sub.encode(e) for e in rows) + sub.encode(event)
+
+
+async def _rows_before(feed: RowFeed, event: Event, *, dropped: bool) -> list[Event]:
+    """The row events to send before `event`: its job's, or after a drop every
+    followed job's (a dropped job event would have brought some)."""
+    if dropped:
+        return await asyncio.to_thread(feed.catch_up_all) + await asyncio.to_thread(
+            feed.catch_up, event)
+    if event.type in JOB_EVENTS:
+        return await asyncio.to_thread(feed.catch_up, event)
+    return []

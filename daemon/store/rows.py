@@ -146,7 +146,8 @@ class RowQueries(SqlBase):
     def _finish_counter(self, job_seq: int) -> int:
         """The job's last finish sequence, read under its lock: writers of one job's
         outcomes take turns on it, so the sequences they give out commit in order."""
-        job = self.lock_job(job_seq)
+        job = self.locked(self.JobModel.select(self.JobModel.finished_seq)
+                          .where(self.JobModel.seq == job_seq)).first()
         return job.finished_seq if job is not None else 0
 
     def finished_rows(self, job_seq: int, *, after_seq: int, limit: int) -> list[RowRecord]:

@@ -179,3 +179,6 @@ async def test_a_stream_too_far_behind_a_job_gets_one_lagged_event(
     monkeypatch.setattr(row_events, "ROW_BUFFER", 10)
     caught = row_events.RowFeed(repo, stored.workspace_id)
     assert len(await asyncio.to_thread(caught.catch_up, progress)) == 5
+    dropped = row_events.RowFeed(repo, stored.workspace_id, places={job["id"]: 0})
+    assert len(await asyncio.to_thread(dropped.catch_up_all)) == 5  # after a drop
+    assert await asyncio.to_thread(dropped.catch_up_all) == []

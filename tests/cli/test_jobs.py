@@ -199,6 +199,8 @@ def test_results_refuses_other_extensions_and_templates(relay: Callable[..., Run
     template = submit(rows(1), "--cron", "*/5 * * * *", wait=False)
     early = relay("results", template["id"])
     assert early.code == 1 and "is a cron template" in early.err
+    followed = relay("results", template["id"], "--follow")  # it would never end
+    assert followed.code == 1 and "is a cron template" in followed.err
 
 
 def test_dead_letter_table_and_json(relay: Callable[..., Run], submit: Submit) -> None:
