@@ -116,7 +116,7 @@ def test_partial_reads_after_the_end_equal_the_final_results(
         polled += read_all(repo, job, after=last(polled))
     assert end(repo, job, EXPIRED, unrun=("batch_expired", "expired"))
     polled += read_all(repo, job, after=last(polled))
-    final = {r.custom_id: r for r in repo.rows(job.seq)}
+    final = {r.custom_id: replace(r, body={}) for r in repo.rows(job.seq)}  # no requests
     assert len(polled) == len(final) == 7
     assert {r.custom_id: r for r in polled} == final
     assert read_all(repo, job) == polled  # the same cursor from the start, once ended
