@@ -725,7 +725,8 @@ class FakeRelay:
 def canned_model(alias: str) -> dict[str, Any]:
     """One configured model of `GET /v1/models`, with no live state yet."""
     return {"id": alias, "object": "model", "created": int(NOW - 86400), "owned_by": "relay",
-            "api": "openai", "endpoints": ["/v1/chat/completions", "/v1/completions",
-                                           "/v1/embeddings"], "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
+            "api": "openai",
+            "endpoints": ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"],
+            "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
             "max_concurrency": 8, "adaptive": False, "rpm": None, "tpm": None,
             "state": None}
