@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaytui.formats import InputFileError
@@ -27,6 +27,7 @@ from relaytui.tables import Row, Table, cell_text
 CHAT = "/v1/chat/completions"
 RESULT_COLUMNS = ("content", "error", "finish_reason", "prompt_tokens",
                   "completion_tokens", "total_tokens")
+RESULT_TYPES = ("string", "string", "string", "int64", "int64", "int64")  # in Parquet
 CLASH_PREFIX = "result_"  # an added column whose name the input already has
 NOT_RUN = "no result: the batch ended before this row ran"
 RESERVED = frozenset({"model", "messages"})  # --model and the template set these
@@ -269,8 +270,11 @@ def outcome_of_result(item: Mapping[str, Any]) -> tuple[str, Outcome]:
 
 @dataclass(frozen=True)
 class Joined:
+    """A table to write: its columns, rows, and the Arrow types known (`write_table`)."""
+
     columns: list[str]
     rows: list[Row]
+    types: Mapping[str, Any] = field(default_factory=dict)
 
 
 def join_results(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcome], *,
@@ -289,7 +293,8 @@ def join_results(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcom
         answer = _answer(outcome) if expand else {}
         joined.update((name, answer.get(f)) for name, f in zip(expanded, fields, strict=True))
         rows.append(joined)
-    return Joined([*table.columns, *added, *expanded], rows)
+    types = {**table.types, **dict(zip(added, RESULT_TYPES, strict=True))}
+    return Joined([*table.columns, *added, *expanded], rows, types)
 
 
 def failed_rows(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcome]) -> Joined:
@@ -299,7 +304,7 @@ def failed_rows(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcome
     rows = [{c: row.get(c) for c in table.columns}
             for row, custom_id in zip(table.rows, ids, strict=True)
             if outcomes.get(custom_id, MISSING).failed]
-    return Joined(list(table.columns), rows)
+    return Joined(list(table.columns), rows, table.types)
 
 
 def _same_rows(ids: Sequence[str], outcomes: Mapping[str, Outcome]) -> None:

@@ -10,12 +10,13 @@ a refusal names the line."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,13 +31,15 @@ class Table:
     """Columns in the file's order and each row's values by column: strings from a CSV,
     JSON values from a JSONL (a key a line lacks is absent), Arrow's Python values
     (None for null) from Parquet. `lines[i]` is the file line row i starts on;
-    `header_line` the CSV header's."""
+    `header_line` the CSV header's; `types` a Parquet file's Arrow type of each column,
+    so a table written back keeps them."""
 
     path: str
     columns: list[str]
     rows: list[Row]
     lines: list[int | None]
     header_line: int | None = None
+    types: Mapping[str, Any] = field(default_factory=dict)
 
     def where(self, index: int) -> tuple[int | None, str]:
         """The line of row `index` for an InputFileError, and how to name the row in
@@ -131,7 +134,8 @@ def read_parquet(path: Path) -> Table:
         raise InputFileError(str(path), None, f"cannot read as Parquet: {exc}") from exc
     columns = _columns([str(n) for n in arrow.column_names], path=str(path), line=None)
     rows: list[Row] = arrow.to_pylist()
-    return Table(str(path), columns, rows, [None] * len(rows))
+    types = {f.name: f.type for f in arrow.schema}
+    return Table(str(path), columns, rows, [None] * len(rows), types=types)
 
 
 # -- cells ---------------------------------------------------------------------------
@@ -162,10 +166,12 @@ class TableWriteError(ValueError):
     """A table could not be written where asked; the message says why."""
 
 
-def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Row]) -> int:
+def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Row], *,
+                types: Mapping[str, Any] | None = None) -> int:
     """Write `rows` (values by column) to `path` as CSV, JSONL or Parquet by its suffix;
     returns how many. The file appears whole or not at all (written beside it, then
-    renamed)."""
+    renamed). `types`: a Parquet column's Arrow type (or its alias, "int64"), where
+    known; the others are inferred."""
     target = Path(path).expanduser()
     suffix = target.suffix.lower()
     if suffix not in SUFFIXES:
@@ -175,7 +181,7 @@ def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Row]) -
     partial = target.with_name(f".{target.name}.part")
     try:
         if suffix == ".parquet":
-            count = _write_parquet(partial, columns, list(rows))
+            count = _write_parquet(partial, columns, list(rows), types or {})
         else:
             with open(partial, "w", encoding="utf-8", newline="") as out:
                 write = _write_csv if suffix == ".csv" else _write_jsonl
@@ -209,20 +215,25 @@ def _write_jsonl(out: IO[str], columns: Sequence[str], rows: Iterable[Row]) -> i
     return count
 
 
-def _write_parquet(path: Path, columns: Sequence[str], rows: list[Row]) -> int:
+def _write_parquet(path: Path, columns: Sequence[str], rows: list[Row],
+                   types: Mapping[str, Any]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrays = [_arrow_column([row.get(c) for row in rows]) for c in columns]
+    arrays = [_arrow_column([row.get(c) for row in rows], types.get(c)) for c in columns]
     pq.write_table(pa.Table.from_arrays(arrays, names=list(columns)), path)
     return len(rows)
 
 
-def _arrow_column(values: list[Any]) -> Any:
-    """The column as Arrow infers it (nullable ints stay ints), or as text when its
-    values are of several kinds (a JSON column of strings and numbers)."""
+def _arrow_column(values: list[Any], kind: Any) -> Any:
+    """The column of its type, else as Arrow infers it (nullable ints stay ints), or as
+    text when its values are of several kinds (a JSON column of strings and numbers)."""
     import pyarrow as pa
 
+    with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+        if kind is not None:
+            return pa.array(values, type=pa.type_for_alias(kind) if isinstance(kind, str)
+                            else kind)
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):

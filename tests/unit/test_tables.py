@@ -142,8 +142,8 @@ def test_a_row_longer_than_the_header_and_duplicate_names_are_refused() -> None:
 @pytest.mark.timeout(30)
 def test_ten_thousand_rows_go_through_the_template_and_join_back(tmp_path: Path) -> None:
     source = tmp_path / "big.csv"
-    with open(source, "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
+    with open(source, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
         writer.writerow(["n", "review"])
         writer.writerows([n, f"review {n}, with a comma\nand ✓"] for n in range(10_000))
     table = read_table(source)
@@ -216,11 +216,12 @@ def test_a_parquet_join_keeps_the_input_types_and_nulls(tmp_path: Path) -> None:
                      outcome_of_line(error_line("3"))])
     joined = join_results(table, ids, outcomes, expand=True)
     out = tmp_path / "out.parquet"
-    write_table(out, joined.columns, joined.rows)
+    write_table(out, joined.columns, joined.rows, types=joined.types)
     back = pq.read_table(out)
     assert back.schema.field("id").type == pa.int64()
     assert back.schema.field("day").type == pa.date32()
     assert back.schema.field("prompt_tokens").type == pa.int64()
+    assert back.schema.field("error").type == pa.string()
     rows = back.to_pylist()
     assert rows[0]["label"] == "pos" and rows[0]["score"] == 4.5  # input's score kept
     assert rows[0]["result_score"] == 0.9  # the answer's field, renamed beside it
