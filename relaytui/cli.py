@@ -1,6 +1,8 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
 relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit --endpoint`
-sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch.
+sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch;
+`submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
+`--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
 config file) and `--json` (machine-readable JSON alone on stdout, errors too, as
@@ -680,12 +682,14 @@ def node_cells(node: NodeView) -> list[str]:
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
     ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
-     "records as an OpenAI batch)", submit, submit_options),
+     "records as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
+     submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),
     ("results", "print a finished job's results as JSONL (a JSON array with --json), "
-     "or save them with -o", results, results_options),
+     "or save them with -o; --join: the input table with its answers", results,
+     results_options),
     ("dead-letter", "list a job's dead-lettered rows (every job's open ones with no id); "
      "--retry re-drives them, --discard takes them off the list", dead_letter,
      dead_letter_options),
