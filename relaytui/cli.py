@@ -34,6 +34,7 @@ from relaytui.formats import InputFile, InputFileError, read_input, read_records
 from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.settings import Settings, resolve
 from relaytui.table_batch import (
+    MISSING,
     Request,
     TemplateError,
     failed_rows,
@@ -556,11 +557,10 @@ def joined_results(client: RelayClient, args: argparse.Namespace) -> int:
                   else join_results(table, ids, found, expand=args.expand))
     except ValueError as exc:
         raise Stop(USAGE, f"--join {path}: {exc}") from None
-    failed = sum(1 for custom_id in ids if found.get(custom_id) is None
-                 or found[custom_id].failed)
+    failed = sum(found.get(custom_id, MISSING).failed for custom_id in ids)
     if out is None:
-        for row in joined.rows:
-            print(json.dumps(row, ensure_ascii=False, default=cell_text))
+        lines = [json.dumps(row, ensure_ascii=False, default=cell_text) for row in joined.rows]
+        print(f"[{', '.join(lines)}]" if wants_json(args) else "\n".join(lines))
         return OK
     try:
         count = write_table(out, joined.columns, joined.rows, types=joined.types)

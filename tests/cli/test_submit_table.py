@@ -99,6 +99,11 @@ def test_a_changed_table_is_not_joined_unless_named(
     wrong = relay("results", run.json()["id"], "--join", path, "-o", tmp_path / "o.csv")
     assert wrong.code == 0, wrong.err  # named: joined; the new row never ran
     assert [r["error"] for r in read_csv(tmp_path / "o.csv")][1].startswith("no result")
+    printed = relay("results", run.json()["id"], "--join", path, "--json")
+    assert [(r["review"], r["content"] is None) for r in printed.json()] == [
+        ("good", False), ("bad", True)]
+    lines = relay("results", run.json()["id"], "--join", path).out.splitlines()
+    assert [json.loads(line)["review"] for line in lines] == ["good", "bad"]
 
 
 def test_a_parquet_table_in_and_a_parquet_table_out(
