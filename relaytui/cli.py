@@ -360,7 +360,7 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, f"--template: {exc}") from None
     request = Request(args.model, system=args.system, params=body_params(args))
     try:
-        batch = table_jobs.table_batch(read_table(args.file), template, request,
+        batch = table_jobs.table_batch(read_table(args.file), template, request=request,
                                        id_column=args.id_column, name=args.name)
     except InputFileError as exc:
         raise Stop(USAGE, str(exc), located=True) from None
@@ -553,8 +553,8 @@ def joined_results(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, str(exc), located=True) from None
     found = table_jobs.outcomes(client, job)
     try:
-        joined = (failed_rows(table, ids, found) if args.failed_only
-                  else join_results(table, ids, found, expand=args.expand))
+        joined = (failed_rows(table, ids, outcomes=found) if args.failed_only
+                  else join_results(table, ids, outcomes=found, expand=args.expand))
     except ValueError as exc:
         raise Stop(USAGE, f"--join {path}: {exc}") from None
     failed = sum(found.get(custom_id, MISSING).failed for custom_id in ids)
@@ -563,7 +563,7 @@ def joined_results(client: RelayClient, args: argparse.Namespace) -> int:
         print(f"[{', '.join(lines)}]" if wants_json(args) else "\n".join(lines))
         return OK
     try:
-        count = write_table(out, joined.columns, joined.rows, types=joined.types)
+        count = write_table(out, joined.columns, rows=joined.rows, types=joined.types)
     except TableWriteError as exc:
         raise Stop(USAGE, f"cannot write the table: {exc}") from None
     if wants_json(args):

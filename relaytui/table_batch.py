@@ -146,7 +146,7 @@ class Request:
     params: Mapping[str, Any] | None = None  # body parameters (--set, --response-format)
 
 
-def table_records(table: Table, template: Template, request: Request, *,
+def table_records(table: Table, template: Template, *, request: Request,
                   id_column: str | None = None) -> list[dict[str, Any]]:
     """One `/v1/chat/completions` record per row, checked whole before any is sent."""
     check_columns(template, table)
@@ -277,7 +277,7 @@ class Joined:
     types: Mapping[str, Any] = field(default_factory=dict)
 
 
-def join_results(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcome], *,
+def join_results(table: Table, ids: Sequence[str], *, outcomes: Mapping[str, Outcome],
                  expand: bool = False) -> Joined:
     """The input's rows in order with their outcomes; a row with none has `NOT_RUN`.
     Results naming a custom_id no row has mean the table is not the batch's input."""
@@ -297,7 +297,8 @@ def join_results(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcom
     return Joined([*table.columns, *added, *expanded], rows, types)
 
 
-def failed_rows(table: Table, ids: Sequence[str], outcomes: Mapping[str, Outcome]) -> Joined:
+def failed_rows(table: Table, ids: Sequence[str], *,
+                outcomes: Mapping[str, Outcome]) -> Joined:
     """The input rows whose request failed or never ran, with the input's columns only:
     a table to submit again."""
     _same_rows(ids, outcomes)

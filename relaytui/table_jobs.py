@@ -55,10 +55,10 @@ class TableBatch:
                        for r in self.records).encode()
 
 
-def table_batch(table: Table, template: Template, request: Request, *,
+def table_batch(table: Table, template: Template, *, request: Request,
                 id_column: str | None = None, name: str | None = None) -> TableBatch:
     """The records of every row (refused whole before anything is sent) and metadata."""
-    records = table_records(table, template, request, id_column=id_column)
+    records = table_records(table, template, request=request, id_column=id_column)
     path = Path(table.path).resolve()
     metadata = {"name": name or path.name}
     if len(str(path)) <= METADATA_VALUE:

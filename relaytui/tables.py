@@ -166,7 +166,7 @@ class TableWriteError(ValueError):
     """A table could not be written where asked; the message says why."""
 
 
-def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Row], *,
+def write_table(path: str | Path, columns: Sequence[str], *, rows: Iterable[Row],
                 types: Mapping[str, Any] | None = None) -> int:
     """Write `rows` (values by column) to `path` as CSV, JSONL or Parquet by its suffix;
     returns how many. The file appears whole or not at all (written beside it, then

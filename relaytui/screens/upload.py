@@ -238,7 +238,7 @@ class UploadScreen(RelayScreen):
                                 "prompt column")
         template = parse_template(text)
         table = read_table(path)
-        batch = table_jobs.table_batch(table, template, Request(model=""))
+        batch = table_jobs.table_batch(table, template, request=Request(model=""))
         lines = [line or 0 for line in table.lines]
         return (table, template), InputFile(batch.records, lines)
 
@@ -348,7 +348,8 @@ class UploadScreen(RelayScreen):
     def _send_table(self, form: dict[str, Any], table: tuple[Table, Template]) -> None:
         source = self.source
         try:
-            batch = table_jobs.table_batch(*table, Request(form["model"]), name=form["name"])
+            batch = table_jobs.table_batch(*table, request=Request(form["model"]),
+                                           name=form["name"])
             job = table_jobs.submit(self.client, batch,
                                     filename=Path(table[0].path).with_suffix(".jsonl").name)
         except RelayError as exc:

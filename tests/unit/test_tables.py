@@ -24,6 +24,7 @@ from relaytui.table_batch import (
     join_results,
     json_schema_format,
     outcome_of_line,
+    outcome_of_result,
     parse_setting,
     parse_template,
     render_template,
@@ -98,7 +99,8 @@ def test_quoted_commas_newlines_and_unicode_survive_the_template() -> None:
     table = parse_csv_table(TRICKY, path="t.csv")
     assert table.columns == ["id", "review", "stars"] and table.lines == [2, 3, 6]
     records = table_records(table, parse_template("Review: {review}"),
-                            Request("gpt-4o-mini", system="One word."), id_column="id")
+                            request=Request("gpt-4o-mini", system="One word."),
+                            id_column="id")
     assert prompts(records) == ["Review: Good, solid, cheap",
                                 'Review: Line one\nline two "quoted"',
                                 "Review: Ünïcödé ✓ 日本語 🙂"]
@@ -110,7 +112,7 @@ def test_quoted_commas_newlines_and_unicode_survive_the_template() -> None:
 def test_a_missing_column_is_refused_naming_it_and_the_header_line() -> None:
     table = parse_csv_table(TRICKY, path="t.csv")
     with pytest.raises(InputFileError) as caught:
-        table_records(table, parse_template("{text}"), Request("m"))
+        table_records(table, parse_template("{text}"), request=Request("m"))
     assert caught.value.line == 1 and "'text'" in caught.value.reason
     assert "'id', 'review', 'stars'" in caught.value.reason
 
@@ -118,7 +120,7 @@ def test_a_missing_column_is_refused_naming_it_and_the_header_line() -> None:
 def test_an_empty_value_is_refused_naming_the_column_and_its_line() -> None:
     table = parse_csv_table("id,review\n1,fine\n2,\"\n\"\n3,  \n", path="t.csv")
     with pytest.raises(InputFileError) as caught:
-        table_records(table, parse_template("{review}"), Request("m"))
+        table_records(table, parse_template("{review}"), request=Request("m"))
     assert (caught.value.line, caught.value.reason) == (
         3, "the 'review' value is empty (the template uses it)")
 
@@ -147,14 +149,14 @@ def test_ten_thousand_rows_go_through_the_template_and_join_back(tmp_path: Path)
         writer.writerow(["n", "review"])
         writer.writerows([n, f"review {n}, with a comma\nand ✓"] for n in range(10_000))
     table = read_table(source)
-    records = table_records(table, parse_template("{review}"), Request("m"))
+    records = table_records(table, parse_template("{review}"), request=Request("m"))
     assert len(records) == 10_000 and prompts(records)[9_999] == (
         "review 9999, with a comma\nand ✓")
     ids = row_ids(table, None)
     outcomes = dict(outcome_of_line(chat_line(i, "positive")) for i in ids if i != "row-7")
-    joined = join_results(table, ids, outcomes)
+    joined = join_results(table, ids, outcomes=outcomes)
     out = tmp_path / "out.csv"
-    assert write_table(out, joined.columns, joined.rows) == 10_000
+    assert write_table(out, joined.columns, rows=joined.rows) == 10_000
     back = parse_csv_table(out.read_text(encoding="utf-8"), path="out.csv")
     assert back.columns == ["n", "review", "content", "error", "finish_reason",
                             "prompt_tokens", "completion_tokens", "total_tokens"]
@@ -174,7 +176,7 @@ def test_a_jsonl_of_objects_is_a_table_and_one_of_records_is_not() -> None:
     rendered = render_template(parse_template("{a} {b} {c}"), {**table.rows[0], "c": True})
     assert rendered == '1 {"x": [1]} true'
     with pytest.raises(InputFileError) as caught:
-        table_records(table, parse_template("{a}"), Request("m"))
+        table_records(table, parse_template("{a}"), request=Request("m"))
     assert caught.value.line == 3 and "'a'" in caught.value.reason
     record = {"custom_id": "1", "method": "POST", "url": "/v1/chat/completions", "body": {}}
     with pytest.raises(InputFileError, match="every line is an OpenAI record"):
@@ -204,7 +206,7 @@ def test_parquet_columns_of_any_type_fill_the_template(tmp_path: Path) -> None:
     template = parse_template("#{id} on {day}: {score} verified={verified}")
     assert render_template(template, table.rows[0]) == "#1 on 2026-01-02: 4.5 verified=true"
     with pytest.raises(InputFileError) as caught:
-        table_records(table, parse_template("{review}"), Request("m"))
+        table_records(table, parse_template("{review}"), request=Request("m"))
     assert str(caught.value).endswith("t.parquet: row 2: the 'review' value is empty (the "
                                       "template uses it)")
 
@@ -214,9 +216,9 @@ def test_a_parquet_join_keeps_the_input_types_and_nulls(tmp_path: Path) -> None:
     ids = row_ids(table, "id")
     outcomes = dict([outcome_of_line(chat_line("1", '{"label": "pos", "score": 0.9}')),
                      outcome_of_line(error_line("3"))])
-    joined = join_results(table, ids, outcomes, expand=True)
+    joined = join_results(table, ids, outcomes=outcomes, expand=True)
     out = tmp_path / "out.parquet"
-    write_table(out, joined.columns, joined.rows, types=joined.types)
+    write_table(out, joined.columns, rows=joined.rows, types=joined.types)
     back = pq.read_table(out)
     assert back.schema.field("id").type == pa.int64()
     assert back.schema.field("day").type == pa.date32()
@@ -237,7 +239,7 @@ def test_failed_rows_are_the_input_rows_to_submit_again() -> None:
     table = parse_csv_table(TRICKY, path="t.csv")
     ids = row_ids(table, "id")
     outcomes = dict([outcome_of_line(chat_line("a", "ok")), outcome_of_line(error_line("b"))])
-    retry = failed_rows(table, ids, outcomes)
+    retry = failed_rows(table, ids, outcomes=outcomes)
     assert retry.columns == ["id", "review", "stars"]
     assert [r["id"] for r in retry.rows] == ["b", "c"]  # c never ran
 
@@ -246,7 +248,7 @@ def test_results_for_rows_the_table_lacks_mean_the_wrong_table() -> None:
     table = parse_csv_table(TRICKY, path="t.csv")
     outcomes = dict([outcome_of_line(chat_line("zzz", "ok"))])
     with pytest.raises(ValueError, match="custom_id 'zzz', which no row of the table has"):
-        join_results(table, row_ids(table, "id"), outcomes)
+        join_results(table, row_ids(table, "id"), outcomes=outcomes)
 
 
 def test_an_upstream_refusal_in_the_error_file_is_the_rows_error() -> None:
@@ -256,9 +258,16 @@ def test_an_upstream_refusal_in_the_error_file_is_the_rows_error() -> None:
     assert outcome_of_line(line) == ("a", Outcome(error="invalid_value: bad max_tokens"))
 
 
+def test_a_relay_jobs_results_join_without_finish_reason_or_tokens() -> None:
+    assert outcome_of_result({"custom_id": "a", "content": {"x": 1}}) == (
+        "a", Outcome(content='{"x": 1}'))
+    assert outcome_of_result({"custom_id": "b", "error": "timeout"}) == (
+        "b", Outcome(error="timeout"))
+
+
 def test_an_added_column_the_input_has_is_renamed() -> None:
     table = parse_csv_table("content,error\nx,y\n", path="t.csv")
-    joined = join_results(table, ["row-1"], {})
+    joined = join_results(table, ["row-1"], outcomes={})
     assert joined.columns[:4] == ["content", "error", "result_content", "result_error"]
 
 
@@ -306,10 +315,10 @@ def test_a_table_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
         raise RuntimeError("the results stopped coming")
 
     with pytest.raises(RuntimeError):
-        write_table(target, ["a"], rows())
+        write_table(target, ["a"], rows=rows())
     assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == [
         "out.jsonl"]
     with pytest.raises(TableWriteError, match=r"choose a \.csv, \.jsonl or \.parquet"):
-        write_table(tmp_path / "out.xlsx", ["a"], [])
-    write_table(target, ["a", "b"], [{"a": dt.date(2026, 1, 1), "b": None}])
+        write_table(tmp_path / "out.xlsx", ["a"], rows=[])
+    write_table(target, ["a", "b"], rows=[{"a": dt.date(2026, 1, 1), "b": None}])
     assert json.loads(target.read_text()) == {"a": "2026-01-01", "b": None}
