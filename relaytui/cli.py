@@ -1,6 +1,8 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
 relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit --endpoint`
-sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch.
+sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch;
+`submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
+`--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
 Every command takes `--url`, `--key` (flags, then RELAY_URL / RELAY_API_KEY, then the
 config file) and `--json` (machine-readable JSON alone on stdout, errors too, as
@@ -26,12 +28,24 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from relaytui import progress
+from relaytui import progress, table_jobs
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import InputFile, InputFileError, read_input, read_records
 from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.settings import Settings, resolve
+from relaytui.table_batch import (
+    MISSING,
+    Request,
+    TemplateError,
+    failed_rows,
+    join_results,
+    json_schema_format,
+    parse_setting,
+    parse_template,
+    row_ids,
+)
+from relaytui.tables import TableWriteError, cell_text, is_table_file, read_table, write_table
 
 OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 ERROR_TYPES = {REFUSED: "refused", USAGE: "usage", UNREACHABLE: "unreachable",
@@ -216,6 +230,19 @@ def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--wait", action="store_true",
                      help="show progress until the job ends; exit 1 unless it completed, "
                      "4 if it completed with failed rows")
+    table = sub.add_argument_group("from a table (a .csv with a header, a .jsonl of "
+                                   "objects or a .parquet file), as an OpenAI batch")
+    table.add_argument("--template", metavar="TEXT", help="each row's prompt: {column} "
+                       "is the row's value, {{ and }} literal braces")
+    table.add_argument("--system", metavar="TEXT", help="a system message for every row")
+    table.add_argument("--id-column", metavar="NAME", help="the column of each row's "
+                       "custom_id (default: row-N, N the row's number)")
+    table.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                       dest="settings", help="a body parameter, e.g. temperature=0 (a JSON "
+                       "scalar where it parses as one, else text; may repeat)")
+    table.add_argument("--response-format", metavar="SCHEMA.json", type=Path,
+                       help="ask for JSON answers with this JSON Schema (response_format "
+                       "json_schema; the answers are not checked)")
 
 
 def ls_options(sub: argparse.ArgumentParser) -> None:
@@ -231,7 +258,17 @@ def id_option(sub: argparse.ArgumentParser) -> None:
 def results_options(sub: argparse.ArgumentParser) -> None:
     id_option(sub)
     sub.add_argument("-o", "--output", type=Path, metavar="FILE",
-                     help="write to FILE (.jsonl, or .csv with custom_id,content,error)")
+                     help="write to FILE (.jsonl, or .csv with custom_id,content,error; "
+                     "joined: .csv, .jsonl or .parquet)")
+    sub.add_argument("--join", metavar="TABLE", nargs="?", const="", type=str,
+                     help="the input table's rows with content, error, finish_reason and "
+                     "tokens (no TABLE: the one the batch was submitted from)")
+    sub.add_argument("--expand", action="store_true", help="with a JSON answer, a "
+                     "column per top-level field (implies --join)")
+    sub.add_argument("--failed-only", action="store_true", help="only the input rows that "
+                     "failed or never ran, with the input's columns: a table to submit again")
+    sub.add_argument("--id-column", metavar="NAME", help="the table's custom_id column, as "
+                     "given to submit (default: what the batch remembers, else row-N)")
     sub.add_argument("--follow", action="store_true",
                      help="print each row as it finishes (in finish order) and exit when "
                           "the job ends")
@@ -244,6 +281,17 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     if args.wait and args.cron:
         raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
                    "(each run is a job of its own)")
+    if args.template is not None:
+        return submit_table(client, args)
+    table_only = [flag for flag, value in (
+        ("--system", args.system), ("--id-column", args.id_column),
+        ("--set", args.settings or None), ("--response-format", args.response_format))
+        if value is not None]
+    if table_only:
+        raise Stop(USAGE, f"{table_only[0]} goes with --template (a batch from a table)")
+    if args.file.suffix.lower() == ".parquet":
+        raise Stop(USAGE, f"{args.file} is a table: pass --template to make each row's "
+                   "prompt from its columns")
     if args.endpoint:
         return submit_batch(client, args)
     if args.model is None:
@@ -297,6 +345,56 @@ def submit_batch(client: RelayClient, args: argparse.Namespace) -> int:
         print(f"submitted {len(source.rows)} {args.endpoint} records from {args.file} as "
               f"batch {batch['id']} ({batch['status']})")
     return OK
+
+
+def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
+    """`--template`: every row's prompt made from its columns, the whole table checked
+    before anything is sent, run as an OpenAI batch of chat records."""
+    not_here = [flag for flag, value in (
+        ("--endpoint", args.endpoint), ("--cron", args.cron), ("--webhook", args.webhook),
+        ("--column", args.column), ("--priority", args.priority or None)) if value is not None]
+    if not_here:
+        raise Stop(USAGE, f"{not_here[0]} does not go with --template (a table's rows run "
+                   "as an OpenAI chat batch)")
+    if args.model is None:
+        raise Stop(USAGE, "--model is required")
+    try:
+        template = parse_template(args.template)
+    except TemplateError as exc:
+        raise Stop(USAGE, f"--template: {exc}") from None
+    request = Request(args.model, system=args.system, params=body_params(args))
+    try:
+        batch = table_jobs.table_batch(read_table(args.file), template, request=request,
+                                       id_column=args.id_column, name=args.name)
+    except InputFileError as exc:
+        raise Stop(USAGE, str(exc), located=True) from None
+    job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name)
+    if args.wait:
+        return wait_for(client, job["id"], json_out=wants_json(args))
+    if wants_json(args):
+        emit(job)
+    else:
+        print(f"submitted {len(batch.records)} rows from {args.file} as batch {job['id']} "
+              f"({job['status']})")
+    return OK
+
+
+def body_params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for text in args.settings:
+        try:
+            key, value = parse_setting(text)
+        except ValueError as exc:
+            raise Stop(USAGE, f"--set {exc}") from None
+        params[key] = value
+    if args.response_format is not None:
+        path = args.response_format
+        try:
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            params["response_format"] = json_schema_format(schema, name=path.stem)
+        except (OSError, ValueError) as exc:
+            raise Stop(USAGE, f"--response-format {path}: {exc}") from None
+    return params
 
 
 def in_file_terms(exc: RelayError, source: InputFile, path: Path) -> RelayError:
@@ -410,6 +508,13 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
     """Pages of results (`RESULTS_PAGE` at a time) are printed or written as they come,
     so a job of any size streams; --json gathers them into one array."""
     out = args.output
+    if args.join is not None or args.expand or args.failed_only:
+        if args.follow:
+            raise Stop(USAGE, "--follow prints rows as they finish; --join, --expand and "
+                       "--failed-only read the ended job's files")
+        return joined_results(client, args)
+    if args.id_column:
+        raise Stop(USAGE, "--id-column goes with --join or --failed-only")
     if out is not None and out.suffix.lower() not in FORMATS:
         raise Stop(USAGE, f"-o {out}: the file name must end in .jsonl or .csv")
     args.id = full_id(client, args.id)
@@ -439,6 +544,46 @@ def results(client: RelayClient, args: argparse.Namespace) -> int:
     else:
         for item in items:
             print(json.dumps(item, ensure_ascii=False), flush=args.follow)
+    return OK
+
+
+def joined_results(client: RelayClient, args: argparse.Namespace) -> int:
+    """--join / --expand / --failed-only: the input table's rows with their results (or
+    the failed ones alone), written whole to -o, or as JSON lines on stdout."""
+    out = args.output
+    if out is not None and not is_table_file(out):
+        raise Stop(USAGE, f"-o {out}: the file name must end in .csv, .jsonl or .parquet")
+    job = client.job(full_id(client, args.id))
+    if str(job.get("status")) not in progress.ENDED:
+        raise Stop(REFUSED, not_ended(job["id"], str(job.get("status"))))
+    try:
+        path = Path(args.join) if args.join else table_jobs.recorded_table(job)
+        table = read_table(path)
+        ids = row_ids(table, args.id_column or table_jobs.id_column(job))
+    except table_jobs.NoTable as exc:
+        raise Stop(USAGE, str(exc)) from None
+    except InputFileError as exc:
+        raise Stop(USAGE, str(exc), located=True) from None
+    found = table_jobs.outcomes(client, job)
+    try:
+        joined = (failed_rows(table, ids, outcomes=found) if args.failed_only
+                  else join_results(table, ids, outcomes=found, expand=args.expand))
+    except ValueError as exc:
+        raise Stop(USAGE, f"--join {path}: {exc}") from None
+    failed = sum(found.get(custom_id, MISSING).failed for custom_id in ids)
+    if out is None:
+        lines = [json.dumps(row, ensure_ascii=False, default=cell_text) for row in joined.rows]
+        print(f"[{', '.join(lines)}]" if wants_json(args) else "\n".join(lines))
+        return OK
+    try:
+        count = write_table(out, joined.columns, rows=joined.rows, types=joined.types)
+    except TableWriteError as exc:
+        raise Stop(USAGE, f"cannot write the table: {exc}") from None
+    if wants_json(args):
+        emit({"id": job["id"], "path": str(out), "rows": count, "failed": failed})
+    else:
+        what = "failed rows" if args.failed_only else f"rows ({failed} failed)"
+        print(f"wrote {count} {what} of {path} joined with job {job['id']} to {out}")
     return OK
 
 
@@ -550,12 +695,14 @@ def node_cells(node: NodeView) -> list[str]:
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
     ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
-     "records as an OpenAI batch)", submit, submit_options),
+     "records as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
+     submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),
     ("results", "print a finished job's results as JSONL (a JSON array with --json), "
-     "or save them with -o", results, results_options),
+     "or save them with -o; --join: the input table with its answers", results,
+     results_options),
     ("dead-letter", "list a job's dead-lettered rows (every job's open ones with no id); "
      "--retry re-drives them, --discard takes them off the list", dead_letter,
      dead_letter_options),

@@ -40,11 +40,11 @@ from relaytui.demo import (
     free_port,
     long_job_rows,
     port,
+    review_rows,
     say,
     simulator_argv,
     stop,
 )
-from relaytui.formats import read_rows
 
 DATA = Path("relay-data/cluster")
 URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -177,7 +177,7 @@ def migrate(config: Path, *, url: str) -> None:
 
 def write_rows(path: Path) -> Path:
     """The input file to try: `ROWS` prompts of the sample CSV, cycled."""
-    rows = long_job_rows(read_rows(SAMPLES / "reviews.csv"), count=ROWS)
+    rows = long_job_rows(review_rows(SAMPLES / "reviews.csv"), count=ROWS)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 

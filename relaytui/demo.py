@@ -38,6 +38,8 @@ from typing import Any
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.formats import jsonl_rows, read_rows
+from relaytui.table_batch import parse_template, render_template
+from relaytui.tables import read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_data"
@@ -226,7 +228,7 @@ class Ports:
 
 
 def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES) -> DemoJobs:
-    prompts = read_rows(samples / "reviews.csv")
+    prompts = review_rows(samples / "reviews.csv")
     dead = client.submit(model=MODEL, requests=read_rows(samples / "reviews.jsonl"),
                          name="Demo: reviews.jsonl", priority=5)
     print(f"submitted reviews.jsonl: {dead['total']} rows as job {dead['id']} (priority 5)")
@@ -295,6 +297,17 @@ def cron_template(client: RelayClient, rows: list[dict[str, Any]]) -> str:
     print(f"submitted cron template {job['id']}: {job['total']} rows at {CRON!r} UTC, "
           f"next run {job['next_run_at']}")
     return str(job["id"])
+
+
+REVIEW_PROMPT = ("Classify the sentiment of this review as positive, negative or neutral: "
+                 "{review}")
+
+
+def review_rows(path: Path) -> list[dict[str, Any]]:
+    """The sample table of reviews as Relay rows, each prompt `REVIEW_PROMPT` filled."""
+    template = parse_template(REVIEW_PROMPT)
+    return [{"messages": [{"role": "user", "content": render_template(template, row)}]}
+            for row in read_table(path).rows]
 
 
 def long_job_rows(prompts: list[dict[str, Any]], count: int = LONG_ROWS) -> list[dict[str, Any]]:

@@ -72,7 +72,7 @@ class InputFile:
 def read_input(path: str | Path, *, column: str | None = None) -> InputFile:
     """A `.csv` or `.jsonl` file's rows; `column` names a CSV's prompt column."""
     p = Path(path)
-    text = _text(p)
+    text = read_text(p)
     suffix = p.suffix.lower()
     if suffix == ".csv":
         found = parse_csv(text, path=str(p), column=column)
@@ -88,7 +88,7 @@ def read_input(path: str | Path, *, column: str | None = None) -> InputFile:
     return found
 
 
-def _text(p: Path) -> str:
+def read_text(p: Path) -> str:
     try:
         return p.read_bytes().decode("utf-8-sig")
     except OSError as exc:
@@ -103,7 +103,7 @@ def read_records(path: str | Path, *, endpoint: str,
     p = Path(path)
     if p.suffix.lower() not in (".jsonl", ".ndjson"):
         raise InputFileError(str(p), None, "a batch for an endpoint takes a .jsonl file")
-    return parse_records(_text(p), endpoint=endpoint, model=model, path=str(p))
+    return parse_records(read_text(p), endpoint=endpoint, model=model, path=str(p))
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -123,7 +123,7 @@ def csv_rows(text: str, *, path: str = "<csv>",
 
 
 def parse_csv(text: str, *, path: str = "<csv>", column: str | None = None) -> InputFile:
-    records = _records(text, path)
+    records = csv_records(text, path)
     if not records:
         return InputFile([])
     line, first = records[0]
@@ -135,7 +135,7 @@ def parse_csv(text: str, *, path: str = "<csv>", column: str | None = None) -> I
     return _prompts(records, path=path)
 
 
-def _records(text: str, path: str) -> list[Record]:
+def csv_records(text: str, path: str) -> list[Record]:
     """Every record that is not blank. Strict, so an unclosed quote is an error (a
     lenient reader would take the rest of the file as one prompt)."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -282,13 +282,21 @@ def _jsonl_row(row: object, *, path: str, number: int) -> dict[str, Any]:
         return row
     if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
         raise InputFileError(path, number, "expected an object with a 'messages' array "
-                             "(a Relay row) or an OpenAI record with 'body'")
+                             "(a Relay row) or an OpenAI record with 'body'; for a table "
+                             "of columns, pass --template")
     return {k: row[k] for k in ("custom_id", "messages") if k in row}
 
 
 # -- OpenAI records of one endpoint ----------------------------------------------------
 
 RECORD_KEYS = frozenset({"custom_id", "method", "url", "body"})
+
+
+def is_openai_record(value: object) -> bool:
+    """The one rule that tells an OpenAI record from a table's row (`relaytui.tables`):
+    an object with all of `custom_id`, `method`, `url` and `body`. A `.jsonl` whose lines
+    all are records is OpenAI records; any other `.jsonl` of objects is a table."""
+    return isinstance(value, dict) and value.keys() >= RECORD_KEYS
 
 
 def parse_records(text: str, *, endpoint: str, model: str | None = None,

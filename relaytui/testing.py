@@ -516,6 +516,8 @@ class FakeRelay:
         if workflows:
             self.jobs_by_id[WORKFLOW_JOB] = workflow_job()
         self.submitted: list[dict[str, Any]] = []
+        self.uploaded: dict[str, tuple[str, bytes]] = {}  # file id: (filename, content)
+        self.created: list[dict[str, Any]] = []  # OpenAI batches: input_file_id, …
         self.cancelled: list[str] = []
         self.retried: list[tuple[str, list[str] | None]] = []
         self.forced: list[bool] = []  # `force` of each retry
@@ -664,6 +666,29 @@ class FakeRelay:
         self.jobs_by_id[job["id"]] = job
         return relay_job(job)
 
+    def upload(self, filename: str, data: bytes) -> dict[str, Any]:
+        file_id = f"file-{len(self.uploaded) + 1:032x}"
+        self.uploaded[file_id] = (filename, data)
+        return {"id": file_id, "object": "file", "bytes": len(data),
+                "created_at": int(self.clock()), "filename": filename, "purpose": "batch",
+                "status": "processed", "status_details": None, "expires_at": None}
+
+    def create_batch(self, input_file_id: str, *, endpoint: str = "/v1/chat/completions",
+                     metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        if input_file_id not in self.uploaded:
+            raise RelayError(400, f"No such File object: {input_file_id}.", "input_file_id",
+                             code="invalid_request_error")
+        lines = self.uploaded[input_file_id][1].decode().splitlines()
+        self.created.append({"input_file_id": input_file_id, "endpoint": endpoint,
+                             "metadata": metadata, "records": [json.loads(x) for x in lines]})
+        n = 40 + len(self.created)
+        name = (metadata or {}).get("name", "upload")
+        job = _job(n, name, "queued", total=len(lines), age=0, dialect="openai",
+                   endpoint=endpoint)
+        self.jobs_by_id[job["id"]] = job
+        return {**openai_batch(job), "input_file_id": input_file_id,
+                "metadata": metadata or {"name": name}}
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         self.cancelled.append(job_id)
         return batch(self._known(job_id))
@@ -725,7 +750,8 @@ class FakeRelay:
 def canned_model(alias: str) -> dict[str, Any]:
     """One configured model of `GET /v1/models`, with no live state yet."""
     return {"id": alias, "object": "model", "created": int(NOW - 86400), "owned_by": "relay",
-            "api": "openai", "endpoints": ["/v1/chat/completions", "/v1/completions",
-                                           "/v1/embeddings"], "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
+            "api": "openai",
+            "endpoints": ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"],
+            "fallbacks": ["backup"] if alias == "gpt-4o-mini" else [],
             "max_concurrency": 8, "adaptive": False, "rpm": None, "tpm": None,
             "state": None}

@@ -7,6 +7,8 @@ answer is offered to the relay's `observe` hook). No Textual, no daemon."""
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import json
 import re
 import threading
@@ -41,6 +43,9 @@ class CannedRelayd(Protocol):
     def submit(self, *, model: str, requests: list[Body], name: str | None = None,
                priority: int = 0, cron: str | None = None,
                webhook_url: str | None = None) -> Body: ...
+    def upload(self, filename: str, data: bytes) -> Body: ...
+    def create_batch(self, input_file_id: str, *, endpoint: str = ...,
+                     metadata: dict[str, str] | None = None) -> Body: ...
     def cancel(self, job_id: str) -> Body: ...
     def results(self, job_id: str, *, limit: int | None = None,
                 after: str | None = None) -> Body: ...
@@ -91,9 +96,26 @@ def _list_jobs(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -
 
 def _submit(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
     body = _body(request)
+    if "input_file_id" in body:  # the OpenAI dialect
+        return relay.create_batch(body["input_file_id"],
+                                  endpoint=body.get("endpoint") or "/v1/chat/completions",
+                                  metadata=body.get("metadata"))
     return relay.submit(model=body["model"], requests=body["requests"],
                         name=body.get("name"), priority=body.get("priority") or 0,
                         cron=body.get("cron"), webhook_url=body.get("webhookUrl"))
+
+
+def _upload(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
+    """`POST /v1/files`: the multipart form's `file` part."""
+    head = f"Content-Type: {request.headers['content-type']}\r\n\r\n".encode()
+    form = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        head + request.content)
+    for part in form.iter_parts():
+        data = part.get_payload(decode=True)
+        if part.get_param("name", header="content-disposition") == "file" and isinstance(
+                data, bytes):
+            return relay.upload(part.get_filename() or "input.jsonl", data)
+    raise RelayError(400, "Missing 'file' in the form.", "file")
 
 
 def _results(relay: CannedRelayd, request: httpx.Request, at: dict[str, str]) -> Any:
@@ -128,6 +150,7 @@ ROUTES = (
         state=_query(r, "state") or "open", limit=_number(r, "limit") or 100)),
     _route("GET", "/v1/batches", _list_jobs),
     _route("POST", "/v1/batches", _submit),
+    _route("POST", "/v1/files", _upload),
     _route("GET", "/v1/batches/{job}", lambda relay, _r, at: relay.job(at["job"])),
     _route("POST", "/v1/batches/{job}/cancel", lambda relay, _r, at: relay.cancel(at["job"])),
     _route("GET", "/v1/batches/{job}/results", _results),

@@ -1,8 +1,12 @@
 """Submitting a file as a job: pick a `.csv` (one prompt per line, or a header naming the
 prompt column) or `.jsonl` (Relay rows or OpenAI records) in the tree or by typing its
 path, see its first rows as parsed, choose the model, name, priority, optional cron and
-webhook, and submit once. Reading and sending run in thread workers; a bad file or a
-refusal is shown in the form, a refused row by its line in the file."""
+webhook, and submit once. With a template (`{column}`), the file is a table (a `.csv`
+with a header, a `.jsonl` of objects or a `.parquet` file): the preview shows the first
+rows' prompts as the template renders them, the whole table is checked before anything
+is sent, and it goes as an OpenAI chat batch (`relaytui.table_jobs`), as `relay submit
+--template` sends it. Reading and sending run in thread workers; a bad file or a refusal
+is shown in the form, a refused row by its line in the file."""
 
 from __future__ import annotations
 
@@ -28,17 +32,22 @@ from textual.widgets import (
     Static,
 )
 
+from relaytui import table_jobs
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
+from relaytui.table_batch import Request, Template, TemplateError, parse_template
+from relaytui.tables import Table, read_table
 from relaytui.widgets.footer import RelayFooter
 
-SUFFIXES = (".csv", ".jsonl", ".ndjson")
+SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet")
 PREVIEW_ROWS = 5
 # The daemon's `param` for a refused field, and the form field that shows it.
 FIELDS = {"model": "#model", "cron": "#cron", "webhookUrl": "#webhook",
-          "priority": "#priority", "name": "#name", "requests": "#path"}
+          "priority": "#priority", "name": "#name", "requests": "#path",
+          "input_file_id": "#path", "template": "#template"}
+Wanted = tuple[str, str, str]  # the path, prompt column and template asked for
 
 
 class InputFileTree(DirectoryTree):
@@ -64,7 +73,8 @@ def preview_cells(n: int, row: dict[str, Any]) -> tuple[str, str, str]:
     last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
     content = last.get("content", (body or {}).get("input", ""))
     text = content if isinstance(content, str) else repr(content)
-    role = str(last.get("role", "")) + (f" → {body.get('model')}" if body else "")
+    role = str(last.get("role", "")) + (f" → {body['model']}" if body and body.get("model")
+                                        else "")
     return str(custom_id), role, " ".join(text.split())
 
 
@@ -80,13 +90,15 @@ class UploadScreen(RelayScreen):
         super().__init__()
         self.client, self.start_dir = client, start_dir
         self.source: InputFile | None = None
-        self.read_from: tuple[str, str] | None = None  # the (path, column) read
+        self.read_from: Wanted | None = None  # what was read
+        self.table: tuple[Table, Template] | None = None  # with a template: what it fills
         self.submitting = False
         self._read_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("[b]Upload a batch[/b] — a .csv (one prompt per line) or .jsonl "
-                     "(Relay rows or OpenAI records)", classes="screen-title")
+                     "(Relay rows or OpenAI records), or with a template a table (.csv, "
+                     ".jsonl, .parquet)", classes="screen-title")
         with Horizontal(id="upload-main"):
             yield InputFileTree(self.start_dir, id="tree")
             with VerticalScroll(id="form", can_focus=False):  # tab: tree → path
@@ -98,6 +110,10 @@ class UploadScreen(RelayScreen):
                     with Vertical(classes="narrow"):
                         yield Label("Prompt column")
                         yield Input(placeholder="CSV: auto", id="column")
+                yield Label("Template (optional: the file is a table; {column} is the row's "
+                            "value, {{ }} literal braces)")
+                yield Input(placeholder="e.g. Classify the sentiment of: {review}",
+                            id="template")
                 yield Static("", id="file-status")
                 with Horizontal(classes="row"):
                     with Vertical():
@@ -115,7 +131,8 @@ class UploadScreen(RelayScreen):
                     with Vertical():
                         yield Label("Webhook URL (optional, HTTPS)")
                         yield Input(placeholder="https://…", id="webhook")
-                yield Label("Preview (first rows as parsed)")
+                yield Label("Preview (first rows as parsed, prompts as the template fills "
+                            "them)")
                 yield DataTable(id="preview", show_cursor=False)
                 with Horizontal(id="submit-bar"):
                     yield Button("Submit", variant="primary", id="submit", disabled=True)
@@ -165,14 +182,16 @@ class UploadScreen(RelayScreen):
     def rows(self) -> list[dict[str, Any]] | None:
         return None if self.source is None else self.source.rows
 
-    def _wanted(self) -> tuple[str, str]:
+    def _wanted(self) -> Wanted:
         return (self.query_one("#path", Input).value.strip(),
-                self.query_one("#column", Input).value.strip())
+                self.query_one("#column", Input).value.strip(),
+                self.query_one("#template", Input).value)
 
     @on(Input.Changed, "#path")
     @on(Input.Changed, "#column")
+    @on(Input.Changed, "#template")
     def _typed(self) -> None:
-        self.source, self.read_from = None, None
+        self.source, self.read_from, self.table = None, None, None
         self._sync_submit()
         if self._read_timer is not None:
             self._read_timer.stop()
@@ -180,6 +199,7 @@ class UploadScreen(RelayScreen):
 
     @on(Input.Submitted, "#path")
     @on(Input.Submitted, "#column")
+    @on(Input.Submitted, "#template")
     def _read_now(self) -> None:
         if self._read_timer is not None:
             self._read_timer.stop()
@@ -195,36 +215,63 @@ class UploadScreen(RelayScreen):
 
     @work(thread=True, exclusive=True, group="read", exit_on_error=False,
           name="reading the file")
-    def _read(self, wanted: tuple[str, str]) -> None:
-        path, column = wanted
+    def _read(self, wanted: Wanted) -> None:
+        path, column, template = wanted
+        table: tuple[Table, Template] | None = None
         try:
-            source = read_input(Path(path).expanduser(), column=column or None)
-        except InputFileError as exc:
+            if template.strip():
+                table, source = self._read_table(Path(path).expanduser(), template, column)
+            else:
+                source = read_input(Path(path).expanduser(), column=column or None)
+        except (InputFileError, TemplateError) as exc:
             self.app.call_from_thread(self._read_failed, wanted, exc)
             return
-        self.app.call_from_thread(self._read_ok, wanted, source)
+        self.app.call_from_thread(self._read_ok, wanted, source, table)
 
-    def _read_ok(self, wanted: tuple[str, str], source: InputFile) -> None:
+    @staticmethod
+    def _read_table(path: Path, text: str,
+                    column: str) -> tuple[tuple[Table, Template], InputFile]:
+        """The table and the records its rows make (every row checked, as `relay submit
+        --template` checks them), as an InputFile: its rows are the preview's."""
+        if column:
+            raise TemplateError("a template fills the prompt from the columns: clear the "
+                                "prompt column")
+        template = parse_template(text)
+        table = read_table(path)
+        batch = table_jobs.table_batch(table, template, request=Request(model=""))
+        lines = [line or 0 for line in table.lines]
+        return (table, template), InputFile(batch.records, lines)
+
+    def _read_ok(self, wanted: Wanted, source: InputFile,
+                 table: tuple[Table, Template] | None = None) -> None:
         if self._wanted() != wanted:
             return
         self.query_one("#busy").display = self.submitting
-        self.source, self.read_from = source, wanted
+        self.source, self.read_from, self.table = source, wanted, table
         rows = source.rows
         column = (f" · prompt column {escape(repr(source.prompt_column))}"
                   if source.prompt_column else "")
+        if table is not None:
+            shown = ", ".join(table[1].columns)
+            column = f" · a table; the template fills {escape(shown)}"
         self._file_status(f"[$text-success]✓[/] {escape(Path(wanted[0]).name)}: {len(rows)} "
                           f"row{'s' if len(rows) != 1 else ''}{column}")
         self._preview(rows[:PREVIEW_ROWS])
         self.query_one("#path").remove_class("-invalid")
+        self.query_one("#template").remove_class("-invalid")
         self._sync_submit()
 
-    def _read_failed(self, wanted: tuple[str, str], error: InputFileError) -> None:
+    def _read_failed(self, wanted: Wanted, error: InputFileError | TemplateError) -> None:
         if self._wanted() != wanted:
             return
         self.query_one("#busy").display = self.submitting
-        where = f"line {error.line}: " if error.line is not None else ""
-        self._file_status(f"[$text-error]✗ {escape(where + error.reason)}[/]")
-        self.query_one("#path").add_class("-invalid")
+        if isinstance(error, TemplateError):
+            self._file_status(f"[$text-error]✗ template: {escape(str(error))}[/]")
+            self.query_one("#template").add_class("-invalid")
+        else:
+            where = f"line {error.line}: " if error.line is not None else ""
+            self._file_status(f"[$text-error]✗ {escape(where + error.reason)}[/]")
+            self.query_one("#path").add_class("-invalid")
         self._preview([])
         self._sync_submit()
 
@@ -252,8 +299,11 @@ class UploadScreen(RelayScreen):
         for field in FIELDS.values():
             self.query_one(field).remove_class("-invalid")
         self.query_one("#busy").display = True
-        self._status(f"submitting {len(form['requests'])} rows…")
-        self._send(form, self.source)
+        self._status(f"submitting {len(self.rows or [])} rows…")
+        if self.table is not None:
+            self._send_table(form, self.table)
+        else:
+            self._send(form, self.source)
 
     def _form(self) -> dict[str, Any] | None:
         if self.source is None or self.read_from != self._wanted():
@@ -271,6 +321,12 @@ class UploadScreen(RelayScreen):
             return None
         text = {k: self.query_one(f"#{k}", Input).value.strip() or None
                 for k in ("name", "cron", "webhook")}
+        if self.table is not None and (text["cron"] or text["webhook"] or number):
+            what = "a cron" if text["cron"] else "a webhook" if text["webhook"] else "priority"
+            self._refused(f"{what} is for Relay jobs: a table goes as an OpenAI batch",
+                          "cron" if text["cron"] else "webhookUrl" if text["webhook"]
+                          else "priority")
+            return None
         return {"model": model, "requests": self.source.rows, "name": text["name"],
                 "priority": number, "cron": text["cron"], "webhook_url": text["webhook"]}
 
@@ -279,6 +335,23 @@ class UploadScreen(RelayScreen):
     def _send(self, form: dict[str, Any], source: InputFile | None) -> None:
         try:
             job = self.client.submit(**form)
+        except RelayError as exc:
+            self.app.call_from_thread(self._send_failed, exc, source)
+            return
+        except Exception:
+            self.app.call_from_thread(self._send_done)
+            raise
+        self.app.call_from_thread(self._sent, job)
+
+    @work(thread=True, exclusive=True, group="submit", exit_on_error=False,
+          name="submitting the table")
+    def _send_table(self, form: dict[str, Any], table: tuple[Table, Template]) -> None:
+        source = self.source
+        try:
+            batch = table_jobs.table_batch(*table, request=Request(form["model"]),
+                                           name=form["name"])
+            job = table_jobs.submit(self.client, batch,
+                                    filename=Path(table[0].path).with_suffix(".jsonl").name)
         except RelayError as exc:
             self.app.call_from_thread(self._send_failed, exc, source)
             return
@@ -317,7 +390,8 @@ class UploadScreen(RelayScreen):
 
     def _sent(self, job: dict[str, Any]) -> None:
         # `submitting` stays set: the screen closes, a second press reaches nothing
-        total = job.get("total", len(self.rows or []))
+        total = job.get("total", (job.get("request_counts") or {}).get(
+            "total", len(self.rows or [])))
         self.notify(f"{total} rows as job {job['id']} ({job.get('status')})",
                     title="Submitted", timeout=8)
         self.dismiss(job)

@@ -46,6 +46,9 @@ def every_write(client: RelayClient) -> None:
     client.submit(model="backup", requests=[{"messages": [
         {"role": "user", "content": "hi"}]}], cron="0 2 * * *")
     client.cancel(job_id(1)), client.cancel(job_id(6, dialect="openai"))
+    records = b'{"custom_id": "row-1", "method": "POST", "url": "/v1/chat/completions", ' \
+        b'"body": {"model": "gpt-4o-mini", "messages": []}}\n'
+    client.create_batch(client.upload("t.jsonl", records)["id"], metadata={"name": "t"})
     client.discard_dead_letter(job_id(5), ["review-0042"])
     client.retry_dead_letter(job_id(5), ["review-0010"])
     client.retry_dead_letter(job_id(5), force=True)
