@@ -499,6 +499,10 @@ def _no_row(custom_id: str) -> RelayError:
     return RelayError(404, f"No row found with id '{custom_id}'.", code="not_found")
 
 
+def _ended(job: dict[str, Any]) -> bool:
+    return job["status"] in ("completed", "failed", "canceled", "cancelled", "expired")
+
+
 class FakeRelay:
     """A relayd in memory: canned jobs, results, rows and dead letters, served over
     `httpx.MockTransport` to a real `RelayClient` (`client()`), in relayd's wire shapes.
@@ -590,6 +594,18 @@ class FakeRelay:
         self.result_pages_read.append((job_id, after))
         return head | {"data": page, "has_more": start + len(page) < len(data),
                        "last_id": page[-1]["custom_id"] if page else None}
+
+    def results_so_far(self, job_id: str, *, cursor: str = "",
+                       limit: int = 1000) -> dict[str, Any]:
+        """The rows finished so far, in finish order (its first `completed + failed`
+        results), after `cursor` (an index here; opaque to the client)."""
+        job = self._known(job_id)
+        data = self.results(job_id)["data"]
+        done = min(len(data), job["completed"] + job["failed"]) if not _ended(job) else len(data)
+        start = int(cursor or 0)
+        page = data[start:min(done, start + limit)]
+        return {"id": job_id, "object": "list", "status": batch(job)["status"], "data": page,
+                "has_more": start + len(page) < done, "next_cursor": str(start + len(page))}
 
     def row(self, job_id: str, custom_id: str) -> dict[str, Any]:
         self.rows_read.append((job_id, custom_id))

@@ -1,5 +1,7 @@
-"""The results of a finished job, read a page at a time (`RelayClient.result_pages`):
-browse (the highlighted one in full below), search, open a row in full (its request,
+"""The results of a job, read a page at a time (`RelayClient.result_pages`), or, for
+a job still running, the rows finished so far, growing as rows finish
+(`RelayClient.results_so_far`, polled until the job ends): browse (the highlighted
+one in full below), search, open a row in full (its request,
 tool rounds and attempts), and save them all to a `.jsonl` or `.csv` file (writing is
 `relaytui.export`). A job with tool-calling records gets a Rounds column: each row's
 tool rounds, marked when the round limit ended the loop or a tool answered with an
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,12 +20,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Input, LoadingIndicator, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
 from relaytui.models import JobView
+from relaytui.progress import ENDED
 from relaytui.rows import needs_a_look, rounds_cell, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.row_detail import RowDetailScreen
@@ -32,6 +36,7 @@ from relaytui.widgets.footer import RelayFooter
 from relaytui.workflows import steps_cell, totals_text, workflow_summary
 
 SHOWN_AT_MOST = 5000  # more rows than this make the table slow; search narrows them
+FOLLOW_EVERY_S = 1.0  # how often a running job's results are asked for new rows
 RESULT_WIDTH, ROUNDS_WIDTH = 120, 9
 
 
@@ -94,6 +99,9 @@ class ResultsScreen(RelayScreen):
         """Every page of the results (search and save need them all), counted on the
         summary line as they come; the table appears once the last one is in."""
         worker = get_current_worker()
+        if not self.job.terminal:
+            self._follow(worker)
+            return
         items: list[dict[str, Any]] = []
         try:
             for page in self.client.result_pages(self.job.id):
@@ -106,6 +114,36 @@ class ResultsScreen(RelayScreen):
             self.app.call_from_thread(self._problem, exc.message)
             return
         self.app.call_from_thread(self._loaded, items)
+
+    def _follow(self, worker: Worker[None]) -> None:
+        """A running job's rows as they finish, each once (the cursor of the finish
+        order), until a page that found nothing new says the job has ended."""
+        cursor, first = "", True
+        while not worker.is_cancelled:
+            try:
+                page = self.client.results_so_far(self.job.id, cursor=cursor)
+            except RelayError as exc:
+                self.app.call_from_thread(self._problem, exc.message)
+                return
+            ended = not page["has_more"] and page["status"] in ENDED
+            if page["data"] or first or ended:
+                self.app.call_from_thread(self._grew, page["data"], first=first, ended=ended)
+                first = False
+            cursor = page["next_cursor"]
+            if ended:
+                return
+            if not page["has_more"]:
+                worker.cancelled_event.wait(FOLLOW_EVERY_S)
+
+    def _grew(self, items: list[dict[str, Any]], *, first: bool, ended: bool) -> None:
+        if first:
+            self._loaded(items)
+        else:
+            self._append(items)
+        if not ended:
+            self.query_one("#results-summary", Static).update(escape(
+                f"{len(self.items)} results so far · the job is running: rows appear as "
+                "they finish"))
 
     def _loading(self, count: int) -> None:
         self.query_one("#results-summary", Static).update(f"Loading results… {count:,} so far")
@@ -133,18 +171,38 @@ class ResultsScreen(RelayScreen):
         error_style = theme_style(self.app, "text-error")
         look_style = theme_style(self.app, "text-warning")
         for n, item in enumerate(self.shown[:SHOWN_AT_MOST]):
-            text = " ".join(result_text(item).split())
-            cells = [Text(str(item.get("custom_id", "")), no_wrap=True, end="")]
-            if self.with_rounds:
-                summary = tool_summary(item)
-                cell = rounds_cell(summary) or steps_cell(workflow_summary(item))
-                cells.append(Text(cell, no_wrap=True, end="",
-                                  style=look_style if needs_a_look(summary) else ""))
-            cells.append(Text(text, style=error_style if is_error(item) else "",
-                              no_wrap=True, overflow="ellipsis", end=""))
-            table.add_row(*cells, key=str(n))
+            table.add_row(*self._cells(item, error_style, look_style), key=str(n))
         self._summarise(needle)
         self._preview()
+
+    def _cells(self, item: dict[str, Any], error_style: Style | str,
+               look_style: Style | str) -> list[Text]:
+        text = " ".join(result_text(item).split())
+        cells = [Text(str(item.get("custom_id", "")), no_wrap=True, end="")]
+        if self.with_rounds:
+            summary = tool_summary(item)
+            cell = rounds_cell(summary) or steps_cell(workflow_summary(item))
+            cells.append(Text(cell, no_wrap=True, end="",
+                              style=look_style if needs_a_look(summary) else ""))
+        cells.append(Text(text, style=error_style if is_error(item) else "",
+                          no_wrap=True, overflow="ellipsis", end=""))
+        return cells
+
+    def _append(self, items: list[dict[str, Any]]) -> None:
+        """Rows that finished since: added below the others, where the operator's place
+        in the table stays put (a search in force shows them by filtering again)."""
+        self.items.extend(items)
+        needle = self.query_one("#search", Input).value
+        if needle.strip() or len(self.shown) + len(items) > SHOWN_AT_MOST:
+            self._show()
+            return
+        table = self.query_one(DataTable)
+        error_style = theme_style(self.app, "text-error")
+        look_style = theme_style(self.app, "text-warning")
+        for item in items:
+            table.add_row(*self._cells(item, error_style, look_style), key=str(len(self.shown)))
+            self.shown.append(item)
+        self._summarise(needle)
 
     def _summarise(self, needle: str) -> None:
         errors = sum(1 for item in self.items if is_error(item))

@@ -8,11 +8,14 @@ import functools
 from typing import Any
 
 import httpx
+import pytest
 from textual.widgets import DataTable
 
 from relaytui.client import RelayClient
+from relaytui.screens import results as results_screen
+from relaytui.screens.results import ResultsScreen
 from relaytui.testing import FakeRelay, job_id
-from tests.tui.conftest import SIZE, wait_for
+from tests.tui.conftest import SIZE, jobs_screen, wait_for
 from tests.tui.test_app import app_on
 from tests.tui.test_row_detail import open_results, text
 
@@ -76,3 +79,32 @@ async def test_the_results_screen_reads_every_page() -> None:
             f"review-{n:04d}" for n in range(1, 19)]
         assert "18 results, 1 error" in text(results, "#results-summary")
     assert set(fake.listed_dialects) == {"all"}  # the jobs list shows both dialects
+
+
+async def test_a_running_jobs_results_grow_as_rows_finish(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job not yet ended shows the rows finished so far, each once, and grows as more
+    finish, until it ends (the operator's place in the table stays put meanwhile)."""
+    monkeypatch.setattr(results_screen, "FOLLOW_EVERY_S", 0.01)
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    queued = job_id(9)  # "Translate FAQ (fr)": queued, nothing finished yet
+    async with app.run_test(size=SIZE) as pilot:
+        view = await wait_for(pilot, lambda: jobs_screen(app).board.get(queued))
+        assert app.client is not None and not view.terminal
+        app.push_screen(ResultsScreen(app.client, view))
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen)
+                                and any(t.display for t in app.screen.query(DataTable))
+                                and app.screen)
+        assert screen.items == []
+        fake.jobs_by_id[queued]["completed"] = 5  # five rows finish
+        await wait_for(pilot, lambda: len(screen.items) == 5)
+        assert "5 results so far" in str(screen.query_one("#results-summary").render())
+        table = screen.query_one(DataTable)
+        table.move_cursor(row=3)
+        fake.jobs_by_id[queued] |= {"status": "completed", "completed": 17, "failed": 1}
+        await wait_for(pilot, lambda: len(screen.items) == 18)
+        ids = [item["custom_id"] for item in screen.items]
+        assert len(set(ids)) == 18 and table.row_count == 18
+        assert table.cursor_row == 3  # rows were added below, not the table redrawn
+        assert "18 results, 1 error" in str(screen.query_one("#results-summary").render())
