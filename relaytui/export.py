@@ -6,9 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 FORMATS = (".jsonl", ".csv")
 
@@ -40,22 +40,40 @@ def matches(item: dict[str, Any], needle: str) -> bool:
 
 def write_results(path: str | Path, items: Iterable[dict[str, Any]]) -> int:
     """Write `items` to `path` by its suffix; returns how many were written. The file
-    appears whole or not at all (written beside it, then renamed)."""
+    appears whole or not at all (`write_whole`)."""
+    def write(out: IO[str], suffix: str) -> int:
+        return (_write_jsonl if suffix == ".jsonl" else _write_csv)(out, items)
+    return write_whole(path, FORMATS, ExportError, "a .jsonl or .csv file name", text=write)
+
+
+def write_whole(path: str | Path, suffixes: Collection[str], error: type[Exception],
+                choose: str, *, text: Callable[[IO[str], str], int] | None = None,
+                binary: Callable[[Path, str], int] | None = None) -> int:
+    """Write a file of one of `suffixes` whole or not at all: into a file beside it,
+    renamed onto it once written (`text(out, suffix)` writes UTF-8 text to an open file,
+    `binary(path, suffix)` writes the file at `path` itself). A name or directory it
+    cannot take (`choose`: what to choose instead), or an OS error, raises `error`
+    naming the file; whatever the writer
+    raises (a page of results that did not come) leaves no file either."""
     target = Path(path).expanduser()
     suffix = target.suffix.lower()
-    if suffix not in FORMATS:
-        raise ExportError(f"{target.name}: choose a .jsonl or .csv file name")
+    if suffix not in suffixes:
+        raise error(f"{target.name}: choose {choose}")
     if not target.parent.is_dir():
-        raise ExportError(f"{target.parent}: no such directory")
+        raise error(f"{target.parent}: no such directory")
     partial = target.with_name(f".{target.name}.part")
     try:
-        with open(partial, "w", encoding="utf-8", newline="") as out:
-            count = (_write_jsonl if suffix == ".jsonl" else _write_csv)(out, items)
+        if binary is not None:
+            count = binary(partial, suffix)
+        else:
+            assert text is not None
+            with open(partial, "w", encoding="utf-8", newline="") as out:
+                count = text(out, suffix)
         os.replace(partial, target)
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise ExportError(f"{target}: {exc.strerror or exc}") from exc
-    except BaseException:  # `items` failed (a page that did not come): no file either
+        raise error(f"{target}: {exc.strerror or exc}") from exc
+    except BaseException:
         partial.unlink(missing_ok=True)
         raise
     return count

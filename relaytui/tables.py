@@ -14,12 +14,12 @@ import contextlib
 import csv
 import datetime as dt
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from relaytui.export import write_whole
 from relaytui.formats import InputFileError, csv_records, is_openai_record, read_text
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet")
@@ -172,28 +172,15 @@ def write_table(path: str | Path, columns: Sequence[str], *, rows: Iterable[Row]
     returns how many. The file appears whole or not at all (written beside it, then
     renamed). `types`: a Parquet column's Arrow type (or its alias, "int64"), where
     known; the others are inferred."""
-    target = Path(path).expanduser()
-    suffix = target.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise TableWriteError(f"{target.name}: choose a .csv, .jsonl or .parquet file name")
-    if not target.parent.is_dir():
-        raise TableWriteError(f"{target.parent}: no such directory")
-    partial = target.with_name(f".{target.name}.part")
-    try:
-        if suffix == ".parquet":
-            count = _write_parquet(partial, columns, list(rows), types or {})
-        else:
-            with open(partial, "w", encoding="utf-8", newline="") as out:
-                write = _write_csv if suffix == ".csv" else _write_jsonl
-                count = write(out, columns, rows)
-        os.replace(partial, target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise TableWriteError(f"{target}: {exc.strerror or exc}") from exc
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return count
+    def text(out: IO[str], suffix: str) -> int:
+        return (_write_csv if suffix == ".csv" else _write_jsonl)(out, columns, rows)
+
+    def parquet(partial: Path, suffix: str) -> int:
+        return _write_parquet(partial, columns, list(rows), types or {})
+
+    return write_whole(path, SUFFIXES, TableWriteError, "a .csv, .jsonl or .parquet file name",
+                       text=text, binary=parquet if Path(path).suffix.lower() == ".parquet"
+                       else None)
 
 
 def _write_csv(out: IO[str], columns: Sequence[str], rows: Iterable[Row]) -> int:
