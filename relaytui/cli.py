@@ -362,6 +362,9 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
         template = parse_template(args.template)
     except TemplateError as exc:
         raise Stop(USAGE, f"--template: {exc}") from None
+    if args.name and len(args.name) > table_jobs.METADATA_VALUE:  # before the upload
+        raise Stop(USAGE, f"--name is {len(args.name)} characters; a batch's name takes at "
+                   f"most {table_jobs.METADATA_VALUE}")
     request = Request(args.model, system=args.system, params=body_params(args))
     try:
         batch = table_jobs.table_batch(read_table(args.file), template, request=request,

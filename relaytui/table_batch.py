@@ -318,7 +318,11 @@ def _same_rows(ids: Sequence[str], outcomes: Mapping[str, Outcome]) -> None:
 
 
 def _free(name: str, taken: Sequence[str]) -> str:
-    return name if name not in taken else CLASH_PREFIX + name
+    """`name`, prefixed until no input column has it (`result_content`, then
+    `result_result_content`, …)."""
+    while name in taken:
+        name = CLASH_PREFIX + name
+    return name
 
 
 def _answer(outcome: Outcome) -> dict[str, Any]:

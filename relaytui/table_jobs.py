@@ -60,7 +60,7 @@ def table_batch(table: Table, template: Template, *, request: Request,
     """The records of every row (refused whole before anything is sent) and metadata."""
     records = table_records(table, template, request=request, id_column=id_column)
     path = Path(table.path).resolve()
-    metadata = {"name": name or path.name}
+    metadata = {"name": (name or path.name)[:METADATA_VALUE]}  # relayd's bound on a value
     if len(str(path)) <= METADATA_VALUE:
         metadata |= {TABLE: str(path), DIGEST: digest(path)}
     if id_column:
@@ -95,9 +95,10 @@ def recorded_table(job: dict[str, Any]) -> Path:
     if not path.is_file():
         raise NoTable(f"{path}, the table job {job.get('id')} was made from, is gone: pass "
                       "--join FILE")
-    if metadata.get(DIGEST) and digest(path) != metadata[DIGEST]:
-        raise NoTable(f"{path} has changed since job {job.get('id')} was submitted from it: "
-                      "pass --join FILE to join it anyway")
+    if not metadata.get(DIGEST) or digest(path) != metadata[DIGEST]:
+        raise NoTable(f"{path} has changed since job {job.get('id')} was submitted from it "
+                      "(or the batch does not say what it held): pass --join FILE to join "
+                      "it anyway")
     return path
 
 

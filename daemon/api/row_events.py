@@ -20,6 +20,7 @@ from daemon.domain.jobs import Job, RowRecord
 from daemon.store.interface import Store
 
 ROW_BUFFER = 1000  # row events one job's catch-up may send at once
+ENDED_KEPT = 10_000  # ended jobs a stream remembers, so a late event of one is ignored
 JOB_EVENTS = frozenset({"job.created", "job.progress", "job.ended"})
 
 
@@ -30,6 +31,9 @@ class RowFeed:
     repo: Store
     workspace_id: int
     places: dict[str, int] = field(default_factory=dict)  # job id -> finish sequence
+    # Jobs whose every row was sent: another node's job.progress can arrive over the bus
+    # after job.ended (it read the job before the end); it must not start them again.
+    ended: dict[str, None] = field(default_factory=dict)  # insertion-ordered, bounded
 
     def start(self, job: Job) -> None:
         """A job the stream first sees in its snapshot: its rows from now on."""
@@ -41,6 +45,8 @@ class RowFeed:
         if event.type not in JOB_EVENTS:
             return []
         job_id = event.data["id"]
+        if job_id in self.ended:
+            return []
         place = self.places.get(job_id, 0)  # a job created since: from its first row
         job = self.repo.get_job(job_id, workspace_id=self.workspace_id)
         if job is None:
@@ -62,10 +68,13 @@ class RowFeed:
                 for e in self.catch_up(Event("job.progress", {"id": job_id}))]
 
     def _moved(self, job: Job, place: int, *, ended: bool) -> None:
-        if ended:
-            self.places.pop(job.id, None)
-        else:
+        if not ended:
             self.places[job.id] = place
+            return
+        self.places.pop(job.id, None)
+        self.ended[job.id] = None
+        if len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
 
 
 def row_event(job: Job, row: RowRecord) -> Event:

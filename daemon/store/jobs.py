@@ -142,13 +142,14 @@ class JobQueries(SqlBase):
             row = self.lock_job(seq)
             if row is None or not can_transition(row.status, ending.status):
                 return None
-            unrun = self._end_unrun_rows(seq, ending.unrun, now=now, after_seq=row.finished_seq)
+            unrun, numbered = self._end_unrun_rows(seq, ending.unrun, now=now,
+                                                   after_seq=row.finished_seq)
             for record in ending.files:
                 insert_file(self, record)
             self._move(row, ending.status, now=now, finished_at=now,
                        failed=self.JobModel.failed + unrun,
                        canceled=self.JobModel.canceled + unrun,
-                       finished_seq=row.finished_seq + (row.total if unrun else 0),
+                       finished_seq=row.finished_seq + (row.total if numbered else 0),
                        output_file_id=ending.output_file_id,
                        error_file_id=ending.error_file_id, error=ending.error,
                        errors=json.dumps(ending.errors) if ending.errors else None,
@@ -162,17 +163,23 @@ class JobQueries(SqlBase):
          .where(self.JobModel.seq == row.seq).execute())
 
     def _end_unrun_rows(self, seq: int, unrun: tuple[str, str] | None, *, now: float,
-                        after_seq: int) -> int:
-        """Rows that never ran fail, finishing after every row finished before: each
-        takes `after_seq` plus its position (unique, in input order)."""
+                        after_seq: int) -> tuple[int, int]:
+        """Rows that never ran finish after every row finished before: each takes
+        `after_seq` plus its position (unique, in input order). With `unrun` they fail
+        with its (code, message); without (a job failed as a whole), they keep their
+        status, which the job's error explains, and are numbered all the same, so the
+        results read while it ran go on to them. (rows failed, rows numbered)"""
+        pending = (self.RowModel.job == seq) & (self.RowModel.status == ROW_PENDING)
+        numbered = {"finished_seq": self.RowModel.position + after_seq}
         if unrun is None:
-            return 0
+            count = (self.RowModel.update(lease_node=None, **numbered)
+                     .where(pending & self.RowModel.finished_seq.is_null()).execute())
+            return 0, count
         code, message = unrun
-        return (self.RowModel.update(status=ROW_FAILED, error=message, error_code=code,
-                                     finished_at=now, lease_node=None,
-                                     finished_seq=self.RowModel.position + after_seq)
-                .where(self.RowModel.job == seq, self.RowModel.status == ROW_PENDING)
-                .execute())
+        count = (self.RowModel.update(status=ROW_FAILED, error=message, error_code=code,
+                                      finished_at=now, lease_node=None, **numbered)
+                 .where(pending).execute())
+        return count, count
 
     def jobs_in(self, status: str) -> list[Job]:
         query = (self.JobModel.select().where(self.JobModel.status == status)

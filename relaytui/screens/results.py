@@ -99,7 +99,7 @@ class ResultsScreen(RelayScreen):
         """Every page of the results (search and save need them all), counted on the
         summary line as they come; the table appears once the last one is in."""
         worker = get_current_worker()
-        if not self.job.terminal:
+        if not self.job.terminal and not self.job.is_template:  # a template never ends
             self._follow(worker)
             return
         items: list[dict[str, Any]] = []
@@ -123,7 +123,10 @@ class ResultsScreen(RelayScreen):
             try:
                 page = self.client.results_so_far(self.job.id, cursor=cursor)
             except RelayError as exc:
-                self.app.call_from_thread(self._problem, exc.message)
+                if not worker.is_cancelled:
+                    self.app.call_from_thread(self._problem, exc.message)
+                return
+            if worker.is_cancelled:  # the screen closed while it asked
                 return
             ended = not page["has_more"] and page["status"] in ENDED
             if page["data"] or first or ended:
@@ -189,18 +192,26 @@ class ResultsScreen(RelayScreen):
         return cells
 
     def _append(self, items: list[dict[str, Any]]) -> None:
-        """Rows that finished since: added below the others, where the operator's place
-        in the table stays put (a search in force shows them by filtering again)."""
+        """Rows that finished since: those the search in force matches are added below
+        the others, where the operator's place in the table stays put, up to the rows a
+        table shows (past them, only the counts move). The first tool-calling or
+        workflow row adds the Rounds column: the table is drawn again, once."""
         self.items.extend(items)
-        needle = self.query_one("#search", Input).value
-        if needle.strip() or len(self.shown) + len(items) > SHOWN_AT_MOST:
+        if not self.with_rounds and any(tool_summary(i) is not None
+                                        or workflow_summary(i) is not None for i in items):
+            self.with_rounds = True
+            self.query_one(DataTable).clear(columns=True)
+            self._columns()
             self._show()
             return
+        needle = self.query_one("#search", Input).value
         table = self.query_one(DataTable)
         error_style = theme_style(self.app, "text-error")
         look_style = theme_style(self.app, "text-warning")
-        for item in items:
-            table.add_row(*self._cells(item, error_style, look_style), key=str(len(self.shown)))
+        for item in (i for i in items if matches(i, needle)):
+            if len(self.shown) < SHOWN_AT_MOST:
+                table.add_row(*self._cells(item, error_style, look_style),
+                              key=str(len(self.shown)))
             self.shown.append(item)
         self._summarise(needle)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from daemon.domain.jobs import EXPIRED, Job, RowRecord
+from daemon.domain.jobs import EXPIRED, FAILED, Job, RowRecord
 from daemon.store.backend import SqlStore
 from daemon.store.postgres import open_postgres
 from daemon.store.sqlite import open_sqlite
@@ -103,6 +103,22 @@ def test_the_ending_finishes_unrun_rows_after_the_rest(repo: SqlStore, make_job:
     rest = read_all(repo, job, after=last(seen))
     assert [r.custom_id for r in seen + rest] == ["r-4", "r-1", "r-2", "r-3", "r-5"]
     repo.save_outcomes(job.seq, [(ids[0], make_outcome())], now=NOW)  # too late: stored
+    assert read_all(repo, job, after=last(rest)) == []
+
+
+def test_a_job_failed_as_a_whole_still_lists_its_unstarted_rows(
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+    """A job that fails before its rows run (its model left the config) keeps them
+    pending, explained by its error; they are numbered all the same, so a reader that
+    followed it while it ran goes on to every row."""
+    job = make_job(repo, rows=3)
+    ids = pending_ids(repo, job)
+    repo.save_outcomes(job.seq, [(ids[1], make_outcome())], now=NOW)
+    seen = read_all(repo, job)
+    assert end(repo, job, FAILED, error="model 'gpt-4o-mini' is no longer configured")
+    rest = read_all(repo, job, after=last(seen))
+    assert [(r.custom_id, r.status) for r in seen + rest] == [
+        ("r-2", "completed"), ("r-1", "pending"), ("r-3", "pending")]
     assert read_all(repo, job, after=last(rest)) == []
 
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from relaytui import table_batch, table_jobs
 from relaytui.formats import InputFileError
 from relaytui.table_batch import (
     NOT_RUN,
@@ -322,3 +323,22 @@ def test_a_table_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
         write_table(tmp_path / "out.xlsx", ["a"], rows=[])
     write_table(target, ["a", "b"], rows=[{"a": dt.date(2026, 1, 1), "b": None}])
     assert json.loads(target.read_text()) == {"a": "2026-01-01", "b": None}
+
+
+def test_a_batch_that_names_a_table_without_its_digest_is_not_trusted(
+        tmp_path: Path) -> None:
+    """Anyone in the workspace can write a batch's metadata: a table named without the
+    digest of what it held is never read for a join."""
+    table = tmp_path / "input.csv"
+    table.write_text("id,review\n1,fine\n", encoding="utf-8")
+    metadata = {table_jobs.TABLE: str(table)}
+    with pytest.raises(table_jobs.NoTable, match="does not say what it held"):
+        table_jobs.recorded_table({"id": "batch_x", "metadata": metadata})
+    metadata[table_jobs.DIGEST] = table_jobs.digest(table)
+    assert table_jobs.recorded_table({"id": "batch_x", "metadata": metadata}) == table
+
+
+def test_an_added_column_never_overwrites_an_input_column() -> None:
+    assert table_batch._free("content", ["content", "result_content"]) == \
+        "result_result_content"
+    assert table_batch._free("error", ["review"]) == "error"
