@@ -1,4 +1,5 @@
-"""`relayd`: serve the daemon, run the simulated upstream, manage keys and workspaces."""
+"""`relayd`: serve the daemon, run the simulated upstream, check a config, manage keys
+and workspaces."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from daemon import config as configuration
 from daemon import logs
@@ -32,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from daemon.store import UnsupportedDatabase
 
     parsed = _parser().parse_args(args)
+    if parsed.command == "config":  # `config check` has its own exit codes for a bad config
+        return _config_check(parsed)
     try:
         config = configuration.load(parsed.config)
     except configuration.ConfigError as exc:
@@ -49,6 +54,17 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = _command(commands, "serve", "run the daemon (HTTP API, scheduler, workers)", _serve)
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-format", choices=logs.FORMATS, default="text",
+                       help="text lines (default) or one JSON object a line")
+    checks = commands.add_parser("config", help="the configuration").add_subparsers(
+        dest="config_command", required=True)
+    check = _command(checks, "check", "validate a config and try each model's upstream, "
+                     "without starting (exit 0 ok, 1 invalid, 2 an upstream unreachable)",
+                     _config_check)
+    check.add_argument("--no-network", action="store_true",
+                       help="validate only; do not try the upstreams")
+    check.add_argument("--timeout", type=float, default=PROBE_TIMEOUT_S,
+                       help=f"seconds to wait for each upstream (default {PROBE_TIMEOUT_S})")
     commands.add_parser("simulate", help="run the simulated OpenAI-compatible upstream "
                         "(see `relayd simulate --help`)")
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="keys",
@@ -96,7 +112,7 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
     from daemon.store.faults import StoreError
     from daemon.store.owner import DatabaseInUse
 
-    logs.configure(args.log_level)
+    logs.configure(args.log_level, fmt=args.log_format)
     if not config.models:
         logging.warning("no [[models]] configured: every batch will be refused")
     try:
@@ -120,6 +136,64 @@ def _serve(config: configuration.Config, args: argparse.Namespace) -> int:
         sys.stdout.flush()
         os._exit(status)
     return status
+
+
+PROBE_TIMEOUT_S = 3.0
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    """Exit 0 when the config loads and every upstream answers a TCP connect, 1 when it
+    does not load (its first error: loading stops there), 2 when an upstream is down."""
+    try:
+        config = configuration.load(args.config)
+    except configuration.ConfigError as exc:
+        print(f"relayd: config invalid: {exc}", file=sys.stderr)
+        return 1
+    print(f"config ok: {args.config or 'built-in defaults'} "
+          f"({len(config.models)} model(s))")
+    if args.no_network or not config.models:
+        return 0
+    down = 0
+    for model, problem in asyncio.run(_probe_models(config.models, timeout=args.timeout)):
+        state = "reachable" if problem is None else f"UNREACHABLE ({problem})"
+        print(f"  {model.alias}: {logs.redacted_url(model.base_url)} {state}")
+        down += problem is not None
+    return 2 if down else 0
+
+
+async def _probe_models(models: Sequence[configuration.ModelConfig], *, timeout: float,
+                        ) -> list[tuple[configuration.ModelConfig, str | None]]:
+    """Each model with why its upstream refused a connection (None: it accepted one);
+    every distinct host and port is tried once, all at once."""
+    targets = {m.alias: _host_port(m.base_url) for m in models}
+    unique = sorted(set(targets.values()))
+    results = await asyncio.gather(*(_probe(host, port, timeout=timeout)
+                                     for host, port in unique))
+    problems = dict(zip(unique, results, strict=True))
+    return [(m, problems[targets[m.alias]]) for m in models]
+
+
+def _host_port(base_url: str) -> tuple[str, int]:
+    parts = urlsplit(base_url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+async def _probe(host: str, port: int, *, timeout: float) -> str | None:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except TimeoutError:
+        return f"no answer from {host}:{port} in {timeout:g} s"
+    except OSError as exc:
+        return f"{host}:{port}: {_reason(exc)}"
+    writer.close()
+    return None
+
+
+def _reason(exc: OSError) -> str:
+    # asyncio words a refusal "Connect call failed (…)"; the errno says it plainly.
+    if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
+        return exc.strerror or str(exc)
+    return os.strerror(exc.errno)
 
 
 def _repo(config: configuration.Config) -> Store:

@@ -3,12 +3,16 @@ request line included), passes a filter that masks secrets: API keys, bearer tok
 Authorization header values, and the query string, fragment and userinfo of any URL
 (`?api_key=…` is how many tool servers take their key). The HTTP clients' own loggers
 (httpx, httpx2 under the `mcp` SDK, and the SDK itself), which note every request and
-session at INFO, are kept at WARNING."""
+session at INFO, are kept at WARNING. `--log-format json` writes each line as one JSON
+object, after the same filter."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 SECRET = re.compile(
     r"(?P<key>rk_[A-Za-z0-9_\-]{8,})"  # Relay API keys
@@ -17,6 +21,10 @@ SECRET = re.compile(
 URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 MASK = "***"
 CHATTY = ("httpx", "httpx2", "mcp")  # a line per request or session at INFO
+LogFormat = Literal["text", "json"]
+FORMATS: tuple[LogFormat, ...] = ("text", "json")
+EXTRAS = ("job", "node")  # context a record may carry (`extra={"job": …}`), kept as fields
+TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def masked(text: str) -> str:
@@ -55,13 +63,41 @@ class SecretFilter(logging.Filter):
         return True
 
 
-def configure(level: str) -> None:
-    """Log to stderr at `level`, every handler behind the secret filter; the HTTP
-    clients' loggers at WARNING at least."""
-    logging.basicConfig(level=level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: `ts` (UTC, ISO 8601), `level`, `logger`, `msg`, the
+    record's `job` and `node` when it carries them, and `exc` for a traceback. The
+    secret filter has masked the message and traceback by now; the extras and anything
+    not yet masked pass through `masked` here, so a handler without it leaks nothing."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": masked(record.getMessage()),
+        }
+        for name in EXTRAS:
+            value = getattr(record, name, None)
+            if value is not None:
+                line[name] = masked(value) if isinstance(value, str) else value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exc"] = masked(record.exc_text)
+        if record.stack_info:
+            line["stack"] = masked(self.formatStack(record.stack_info))
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure(level: str, *, fmt: LogFormat = "text") -> None:
+    """Log to stderr at `level` as text lines or JSON objects (`fmt`), every handler
+    behind the secret filter; the HTTP clients' loggers at WARNING at least."""
+    logging.basicConfig(level=level.upper(), format=TEXT)
     for handler in logging.getLogger().handlers:
         handler.addFilter(SecretFilter())
+        if fmt == "json":
+            handler.setFormatter(JsonFormatter())
     quiet = max(logging.WARNING, logging.getLogger().getEffectiveLevel())
     for name in CHATTY:
         logging.getLogger(name).setLevel(quiet)

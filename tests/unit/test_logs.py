@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from daemon import logs
-from daemon.logs import SecretFilter, masked, redacted_url
+from daemon.logs import JsonFormatter, SecretFilter, masked, redacted_url
 
 
 @pytest.mark.parametrize(("line", "shown"), [
@@ -73,3 +76,56 @@ def test_the_http_clients_loggers_are_kept_at_warning(monkeypatch: pytest.Monkey
         ("httpx", "httpx2", "mcp", "mcp.client.streamable_http"), logging.WARNING)
     assert not logging.getLogger("httpx2").isEnabledFor(logging.INFO)
     assert logging.getLogger("relay.tools.mcp").isEnabledFor(logging.DEBUG)
+
+
+def _json_lines(emit: Callable[[logging.Logger], None]) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(SecretFilter())
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("test.json")
+    log.addHandler(handler)
+    try:
+        emit(log)
+    finally:
+        log.removeHandler(handler)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_json_lines_carry_the_fields_and_the_extras() -> None:
+    def emit(log: logging.Logger) -> None:
+        log.warning("row %s retried", "r-1", extra={"job": "batch_1", "node": "n1"})
+        log.error("plain")
+
+    first, second = _json_lines(emit)
+    assert first["ts"].endswith("Z") and "T" in first["ts"]
+    assert {k: first[k] for k in ("level", "logger", "msg", "job", "node")} == {
+        "level": "WARNING", "logger": "test.json", "msg": "row r-1 retried",
+        "job": "batch_1", "node": "n1"}
+    assert set(second) == {"ts", "level", "logger", "msg"}
+
+
+def test_json_lines_keep_secrets_masked() -> None:
+    def emit(log: logging.Logger) -> None:
+        log.error("bad header %r", "Bearer rk_AbCdEf0123456789xyz",
+                  extra={"job": "https://h/x?api_key=s3cret"})
+        try:
+            raise ValueError("Illegal header value b'Bearer s3cr3t-token'")
+        except ValueError:
+            log.exception("request failed")
+
+    first, second = _json_lines(emit)
+    assert first["msg"] == "bad header 'Bearer ***'"
+    assert first["job"] == "https://h/x?***"
+    assert "ValueError: Illegal header value b'Bearer ***'" in second["exc"]
+    assert "s3cr3t" not in json.dumps([first, second])
+
+
+def test_configure_json_formats_every_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    logs.configure("INFO", fmt="json")
+    assert root.handlers
+    assert all(isinstance(h.formatter, JsonFormatter) for h in root.handlers)
+    assert all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
