@@ -1,4 +1,5 @@
-"""`relayd config check`: a config validated and its upstreams tried, without starting."""
+"""`relayd config check`: a config validated and its upstreams tried, without starting;
+`relayd serve --log-format`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from daemon.cli import _parser, main
 
 Write = Callable[[str], Path]
 
@@ -84,3 +85,11 @@ def test_no_network_skips_the_upstreams(write: Write, closed: int) -> None:
 def test_no_config_is_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "check"]) == 0
     assert "config ok: built-in defaults (0 model(s))" in capsys.readouterr().out
+
+
+def test_serve_takes_a_log_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _parser().parse_args(["serve", "--log-format", "json"]).log_format == "json"
+    assert _parser().parse_args(["serve"]).log_format == "text"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--log-format", "xml"])
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
