@@ -43,6 +43,7 @@ from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
 from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
 from daemon.metering import MeteredExecutor, MeteredToolCaller, Meters
+from daemon.notify import NotifySocket, Watchdog, message, serving, watchdog_every
 from daemon.outbound import webhook
 from daemon.outbound.http import OutboundClient
 from daemon.outbound.policy import Resolver, system_resolver
@@ -126,8 +127,13 @@ class Daemon:
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
                  transport: Transport | None = None, resolve: Resolver = system_resolver,
                  tick_interval: float = TICK_S,
-                 on_death: Callable[[], object] = lambda: None) -> None:
+                 on_death: Callable[[], object] = lambda: None,
+                 notify: NotifySocket | None = None, watchdog_s: float | None = None) -> None:
         self.config = config
+        self.notify = notify  # the service manager's socket (daemon/notify.py), if any
+        self.watchdog_s = watchdog_s  # ping it this often (half its WATCHDOG_USEC)
+        if notify is not None and watchdog_s is not None:  # a tick at least every ping
+            tick_interval = min(tick_interval, watchdog_s)
         self.on_death = on_death  # a core part died (any thread): stop, then exit 70
         self.clock = clock
         self.resolve = resolve
@@ -199,16 +205,22 @@ class Daemon:
         for job in self.repo.unclaimed_validations(  # left by a previous process
                 node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)
-        self.vitals = Vitals(self._core_parts(), health=self.health, on_death=self.on_death)
+        parts = self._core_parts()
+        self.vitals = Vitals(parts, health=self.health, on_death=self.on_death)
         # `defer` (a tell): a dead actor raises here, where the ticker sees it, rather
         # than in a future nobody reads; each tick is @contained, so none kills its actor.
-        self.ticker = Ticker({"scheduler": self.scheduler.tick.defer,
-                              "notifier": self.notifier.tick.defer,
-                              "file sweeper": self.sweeper.tick.defer,
-                              "health probe": self.prober.tick.defer,
-                              "validator": self.validator.tick.defer,
-                              "vitals": self.vitals.check},
-                             interval=self.tick_interval, clock=self.clock)
+        targets: dict[str, Callable[[float], Any]] = {
+            "scheduler": self.scheduler.tick.defer,
+            "notifier": self.notifier.tick.defer,
+            "file sweeper": self.sweeper.tick.defer,
+            "health probe": self.prober.tick.defer,
+            "validator": self.validator.tick.defer,
+            "vitals": self.vitals.check}
+        if self.notify is not None and self.watchdog_s is not None:  # after the vitals
+            targets["service watchdog"] = Watchdog(
+                self.notify.send, every=self.watchdog_s, tick=self.tick_interval,
+                alive=lambda: serving(parts, self.health)).tick
+        self.ticker = Ticker(targets, interval=self.tick_interval, clock=self.clock)
         self.ticker.start()
         self.services = Services(repo=self.repo, config=self.config, scheduler=self.scheduler,
                                  notifier=self.notifier, files=self.files, hub=self.hub,
@@ -356,7 +368,9 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> int:
     gracefully. The exit status: 0, or 70 (EX_SOFTWARE) when a core part died."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    daemon = Daemon(config, on_death=lambda: loop.call_soon_threadsafe(stop.set))
+    notify = NotifySocket.from_env(os.environ)  # run by systemd (Type=notify)?
+    daemon = Daemon(config, on_death=lambda: loop.call_soon_threadsafe(stop.set),
+                    notify=notify, watchdog_s=watchdog_every(os.environ, pid=os.getpid()))
     services = await asyncio.to_thread(daemon.start)
     try:
         listener = await Listener.open(create_app(services), config.server)
@@ -369,9 +383,14 @@ async def serve(config: Config, *, ready: Callable[[str], None] = print) -> int:
     port = listener.port or config.server.port
     if not config.cluster.address and port != config.server.port:  # port 0: now known
         await asyncio.to_thread(daemon.listening, node_address(config.server.host, port))
-    ready(f"relayd: serving http://{config.server.host}:{port} "
+    serving_at = f"serving http://{config.server.host}:{port}"
+    ready(f"relayd: {serving_at} "
           f"(data in {config.server.data_dir}, {len(config.models)} models)")
+    if notify is not None:  # listening, actors started: it accepts work
+        notify.send(message(READY=1, STATUS=serving_at))
     await stop.wait()
+    if notify is not None:
+        notify.send(message(STOPPING=1, STATUS="draining"))
     services.accepting = False
     await asyncio.to_thread(daemon.stop)
     await listener.close()
