@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,15 +260,21 @@ def jsonl_rows(text: str, *, path: str = "<jsonl>") -> list[dict[str, Any]]:
     return parse_jsonl(text, path=path).rows
 
 
-def parse_jsonl(text: str, *, path: str = "<jsonl>") -> InputFile:
-    rows, lines = [], []
-    for number, line in enumerate(text.split("\n"), start=1):  # as editors count lines
+def jsonl_values(text: str, *, path: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line's JSON value, with its line number (as editors count lines);
+    a line that is not JSON is an `InputFileError` naming it."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
+
+
+def parse_jsonl(text: str, *, path: str = "<jsonl>") -> InputFile:
+    rows, lines = [], []
+    for number, row in jsonl_values(text, path=path):
         rows.append(_jsonl_row(row, path=path, number=number))
         lines.append(number)
     return InputFile(rows, lines)
@@ -307,13 +314,7 @@ def parse_records(text: str, *, endpoint: str, model: str | None = None,
     alone, with an optional `custom_id` (otherwise `row-N`, N its line); `model` fills a
     body without one. relayd checks each body when it validates the batch."""
     rows, lines = [], []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
+    for number, value in jsonl_values(text, path=path):
         rows.append(_record(value, endpoint=endpoint, model=model, where=(path, number)))
         lines.append(number)
     if not rows:

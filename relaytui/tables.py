@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from relaytui.export import write_whole
-from relaytui.formats import InputFileError, csv_records, is_openai_record, read_text
+from relaytui.formats import (
+    InputFileError,
+    csv_records,
+    is_openai_record,
+    jsonl_values,
+    read_text,
+)
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet")
 Row = dict[str, Any]
@@ -105,13 +111,7 @@ def parse_jsonl_table(text: str, *, path: str = "<jsonl>") -> Table:
     """One object per line; the columns are every key, in the order first seen."""
     rows: list[Row] = []
     lines: list[int | None] = []
-    for number, line in enumerate(text.split("\n"), start=1):  # as editors count lines
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(path, number, f"not valid JSON: {exc.msg}") from exc
+    for number, value in jsonl_values(text, path=path):
         if not isinstance(value, dict):
             raise InputFileError(path, number, "expected a JSON object (a row of the table)")
         rows.append(value)
