@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
-from daemon.dialects import Dialect, dialect_of
+from daemon.dialects import Capability, Dialect, dialect_of
 from daemon.domain import files as purposes
 from daemon.domain import ids
 from daemon.domain.files import FileRecord
@@ -46,11 +46,12 @@ def end_job(store: Store, files: FileStore, seq: int, wanted: Status, *, now: fl
         return None
     target = ending_for(job.status, wanted)
     dialect = dialect_of(job)
-    if target == COMPLETED and dialect.writes_result_files and job.status == RUNNING:
+    writes_files = Capability.RESULT_FILES in dialect.capabilities
+    if target == COMPLETED and writes_files and job.status == RUNNING:
         job = store.transition(seq, FINALIZING, now=now) or job
     unrun = None if target in (COMPLETED, FAILED) else dialect.unrun_error(target)
     ending = Ending(target, unrun=unrun, error=error, errors=errors)
-    if dialect.writes_result_files and target != FAILED and not job.is_template:
+    if writes_files and target != FAILED and not job.is_template:
         ending = _with_result_files(store, files, job, dialect, ending, now=now)
     return store.end_job(seq, ending, now=now)
 

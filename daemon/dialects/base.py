@@ -147,7 +147,6 @@ class Dialect(Protocol):
     job_shape: Any  # the shape `render` answers with (a TypedDict)
     error_shape: Any  # the shape `error_body` answers with
     webhook_shape: Any  # the completion webhook's body (None without WEBHOOKS)
-    writes_result_files: bool  # ending a job writes an output and an error file
 
     def routes(self) -> Sequence[Route]:
         """The routes of its own batch API (Relay's shared routes are the API's)."""

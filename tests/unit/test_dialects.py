@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from daemon.dialects import DIALECTS, detect, event_view, listed, statuses_for
+from daemon.dialects import DIALECTS, Capability, detect, event_view, listed, statuses_for
 from daemon.dialects.relay.render import relay_status
 from daemon.domain.jobs import STATUSES, Job
 
@@ -121,8 +121,8 @@ def test_admission() -> None:
 
 
 def test_result_files_are_the_openai_dialects() -> None:
-    assert (DIALECTS["relay"].writes_result_files, DIALECTS["openai"].writes_result_files) == (
-        False, True)
+    files = Capability.RESULT_FILES
+    assert [files in d.capabilities for d in DIALECTS.values()] == [False, True, False]
 
 
 def test_event_view_carries_the_relay_status() -> None:

@@ -75,7 +75,6 @@ class AnthropicDialect:
     error_shape = AnthropicErrorResponse
     webhook_shape = None  # Anthropic's API has no webhook
     line_shape = MessageBatchIndividualResponse
-    writes_result_files = False  # results are read from the rows
     paging = Paging(after="after_id", before="before_id", default=20, most=1000)
 
     def routes(self) -> Sequence[Route]:

@@ -53,7 +53,6 @@ class OpenAIDialect:
     job_shape = OpenAIBatch
     error_shape = Error
     webhook_shape = None
-    writes_result_files = True
     capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
                               Capability.RESULT_FILES, Capability.DEAD_LETTER})
     # (no webhook: its create body names none)

@@ -40,7 +40,6 @@ class RelayDialect:
     job_shape = RelayJob
     error_shape = Error
     webhook_shape = WebhookSummary
-    writes_result_files = False  # results are read from the rows (`GET .../results`)
     capabilities = frozenset({Capability.LIST_PAGING, Capability.CANCEL, Capability.RESULTS,
                               Capability.DEAD_LETTER, Capability.WEBHOOKS, Capability.CRON})
 
