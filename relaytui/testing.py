@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from relaytui.client import Event, RelayClient, RelayError
+from relaytui.progress import ENDED
 from relaytui.testing_http import serve
 from relaytui.testing_stats import canned_stats
 
@@ -499,10 +500,6 @@ def _no_row(custom_id: str) -> RelayError:
     return RelayError(404, f"No row found with id '{custom_id}'.", code="not_found")
 
 
-def _ended(job: dict[str, Any]) -> bool:
-    return job["status"] in ("completed", "failed", "canceled", "cancelled", "expired")
-
-
 class FakeRelay:
     """A relayd in memory: canned jobs, results, rows and dead letters, served over
     `httpx.MockTransport` to a real `RelayClient` (`client()`), in relayd's wire shapes.
@@ -601,7 +598,8 @@ class FakeRelay:
         results), after `cursor` (an index here; opaque to the client)."""
         job = self._known(job_id)
         data = self.results(job_id)["data"]
-        done = min(len(data), job["completed"] + job["failed"]) if not _ended(job) else len(data)
+        ended = job["status"] in ENDED
+        done = len(data) if ended else min(len(data), job["completed"] + job["failed"])
         start = int(cursor or 0)
         page = data[start:min(done, start + limit)]
         return {"id": job_id, "object": "list", "status": batch(job)["status"], "data": page,
