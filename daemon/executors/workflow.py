@@ -81,6 +81,11 @@ def event_id(batch_id: str, custom_id: str, seq: int) -> str:
     return ids.stable("evt", batch_id, custom_id, "event", seq)
 
 
+# What the stored state holds besides its input, requests and results (its phase and
+# counters, the event due, the history of answers), counted as this much.
+STATE_KEYS_BYTES = 2048
+
+
 @dataclass
 class WorkflowState:
     """Where a record stands; stored as JSON whenever it changes.
@@ -130,11 +135,6 @@ class WorkflowState:
         self.event = {"type": kind, "step": self.step, **fields}
         self.requests = self.results = None
         self.wake_at = None
-
-
-# What the stored state holds besides its input, requests and results (its phase and
-# counters, the event due, the history of answers), counted as this much.
-STATE_KEYS_BYTES = 2048
 
 
 class WorkflowLog(GroupCommit[WorkflowWrite]):
