@@ -80,7 +80,7 @@ def compressed(request: web.Request) -> bool:
 def answer(request: web.Request, error: RelayError, status: int, *,
            headers: dict[str, str] | None = None) -> web.Response:
     dialect = owner(request)
-    status = dialect.error_status(error, status)
+    status = dialect.error_status(status)
     return respond.json(dialect.error_body(error, status), status=status, headers=headers)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 from daemon.api.shapes import EVENTS as EVENT_SHAPES
 from daemon.api.table import table
 from daemon.dialects import DIALECTS, NATIVE, Dialect, Mounted
-from daemon.domain.errors import RelayError
 from daemon.domain.routes import Media, Param
 from daemon.domain.shapes import Components, Schema
 
@@ -42,9 +41,6 @@ ERRORS = {
     529: ("Overloaded", "Anthropic's word for Relay's 503: shutting down, or the store "
                         "cannot write; retry."),
 }
-
-
-_ANY = RelayError("")  # the statuses a dialect answers depend on the status alone
 
 
 class Document:
@@ -73,7 +69,7 @@ class Document:
     def operation(self, entry: Mounted) -> Schema:
         op, owner = entry.route.op, entry.owner
         relay_statuses = {*op.errors, 500} | (set() if op.public else {401})
-        statuses = sorted({owner.error_status(_ANY, s) for s in relay_statuses})
+        statuses = sorted({owner.error_status(s) for s in relay_statuses})
         responses: dict[str, Schema] = {"200": self.content(op.answer, op.answer_description)}
         for status in statuses:
             other = op.other_answers.get(status)

@@ -154,7 +154,7 @@ class Dialect(Protocol):
     def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
         """An error in this dialect's envelope."""
 
-    def error_status(self, error: RelayError, status: int) -> int:
+    def error_status(self, status: int) -> int:
         """The status this dialect answers an error with (`status`: Relay's own, which
         a dialect whose API knows fewer statuses maps to its nearest)."""
 

@@ -111,7 +111,7 @@ class AnthropicDialect:
     def error_body(self, error: RelayError, status: int) -> AnthropicErrorResponse:
         return errors.error_response(error, status=status)
 
-    def error_status(self, error: RelayError, status: int) -> int:
+    def error_status(self, status: int) -> int:
         return _STATUSES.get(status, status)
 
     def recognises(self, body: Any) -> bool:

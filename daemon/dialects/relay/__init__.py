@@ -64,7 +64,7 @@ class RelayDialect:
     def error_body(self, error: RelayError, status: int) -> Mapping[str, Any]:
         return openai_error(error)
 
-    def error_status(self, error: RelayError, status: int) -> int:
+    def error_status(self, status: int) -> int:
         return status
 
     def recognises(self, body: Any) -> bool:
