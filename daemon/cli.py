@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="the database").add_subparsers(dest="db", required=True)
     _command(db, "migrate", "create the database's tables, or migrate them to this relayd's "
              "schema version, and print it (serve does the same at start)", _db_migrate)
+    _command(db, "stats", "print each table's rows and bytes, and what [retention] would "
+             "purge now", _db_stats)
     return parser
 
 
@@ -267,6 +269,31 @@ def _db_migrate(config: configuration.Config, args: argparse.Namespace) -> int:
         return 1
     print(f"schema version {repo.schema_version()}")
     repo.close()
+    return 0
+
+
+def _db_stats(config: configuration.Config, args: argparse.Namespace) -> int:
+    from daemon.domain.retention import cutoff
+
+    repo = _repo(config)
+    try:
+        sizes = repo.table_sizes()
+        days = config.retention.days
+        purge = repo.purge_counts(cutoff(time.time(), days)) if days is not None else None
+    finally:
+        repo.close()
+    print(f"{'TABLE':<18}{'ROWS':>12}{'BYTES':>14}")
+    for table in sizes:
+        shown = f"{table.bytes:,}" if table.bytes is not None else "?"
+        print(f"{table.name:<18}{table.rows:>12,}{shown:>14}")
+    known = [t.bytes for t in sizes if t.bytes is not None]
+    if known:
+        print(f"{'total':<18}{sum(t.rows for t in sizes):>12,}{sum(known):>14,}")
+    if purge is None:
+        print("retention: off ([retention] days unset): ended jobs are kept forever")
+    else:
+        print(f"retention: {days} day(s): {purge.jobs:,} ended job(s) with {purge.rows:,} "
+              f"row(s) and {purge.files:,} file(s) would be purged now")
     return 0
 
 

@@ -77,6 +77,13 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    """How long ended jobs are kept (`domain/retention.py`): None keeps them forever."""
+
+    days: int | None = None
+
+
+@dataclass(frozen=True)
 class MetricsConfig:
     """`GET /metrics`: an operator's view, with no workspace key."""
 
@@ -153,6 +160,7 @@ class Config:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
     models: tuple[ModelConfig, ...] = ()
 
     @property
@@ -162,7 +170,7 @@ class Config:
 
 
 _SECTIONS = {"server", "database", "gateway", "security", "retry", "tools", "metrics",
-             "cluster", "limits", "models"}
+             "cluster", "limits", "retention", "models"}
 
 
 def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> Config:
@@ -200,6 +208,7 @@ def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Conf
         metrics=_metrics(_table(raw, "metrics")),
         cluster=_cluster(_table(raw, "cluster")),
         limits=_limits(_table(raw, "limits")),
+        retention=_retention(_table(raw, "retention")),
         models=models,
     )
 
@@ -290,6 +299,19 @@ def _limits(t: dict[str, Any]) -> LimitsConfig:
     if not 1 <= record_mb <= MAX_RECORD_MB:
         raise ConfigError(f"limits.max_record_mb: must be 1–{MAX_RECORD_MB}, got {record_mb}")
     return LimitsConfig(max_record_mb=record_mb)
+
+
+MAX_RETENTION_DAYS = 36_500
+
+
+def _retention(t: dict[str, Any]) -> RetentionConfig:
+    _reject_unknown(t, {"days"}, "retention.")
+    if "days" not in t:
+        return RetentionConfig()
+    days = _typed(t, "days", int, 0, "retention.")
+    if not 1 <= days <= MAX_RETENTION_DAYS:
+        raise ConfigError(f"retention.days: must be 1–{MAX_RETENTION_DAYS}, got {days}")
+    return RetentionConfig(days=days)
 
 
 def _security(t: dict[str, Any]) -> SecurityConfig:

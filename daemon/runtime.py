@@ -24,7 +24,7 @@ from daemon.actors.membership import Membership
 from daemon.actors.notifier import Notifier, NotifierProxy
 from daemon.actors.scheduler import Scheduler, SchedulerProxy
 from daemon.actors.supervisor import JobSupervisor, SupervisorProxy
-from daemon.actors.sweeper import FileSweeper, FileSweeperProxy, sweep_leftovers
+from daemon.actors.sweeper import Sweeper, SweeperProxy, sweep_leftovers
 from daemon.actors.validator import Validator, ValidatorProxy
 from daemon.actors.vitals import EX_SOFTWARE, Vitals
 from daemon.api.app import create_app
@@ -185,7 +185,8 @@ class Daemon:
             broadcast=self._broadcast, node=self.membership.id))
         self.files = FileStore(self.config.server.data_dir)
         sweep_leftovers(self.repo, self.files, now=time.time())  # mtimes are wall time
-        self.sweeper = FileSweeperProxy.of(FileSweeper.start(repo=self.repo, files=self.files))
+        self.sweeper = SweeperProxy.of(Sweeper.start(
+            repo=self.repo, files=self.files, retention_days=self.config.retention.days))
         self.prober = HealthProbeProxy.of(HealthProbe.start(repo=self.repo, files=self.files,
                                                             health=self.health))
         self.scheduler = SchedulerProxy.of(Scheduler.start(
@@ -212,7 +213,7 @@ class Daemon:
         targets: dict[str, Callable[[float], Any]] = {
             "scheduler": self.scheduler.tick.defer,
             "notifier": self.notifier.tick.defer,
-            "file sweeper": self.sweeper.tick.defer,
+            "sweeper": self.sweeper.tick.defer,
             "health probe": self.prober.tick.defer,
             "validator": self.validator.tick.defer,
             "vitals": self.vitals.check}
@@ -278,7 +279,7 @@ class Daemon:
                 "validator": self.validator.actor_ref.is_alive,
                 "notifier": self.notifier.actor_ref.is_alive,
                 "health probe": self.prober.actor_ref.is_alive,
-                "file sweeper": self.sweeper.actor_ref.is_alive,
+                "sweeper": self.sweeper.actor_ref.is_alive,
                 "heartbeat": self.membership.thread.is_alive,
                 "I/O loop": self.io_loop.alive}
 

@@ -1,6 +1,7 @@
-"""The files that outlive their use: leftovers of a crash, swept once at start
-(`sweep_leftovers`; the rule is `domain/leftovers.py`), and files past their
-`expires_at`, deleted by the `FileSweeper` on a timer (`expire_files`).
+"""What outlives its use: leftovers of a crash, swept once at start (`sweep_leftovers`;
+the rule is `domain/leftovers.py`); files past their `expires_at`, deleted by the
+`Sweeper` on a timer (`expire_files`); and, with `[retention] days`, jobs that ended
+longer ago than that, purged with their rows and files (`purge_ended`).
 
 Records go first, bytes second: a crash in between leaves bytes no live record names,
 which the next start sweeps as an orphan once they are old enough.
@@ -17,6 +18,15 @@ from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.every import Every
 from daemon.domain.files import FileRecord
 from daemon.domain.leftovers import leftovers, orphan_candidates
+from daemon.domain.retention import (
+    JOBS_PER_LOOK,
+    PURGE_EVERY_S,
+    RECLAIM_PAGES,
+    ROWS_PER_TICK,
+    ROWS_PER_WRITE,
+    Purged,
+    cutoff,
+)
 from daemon.store.faults import StoreError
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -50,21 +60,63 @@ def expire_files(store: Store, files: FileStore, *, now: float) -> list[FileReco
     return expired
 
 
-class FileSweeper(pykka.ThreadingActor):
-    """Runs `expire_files` at most every `every` seconds of `tick(now)`; on its own
-    thread, so the timer that ticks it never waits on the store or the disk."""
+def purge_ended(store: Store, files: FileStore, *, now: float, days: int,
+                rows: int = ROWS_PER_TICK) -> Purged:
+    """One pass of retention, deleting at most `rows` rows: the jobs past it, emptied a
+    chunk a write and then deleted one after another with their files, and the old
+    records of deleted files; then free pages go back to the file system. `more` when
+    the pass stopped with work left."""
+    before = cutoff(now, days)
+    targets = store.purgeable_jobs(before)
+    jobs = gone = removed = 0
+    more = False
+    for target in targets:
+        while gone < rows and (went := store.purge_rows(
+                target.seq, limit=min(ROWS_PER_WRITE, rows - gone))):
+            gone += went
+        paths = store.purge_job(target)
+        if paths is None:  # rows left: the allowance is spent
+            more = True
+            break
+        for path in paths:
+            files.remove(path)
+        jobs, removed = jobs + 1, removed + len(paths)
+    else:
+        store.purge_deleted_files(before)
+        more = len(targets) == JOBS_PER_LOOK
+    if gone or jobs:
+        more = store.reclaim(pages=RECLAIM_PAGES) or more
+        log.info("retention purged %d job(s) and %d row(s) that ended over %d day(s) ago",
+                 jobs, gone, days)
+    return Purged(jobs=jobs, rows=gone, files=removed, more=more)
 
-    def __init__(self, *, repo: Store, files: FileStore, every: float = EXPIRY_EVERY_S) -> None:
+
+class Sweeper(pykka.ThreadingActor):
+    """Runs `expire_files` at most every `every` seconds of `tick(now)`, and with
+    `retention_days`, `purge_ended` every `PURGE_EVERY_S`, tick after tick while a pass
+    leaves work; on its own thread, so the timer that ticks it never waits on the store
+    or the disk."""
+
+    def __init__(self, *, repo: Store, files: FileStore, every: float = EXPIRY_EVERY_S,
+                 retention_days: int | None = None, rows_per_tick: int = ROWS_PER_TICK) -> None:
         super().__init__()
         self.repo = repo
         self.files = files
         self.every = Every(every)
+        self.retention_days = retention_days
+        self.rows_per_tick = rows_per_tick
+        self.purge_every = Every(PURGE_EVERY_S)
+        self.purging = False  # the last pass left work: the next tick goes on
 
     @contained
     def tick(self, now: float) -> None:
         if self.every.due(now):
             expire_files(self.repo, self.files, now=now)
+        if self.retention_days is not None and (self.purge_every.due(now) or self.purging):
+            self.purging = False  # a failing pass waits for the timer, not every tick
+            self.purging = purge_ended(self.repo, self.files, now=now, days=self.retention_days,
+                                       rows=self.rows_per_tick).more
 
 
-class FileSweeperProxy(ActorProxyOf[FileSweeper]):
-    tick = message(FileSweeper.tick)
+class SweeperProxy(ActorProxyOf[Sweeper]):
+    tick = message(Sweeper.tick)

@@ -1,7 +1,7 @@
 """Whether the process's core parts are alive, and what happens when one is not.
 
 The core parts are what a daemon starts once and cannot run without: the actors
-Scheduler, Validator, Notifier, HealthProbe and FileSweeper, and the threads of the
+Scheduler, Validator, Notifier, HealthProbe and Sweeper, and the threads of the
 heartbeat and the I/O loop. (A job's supervisor and its row worker are not: the
 scheduler revives them.) A core part that died is not started again in place. The
 process is crash-only, every state being in the store: it says so on `/healthz`

@@ -20,6 +20,7 @@ from daemon.store.interface import Store
 from daemon.store.jobs import JobQueries
 from daemon.store.models import BaseModel, bind
 from daemon.store.nodes import NodeQueries
+from daemon.store.retention import RetentionQueries
 from daemon.store.rows import RowQueries
 from daemon.store.schema import version
 from daemon.store.stats import StatsQueries
@@ -31,7 +32,7 @@ INTERFACE = tuple(name for name, value in vars(Store).items()
 
 
 class SqlStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
-               WorkflowQueries, HealthQueries, StatsQueries, NodeQueries):
+               WorkflowQueries, HealthQueries, StatsQueries, NodeQueries, RetentionQueries):
     """The `Store` on one SQL database."""
 
     def __init__(self, db: Database) -> None:

@@ -98,6 +98,16 @@ class PostgresStore(SqlStore):
     def json_text(self, column: str, key: str) -> str:
         return f"({column}::jsonb ->> '{key}')"
 
+    def table_bytes(self) -> dict[str, int]:
+        found = self.db.execute_sql(
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchall()
+        return {name: int(size) for name, size in found}
+
+    def reclaim(self, *, pages: int) -> bool:
+        return False  # autovacuum makes deleted rows' space reusable (docs/deployment.md)
+
 
 @guarded
 def open_postgres(url: str) -> PostgresStore:

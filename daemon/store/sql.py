@@ -128,6 +128,15 @@ class SqlBase:
         """SQL for the text at `key` of the JSON object in `column` (NULL when absent)."""
         raise NotImplementedError
 
+    def table_bytes(self) -> dict[str, int]:
+        """Bytes by table, its indexes included (`relayd db stats`)."""
+        raise NotImplementedError
+
+    def reclaim(self, *, pages: int) -> bool:
+        """Give up to `pages` free pages back to the file system, where the backend does
+        that itself rather than by its own vacuum; True while free pages are left."""
+        raise NotImplementedError
+
     def lock_job(self, seq: int) -> models.JobModel | None:
         """A job read for a write that depends on it. Whoever writes a job and its rows
         locks the job first, so two writers of one job wait rather than deadlock."""

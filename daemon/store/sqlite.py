@@ -42,7 +42,11 @@ WAL_LIMIT = 64 * 1024 * 1024  # bytes of write-ahead log kept past a write, at m
 CHECKPOINT_WAIT_MS = 100  # how long a TRUNCATE checkpoint waits for readers
 BUSY_TIMEOUT_MS = 10_000
 
+INCREMENTAL = 2  # `PRAGMA auto_vacuum`'s answer for "incremental"
 PRAGMAS = {
+    # Before any table exists: a new file can give pages back (`reclaim`), which an older
+    # one cannot without a whole VACUUM.
+    "auto_vacuum": "incremental",
     "journal_mode": "wal",
     "journal_size_limit": WAL_LIMIT,
     "busy_timeout": BUSY_TIMEOUT_MS,
@@ -204,6 +208,25 @@ class SqliteStore(SqlStore):
 
     def json_text(self, column: str, key: str) -> str:
         return f"json_extract({column}, '$.{key}')"
+
+    def table_bytes(self) -> dict[str, int]:
+        try:
+            found = self.db.execute_sql(
+                "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
+                "JOIN sqlite_master m ON s.name = m.name GROUP BY m.tbl_name").fetchall()
+        except peewee.OperationalError:  # a SQLite built without the dbstat table
+            return {}
+        return {name: int(size) for name, size in found}
+
+    def reclaim(self, *, pages: int) -> bool:
+        # A no-op on a file made before auto_vacuum was set (`PRAGMAS`): its free pages
+        # are reused by later writes, so it stops growing, but it does not shrink.
+        # A page a step: `executescript` steps it to its end in a transaction of its own
+        # (`execute` stops after one page, as the pragma answers no rows).
+        self.db.connection().executescript(f"PRAGMA incremental_vacuum({int(pages)});")
+        (free,) = self.db.execute_sql("PRAGMA freelist_count").fetchone()
+        (mode,) = self.db.execute_sql("PRAGMA auto_vacuum").fetchone()
+        return bool(free) and mode == INCREMENTAL
 
 
 @guarded

@@ -1,6 +1,6 @@
 """The file sweeper over a real store and a real folder, without threads: leftovers of
 a crash swept at start (`sweep_leftovers`), expired files deleted on a timer
-(`FileSweeper.tick`), records before bytes."""
+(`Sweeper.tick`), records before bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.actors.sweeper import FileSweeper, expire_files, sweep_leftovers
+from daemon.actors.sweeper import Sweeper, expire_files, sweep_leftovers
 from daemon.domain.files import FileRecord
 from daemon.domain.leftovers import STALE_AFTER_S
 from daemon.store.files import FileStore
@@ -106,7 +106,7 @@ def test_expired_files_lose_their_record_then_their_bytes(repo: Store,
 
 def test_the_sweeper_runs_at_its_first_tick_then_every_interval(repo: Store,
                                                                 files: FileStore) -> None:
-    sweeper = FileSweeper(repo=repo, files=files, every=60)
+    sweeper = Sweeper(repo=repo, files=files, every=60)
     first = recorded(repo, files, fid(1), expires_at=NOW)
     sweeper.tick(NOW)
     assert repo.file(first.id) is None
@@ -124,6 +124,6 @@ class BrokenStore:
 
 def test_a_failing_sweep_does_not_stop_the_sweeper(files: FileStore,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    sweeper = FileSweeper(repo=BrokenStore(), files=files, every=60)  # type: ignore[arg-type]
+    sweeper = Sweeper(repo=BrokenStore(), files=files, every=60)  # type: ignore[arg-type]
     assert sweeper.tick(NOW) is None  # logged, not raised: the actor lives on
-    assert "FileSweeper.tick failed" in caplog.text
+    assert "Sweeper.tick failed" in caplog.text

@@ -16,7 +16,7 @@ from tests.api.conftest import Relay
 from tests.api.openapi_contract import Contract
 
 CORE_ACTORS = {"scheduler": "scheduler", "validator": "validator", "notifier": "notifier",
-               "prober": "health probe", "sweeper": "file sweeper"}
+               "prober": "health probe", "sweeper": "sweeper"}
 
 
 def crash(actor: pykka.ActorRef[Any]) -> None:
