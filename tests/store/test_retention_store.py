@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from daemon import cli
 from daemon.domain import ids
 from daemon.domain.files import FileRecord
-from daemon.domain.jobs import Job
+from daemon.domain.jobs import Job, JobDraft
 from daemon.domain.outcome import Turn, Usage
 from daemon.domain.retention import DAY_S, Purgeable, cutoff
 from daemon.store.backend import SqlStore
-from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
+from daemon.store.sqlite import open_sqlite
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, end, make_rows
 
 DAYS = 3
 
@@ -132,3 +136,26 @@ def test_table_sizes_name_every_table_with_its_bytes(repo: SqlStore, make_job: M
     assert {"job", "row", "attempt", "file", "workflow"} <= set(sizes)
     assert sizes["row"].rows == 20
     assert sizes["row"].bytes is not None and sizes["row"].bytes > 0
+
+
+def test_relayd_db_stats_prints_tables_and_what_retention_would_purge(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "relay.toml"
+    config.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    assert cli.main(["db", "stats", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["TABLE", "ROWS", "BYTES"]
+    assert any(line.split()[:2] == ["row", "0"] for line in out.splitlines())
+    assert "retention: off" in out
+    store = open_sqlite(tmp_path / "data" / "relay.db")
+    ws = store.ensure_workspace("acme", now=NOW)
+    job = store.create_job(JobDraft(id=ids.relay_job_id(), workspace_id=ws.id, dialect="relay",
+                                    name="old", model="m", endpoint="/v1/chat/completions",
+                                    status="running", priority=0, created_at=NOW),
+                           make_rows(4))
+    ended(store, job, at=NOW)
+    store.close()
+    config.write_text(config.read_text() + "\n[retention]\ndays = 30\n")
+    assert cli.main(["db", "stats", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "retention: 30 day(s): 1 ended job(s) with 4 row(s) and 0 file(s) would be purged" in out

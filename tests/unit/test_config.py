@@ -377,3 +377,14 @@ def test_max_record_mb_out_of_range_is_refused_by_name(value: Any) -> None:
 def test_an_unknown_limits_key_is_refused_by_name() -> None:
     message = refusal({"limits": {"max_rows": 5}}, environ={})
     assert message.startswith("limits.max_rows: unknown key")
+
+
+def test_retention_is_off_unless_days_are_given() -> None:
+    assert parse({}, environ={}).retention.days is None
+    assert parse({"retention": {"days": 3}}, environ={}).retention.days == 3
+
+
+@pytest.mark.parametrize("days", [0, -1, 36_501, "3", True])
+def test_retention_days_out_of_range_or_of_a_wrong_type_are_refused(days: object) -> None:
+    with pytest.raises(ConfigError, match="retention.days: must be"):
+        parse({"retention": {"days": days}}, environ={})
