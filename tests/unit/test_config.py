@@ -386,5 +386,5 @@ def test_retention_is_off_unless_days_are_given() -> None:
 
 @pytest.mark.parametrize("days", [0, -1, 36_501, "3", True])
 def test_retention_days_out_of_range_or_of_a_wrong_type_are_refused(days: object) -> None:
-    with pytest.raises(ConfigError, match="retention.days: must be"):
+    with pytest.raises(ConfigError, match=r"retention\.days: must be"):
         parse({"retention": {"days": days}}, environ={})
