@@ -70,6 +70,10 @@ class LimitsConfig:
     # A multi-call record's transcript or workflow state, as stored and sent: past it the
     # record fails `record_too_large` (so a row's memory and rows in the store are bounded).
     max_record_mb: int = 32
+    # A batch's rows, at most (files, Relay requests, Message Batches, re-drives): None
+    # is each dialect's own cap (`Dialect.max_rows`); OpenAI's inline `requests` stay
+    # at 50,000 whatever this says.
+    max_batch_rows: int | None = None
 
     @property
     def max_record_bytes(self) -> int:
@@ -293,12 +297,21 @@ def _cluster(t: dict[str, Any]) -> ClusterConfig:
 MAX_RECORD_MB = 4096
 
 
+MAX_BATCH_ROWS = 100_000_000
+
+
 def _limits(t: dict[str, Any]) -> LimitsConfig:
-    _reject_unknown(t, {"max_record_mb"}, "limits.")
+    _reject_unknown(t, {"max_record_mb", "max_batch_rows"}, "limits.")
     record_mb = _typed(t, "max_record_mb", int, LimitsConfig.max_record_mb, "limits.")
     if not 1 <= record_mb <= MAX_RECORD_MB:
         raise ConfigError(f"limits.max_record_mb: must be 1–{MAX_RECORD_MB}, got {record_mb}")
-    return LimitsConfig(max_record_mb=record_mb)
+    batch_rows = None
+    if "max_batch_rows" in t:
+        batch_rows = _typed(t, "max_batch_rows", int, 0, "limits.")
+        if not 1 <= batch_rows <= MAX_BATCH_ROWS:
+            raise ConfigError(f"limits.max_batch_rows: must be 1–{MAX_BATCH_ROWS:,}, "
+                              f"got {batch_rows}")
+    return LimitsConfig(max_record_mb=record_mb, max_batch_rows=batch_rows)
 
 
 MAX_RETENTION_DAYS = 36_500

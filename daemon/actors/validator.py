@@ -26,7 +26,9 @@ from daemon.actors.membership import Node
 from daemon.actors.notifier import NotifierProxy
 from daemon.actors.proxies import ActorProxyOf, message
 from daemon.actors.scheduler import SchedulerProxy
+from daemon.config import LimitsConfig
 from daemon.dialects import dialect_of
+from daemon.dialects.base import row_cap
 from daemon.domain.every import Every
 from daemon.domain.jobs import FAILED, VALIDATING, Job
 from daemon.domain.openai_input import FileError, ParsedRecords
@@ -43,9 +45,10 @@ class Validator(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, files: FileStore, scheduler: SchedulerProxy,
                  notifier: NotifierProxy, models: Collection[str], clock: Callable[[], float],
                  allow_private: bool = False, resolve: Resolver = system_resolver,
-                 node: Node | None = None) -> None:
+                 node: Node | None = None, limits: LimitsConfig | None = None) -> None:
         super().__init__()
         self.node = node or Node()
+        self.limits = limits or LimitsConfig()
         self.watch = Every(WATCH_S)
         self.repo = repo
         self.files = files
@@ -94,9 +97,11 @@ class Validator(pykka.ThreadingActor):
             with Path(record.path).open("rb") as data:
                 check = TargetCheck(allow_private=self.allow_private, resolve=self.resolve)
                 workspace = self.repo.workspace_by_id(workspace_id)
-                return dialect_of(job).parse_input(
+                dialect = dialect_of(job)
+                return dialect.parse_input(
                     job, data, models=self.models, check_url=check,
-                    workflows=workspace is not None and workspace.workflows)
+                    workflows=workspace is not None and workspace.workflows,
+                    max_rows=row_cap(dialect, self.limits))
         except OSError as exc:
             log.warning("input file %s unreadable: %s", file_id, exc)
             return _unreadable(f"The input file {file_id!r} could not be read: {exc.strerror}.")

@@ -36,6 +36,7 @@ from daemon.dialects import (
     statuses_for,
 )
 from daemon.dialects.anthropic.shapes import MessageBatchIndividualResponse
+from daemon.dialects.base import row_cap
 from daemon.dialects.openai.shapes import OutputLine
 from daemon.dialects.relay import BATCHES, JOB_ID, ONE
 from daemon.dialects.relay.render import (
@@ -487,6 +488,11 @@ def redrive(services: Services, job: Job, *, custom_ids: list[str] | None,
     if not rows:
         return None
     dialect, now = dialect_of(job), services.clock()
+    cap = row_cap(dialect, services.config.limits)
+    if len(rows) > cap:
+        raise InvalidRequest(f"The retry would take {len(rows)} rows; at most {cap} are "
+                             "allowed in a batch ([limits] max_batch_rows): name fewer "
+                             "custom_ids.", param="custom_ids", code="too_many_rows")
     start = dialect.redrive(services, job, rows, now=now)
     created = None
     try:

@@ -19,7 +19,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from daemon.config import Config
+from daemon.config import Config, LimitsConfig
 from daemon.domain.errors import RelayError
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowRecord
@@ -144,6 +144,7 @@ class Dialect(Protocol):
     auth: KeyScheme
     prefixes: tuple[str, ...]  # paths only it serves (its envelope answers any of them)
     max_body_mb: int | None  # its own body limit; None: `[server] max_body_mb`
+    max_rows: int  # its own cap on a batch's rows: `[limits] max_batch_rows`'s default
     job_shape: Any  # the shape `render` answers with (a TypedDict)
     error_shape: Any  # the shape `error_body` answers with
     webhook_shape: Any  # the completion webhook's body (None without WEBHOOKS)
@@ -188,7 +189,7 @@ class Dialect(Protocol):
         """Why a queued job cannot start at all (it then fails as a whole), or None."""
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
         """A `validating` job's input (an open binary file), read by the background
         validator: its rows, or the file's errors."""
 
@@ -209,3 +210,9 @@ def openai_error(error: RelayError) -> dict[str, Any]:
     shares."""
     return {"error": {"message": error.message, "type": error.type, "param": error.param,
                       "code": error.code}}
+
+
+def row_cap(dialect: Dialect, limits: LimitsConfig) -> int:
+    """The most rows a batch of `dialect` may have here: `[limits] max_batch_rows`, or
+    the dialect's own cap, so its clients see the refusals they expect."""
+    return limits.max_batch_rows or dialect.max_rows

@@ -158,10 +158,10 @@ def _optional_string(body: dict[str, Any], key: str) -> str | None:
 
 def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
                   models: Collection[str], check_url: CheckUrl | None = None,
-                  workflows: bool = False) -> ParsedRecords:
+                  workflows: bool = False, max_records: int = MAX_RECORDS) -> ParsedRecords:
     """Records from `(line number, raw)` pairs, where raw is a JSONL line (bytes or
     str) or an already-decoded inline record. `workflows`: whether the workspace may
-    run workflow records."""
+    run workflow records; `max_records`: the configured row cap."""
     parsed = ParsedRecords()
     seen: dict[str, int] = {}
     for number, raw in lines:
@@ -182,7 +182,7 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
             continue
         seen[row.custom_id] = number
         parsed.rows.append(row)
-    _check_size(parsed)
+    _check_size(parsed, max_records)
     return parsed
 
 
@@ -376,12 +376,12 @@ def _check_target(url: str, check_url: CheckUrl) -> None:
         raise ToolConfigError("url", exc.message) from exc
 
 
-def _check_size(parsed: ParsedRecords) -> None:
+def _check_size(parsed: ParsedRecords, max_records: int) -> None:
     if parsed.errors:
         return
     if not parsed.rows:
         parsed.errors.append(FileError("empty_file", "The input has no records."))
-    elif len(parsed.rows) > MAX_RECORDS:
+    elif len(parsed.rows) > max_records:
         parsed.errors.append(FileError(
             "too_many_tasks", f"The input has {len(parsed.rows)} records; at most "
-            f"{MAX_RECORDS} are allowed."))
+            f"{max_records} are allowed."))

@@ -40,8 +40,10 @@ def parse_submission(
     now: float,
     check_cron: Callable[[str], None] | None = None,
     check_url: Callable[[str, str], object] | None = None,
+    max_rows: int = MAX_ROWS,
 ) -> Submission:
-    """Validate a Relay submit body. `check_cron` and `check_url` raise `InvalidRequest`."""
+    """Validate a Relay submit body. `check_cron` and `check_url` raise `InvalidRequest`;
+    `max_rows`: the configured row cap."""
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object.")
     for key in body:
@@ -53,7 +55,8 @@ def parse_submission(
     return Submission(
         name=_name(body.get("name"), now),
         model=model,
-        rows=parse_rows(body.get("requests"), models=models, model=model, check_url=check_url),
+        rows=parse_rows(body.get("requests"), models=models, model=model, check_url=check_url,
+                        max_rows=max_rows),
         priority=_priority(body.get("priority")),
         webhook_url=webhook,
         cron=cron,
@@ -62,7 +65,8 @@ def parse_submission(
 
 def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str] = (),
                model: str | None = None,
-               check_url: Callable[[str, str], object] | None = None) -> list[RowDraft]:
+               check_url: Callable[[str, str], object] | None = None,
+               max_rows: int = MAX_ROWS) -> list[RowDraft]:
     """Relay rows `{custom_id?, messages}`; a row may also be an OpenAI chat record
     `{custom_id, method, url, body}` (an uploaded OpenAI JSONL), read by the OpenAI
     dialect's own parser."""
@@ -72,9 +76,9 @@ def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str
         raise InvalidRequest("'requests' must be an array of rows.", param=param)
     if not requests:
         raise InvalidRequest("'requests' must not be empty.", param=param)
-    if len(requests) > MAX_ROWS:
+    if len(requests) > max_rows:
         raise InvalidRequest(
-            f"'requests' has {len(requests)} rows; at most {MAX_ROWS} are allowed.", param=param
+            f"'requests' has {len(requests)} rows; at most {max_rows} are allowed.", param=param
         )
     rows = [_record(i, r, f"{param}[{i}]", models=models, model=model, check_url=check_url)
             if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]")

@@ -4,6 +4,7 @@ and the workspace-wide list."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from tests.actors.harness import wait_for
@@ -76,3 +77,19 @@ async def test_attempt_logs_are_iso_8601_to_the_millisecond(relay: Relay) -> Non
     assert all(s.endswith("Z") and len(s) == len("2026-10-04T09:12:44.125Z") for s in stamps)
     assert all(p.tzinfo is not None for p in parsed)
     assert min(parsed) >= datetime.fromisoformat(done["created_at"]).replace(microsecond=0)
+
+
+async def test_a_retry_past_the_row_cap_is_refused_naming_custom_ids(relay: Relay) -> None:
+    job = await relay.submit(batch("x OUTAGE", "y OUTAGE", "z OUTAGE"))
+    await relay.wait_status(job["id"], "completed")
+    # The operator lowered `[limits] max_batch_rows` below the job's dead letter since.
+    config = relay.services.config
+    relay.services.config = replace(config, limits=replace(config.limits, max_batch_rows=2))
+    retry = f"/v1/batches/{job['id']}/dead_letter/retry"
+    status, body = await relay.call("POST", retry, json={})
+    assert status == 400
+    error = assert_envelope(body, code="too_many_rows")
+    assert error["param"] == "custom_ids" and "at most 2" in error["message"]
+    assert (await relay.job(job["id"]))["dead_letter_open"] == 3  # nothing taken
+    relay.upstream.outage = False
+    await relay.ok("POST", retry, json={"custom_ids": ["r-1", "r-2"]})

@@ -388,3 +388,15 @@ def test_retention_is_off_unless_days_are_given() -> None:
 def test_retention_days_out_of_range_or_of_a_wrong_type_are_refused(days: object) -> None:
     with pytest.raises(ConfigError, match=r"retention\.days: must be"):
         parse({"retention": {"days": days}}, environ={})
+
+
+def test_max_batch_rows_defaults_to_each_dialects_own_cap() -> None:
+    assert parse({}, environ={}).limits.max_batch_rows is None
+    assert parse({"limits": {"max_batch_rows": 1_000_000}},
+                 environ={}).limits.max_batch_rows == 1_000_000
+
+
+@pytest.mark.parametrize("value", [0, -5, 100_000_001, "10", True])
+def test_max_batch_rows_out_of_range_is_refused_by_name(value: Any) -> None:
+    assert refusal({"limits": {"max_batch_rows": value}},
+                   environ={}).startswith("limits.max_batch_rows: must be ")

@@ -309,6 +309,16 @@ def test_more_than_fifty_thousand_records_is_too_many() -> None:
     assert parse_inline(records[:MAX_RECORDS]).errors == []
 
 
+def test_the_configured_row_cap_replaces_fifty_thousand_for_files() -> None:
+    records = [make_record(f"r-{i}") for i in range(MAX_RECORDS + 1)]
+    raised = parse_records(enumerate(records, start=1), endpoint=CHAT, models=MODELS,
+                           max_records=MAX_RECORDS + 1)
+    assert raised.errors == [] and len(raised.rows) == MAX_RECORDS + 1
+    lowered = parse_records(enumerate(records[:3], start=1), endpoint=CHAT, models=MODELS,
+                            max_records=2)
+    assert only_error(lowered)["message"] == "The input has 3 records; at most 2 are allowed."
+
+
 def test_duplicate_custom_id_names_both_lines() -> None:
     parsed = parse_inline([make_record("a"), make_record("b"), make_record("a")])
     error = only_error(parsed)

@@ -123,6 +123,12 @@ def test_requests_over_the_limit() -> None:
     assert str(MAX_ROWS) in error.message
 
 
+def test_a_raised_row_cap_lets_a_larger_batch_through() -> None:
+    rows = [make_row()] * (MAX_ROWS + 1)
+    assert len(parse(make_body(requests=rows), max_rows=MAX_ROWS + 1).rows) == MAX_ROWS + 1
+    assert refused(make_body(requests=rows[:3]), max_rows=2).param == "requests"
+
+
 def test_requests_at_the_limit_are_accepted() -> None:
     sub = parse(make_body(requests=[make_row()] * MAX_ROWS))
     assert len(sub.rows) == MAX_ROWS

@@ -23,6 +23,7 @@ from msgspec import Meta
 
 from daemon.dialects.anthropic import auth, errors, ids, parse, render
 from daemon.dialects.anthropic.shapes import (
+    MAX_REQUESTS,
     AnthropicErrorResponse,
     DeletedMessageBatch,
     MessageBatch,
@@ -30,7 +31,7 @@ from daemon.dialects.anthropic.shapes import (
     MessageBatchIndividualResponse,
     MessageBatchPage,
 )
-from daemon.dialects.base import Capability, Intake, KeyScheme, Paging, Redrive
+from daemon.dialects.base import Capability, Intake, KeyScheme, Paging, Redrive, row_cap
 from daemon.domain.errors import Conflict, RelayError
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
@@ -71,6 +72,7 @@ class AnthropicDialect:
     auth: KeyScheme = AnthropicKey()
     prefixes: tuple[str, ...] = (BATCHES,)
     max_body_mb: int | None = parse.MAX_BODY_MB  # Anthropic's, within `max_parsing_mb`
+    max_rows: int = MAX_REQUESTS
     job_shape = MessageBatch
     error_shape = AnthropicErrorResponse
     webhook_shape = None  # Anthropic's API has no webhook
@@ -120,7 +122,8 @@ class AnthropicDialect:
     def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
         """Parse, check, store: the batch and all its rows in one transaction."""
         models = {m.alias for m in intake.config.models}
-        submission = parse.parse_create(body, models=models)
+        submission = parse.parse_create(body, models=models,
+                                        max_requests=row_cap(self, intake.config.limits))
         draft = parse.job_draft(submission, job_id=self.new_id(), workspace_id=workspace.id,
                                 dialect=NAME, now=intake.clock(),
                                 completion_window_s=intake.config.gateway.completion_window_s)
@@ -158,7 +161,7 @@ class AnthropicDialect:
         return None  # each request names its model; a missing one fails that request
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
         raise NotImplementedError("a Message Batch is checked whole at create")
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:

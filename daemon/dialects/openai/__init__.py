@@ -26,6 +26,7 @@ from daemon.domain.jobs import (
     RowRecord,
 )
 from daemon.domain.openai_input import (
+    MAX_RECORDS,
     CheckUrl,
     CreateRequest,
     ParsedRecords,
@@ -50,6 +51,7 @@ class OpenAIDialect:
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
     max_body_mb: int | None = None
+    max_rows: int = MAX_RECORDS
     job_shape = OpenAIBatch
     error_shape = Error
     webhook_shape = None
@@ -130,9 +132,9 @@ class OpenAIDialect:
         return None  # each record names its model; a missing one fails that record only
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
         return parse_records(jsonl_lines(data), endpoint=job.endpoint, models=models,
-                             check_url=check_url, workflows=workflows)
+                             check_url=check_url, workflows=workflows, max_records=max_rows)
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         return render_openai.batch(job)

@@ -10,7 +10,15 @@ from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.base import (
+    Bearer,
+    Capability,
+    Intake,
+    KeyScheme,
+    Redrive,
+    openai_error,
+    row_cap,
+)
 from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
@@ -18,7 +26,7 @@ from daemon.domain import cron, ids
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
-from daemon.domain.relay_input import Submission, parse_submission
+from daemon.domain.relay_input import MAX_ROWS, Submission, parse_submission
 from daemon.domain.routes import Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
@@ -37,6 +45,7 @@ class RelayDialect:
     auth: KeyScheme = Bearer()
     prefixes: tuple[str, ...] = ()  # its paths are Relay's own
     max_body_mb: int | None = None
+    max_rows: int = MAX_ROWS
     job_shape = RelayJob
     error_shape = Error
     webhook_shape = WebhookSummary
@@ -75,7 +84,7 @@ class RelayDialect:
         now = intake.clock()
         sub = parse_submission(
             body, models={m.alias for m in intake.config.models}, now=now,
-            check_cron=cron.check,
+            check_cron=cron.check, max_rows=row_cap(self, intake.config.limits),
             check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
                                   resolve=intake.resolve),
         )
@@ -114,7 +123,7 @@ class RelayDialect:
         return None if job.model in models else f"model '{job.model}' is no longer configured"
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
         raise NotImplementedError("a Relay job is checked whole at submit, never validating")
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:
