@@ -85,3 +85,19 @@ async def test_an_unknown_after_is_400(relay: Relay, after: str) -> None:
                                     f"/v1/batches/{job_id}/results?limit=2&after={after}")
     assert status == 400
     assert assert_envelope(body)["param"] == "after"
+
+
+async def test_the_whole_list_streams_a_page_of_rows_at_a_time(
+        relay: Relay, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("daemon.api.batches.RESULTS_STREAM_PAGE", 3)  # 7 rows: three pages
+    job_id = await finished(relay)
+    async with relay.client.get(f"/v1/batches/{job_id}/results",
+                                headers=relay.headers()) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
+        assert "Content-Length" not in resp.headers  # chunked: never built whole
+        whole = await resp.json()
+    paged = await relay.results_page(job_id, "?limit=10")
+    assert whole == {"id": job_id, "object": "list", "status": "completed",
+                     "data": paged["data"]}
+    assert len(whole["data"]) == 7

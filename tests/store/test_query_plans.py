@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-
 from daemon.store.backend import SqlStore
 from daemon.store.postgres import PostgresStore
 from tests.store.conftest import NOW, MakeJob, end
