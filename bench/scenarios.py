@@ -14,7 +14,7 @@ from functools import partial
 
 import httpx
 
-from bench import cluster, jobs, limited, profile, reference
+from bench import cluster, jobs, limited, profile, reference, retention
 from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
@@ -81,6 +81,7 @@ def figures() -> dict[str, Figure]:
         *client_figures(),
         *limited.figures(),
         *cluster.figures(),
+        *retention.figures(),
     ]
     return {f.name: f for f in listed}
 
@@ -438,6 +439,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "rate-learned": limited.rate_learned,
     "capacity": limited.capacity,
     "cluster": cluster.cluster,
+    "retention": retention.retention,
 }
 
 
