@@ -14,7 +14,7 @@ from functools import partial
 
 import httpx
 
-from bench import cluster, jobs, limited, profile, reference, retention
+from bench import cluster, jobs, limited, many_jobs, profile, reference, retention
 from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
@@ -82,6 +82,7 @@ def figures() -> dict[str, Figure]:
         *limited.figures(),
         *cluster.figures(),
         *retention.figures(),
+        *many_jobs.figures(),
     ]
     return {f.name: f for f in listed}
 
@@ -440,6 +441,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "capacity": limited.capacity,
     "cluster": cluster.cluster,
     "retention": retention.retention,
+    "many-jobs": many_jobs.many_jobs,
 }
 
 
