@@ -45,6 +45,7 @@ from daemon.store.sql import (
 from daemon.store.workflows import workflows_of
 
 INSERT_CHUNK = 500
+ROWS_PAGE = 1_000  # rows read in one statement by `rows`
 
 
 def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
@@ -236,13 +237,21 @@ class RowQueries(SqlBase):
 
     def rows(self, job_seq: int, *, after_position: int = 0,
              limit: int | None = None) -> Iterator[RowRecord]:
-        query = (self.RowModel.select().where(self.RowModel.job == job_seq,
-                                              self.RowModel.position > after_position)
-                 .order_by(self.RowModel.position))
-        if limit is not None:
-            query = query.limit(limit)
-        for r in query.iterator():
-            yield row_record(r)
+        """A job's rows in input order, read `ROWS_PAGE` at a time by position (a driver
+        that fetches a whole result set, as psycopg does, never holds a million rows)."""
+        left = limit
+        while left is None or left > 0:
+            take = ROWS_PAGE if left is None else min(ROWS_PAGE, left)
+            page = list(self.RowModel.select()
+                        .where(self.RowModel.job == job_seq,
+                               self.RowModel.position > after_position)
+                        .order_by(self.RowModel.position).limit(take))
+            for r in page:
+                yield row_record(r)
+            if len(page) < take:
+                return
+            after_position = page[-1].position
+            left = None if left is None else left - len(page)
 
     def dead_letter_rows(self, job_seq: int) -> list[RowRecord]:
         return self._with_attempts(

@@ -521,3 +521,14 @@ def test_rows_page_in_input_order_after_a_position(repo: Store, make_job: MakeJo
     rest = list(repo.rows(job.seq, after_position=first[-1].position, limit=10))
     assert [r.custom_id for r in rest] == ["r-3", "r-4", "r-5"]
     assert list(repo.rows(job.seq, after_position=5, limit=10)) == []
+
+
+def test_rows_come_a_page_at_a_time_in_input_order(repo: Store, make_job: MakeJob,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("daemon.store.rows.ROWS_PAGE", 2)
+    job = make_job(repo, rows=5)
+    assert [r.custom_id for r in repo.rows(job.seq)] == [f"r-{i}" for i in range(1, 6)]
+    assert [r.custom_id for r in repo.rows(job.seq, after_position=1, limit=3)] == [
+        "r-2", "r-3", "r-4"]
+    assert [r.custom_id for r in repo.rows(job.seq, limit=4)] == [f"r-{i}" for i in range(1, 5)]
+    assert list(repo.rows(job.seq, after_position=5)) == []
