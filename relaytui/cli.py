@@ -1,6 +1,7 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit --endpoint`
-sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch;
+relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit` sends a
+.jsonl whose every line is an OpenAI record as an OpenAI batch of the endpoint they
+name, and `submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
 `submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
 `--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
@@ -221,11 +222,12 @@ def positive(text: str) -> int:
 def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("file", type=Path, help="a .csv (one prompt per line, or a header "
                      "naming the prompt column) or .jsonl file")
-    sub.add_argument("--model", help="a model alias configured in relayd (with --endpoint: "
-                     "for the records whose body names none)")
+    sub.add_argument("--model", help="a model alias configured in relayd (for OpenAI "
+                     "records: only for the bodies that name none)")
     sub.add_argument("--endpoint", choices=ENDPOINTS, help="submit a .jsonl of OpenAI "
-                     "records (or bare request bodies) for this endpoint as an OpenAI "
-                     "batch, e.g. /v1/responses or /v1/moderations")
+                     "records or bare request bodies for this endpoint as an OpenAI batch, "
+                     "e.g. /v1/moderations (a file of whole records needs none: it runs "
+                     "as a batch of the url they name, which --endpoint must match)")
     sub.add_argument("--name", help="the job's name (default: a timestamp)")
     sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
@@ -735,8 +737,8 @@ def node_cells(node: NodeView) -> list[str]:
 
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
-    ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
-     "records as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
+    ("submit", "submit a .csv or .jsonl file as one job (a .jsonl of OpenAI records, or "
+     "--endpoint: as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
      submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
