@@ -25,7 +25,7 @@ test *ARGS:
 serve config="sample_data/demo.toml":
     relayd serve --config {{config}}
 
-# Run the simulated OpenAI-compatible upstream.
+# Run the simulated OpenAI-compatible upstream (and its MCP tool server on port + 1).
 simulate port="9900" *ARGS:
     relayd simulate --port {{port}} {{ARGS}}
 

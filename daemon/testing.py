@@ -229,11 +229,15 @@ class Simulator:
     @classmethod
     def start(cls, *args: str, mcp_port: int | None = None) -> Simulator:
         """Start `relayd simulate ARGS` on a port the OS picks; return once it listens.
-        `mcp_port` (0: a free one), or `--mcp-port` in ARGS, starts the MCP server too."""
+        `mcp_port` (0: a free one), or `--mcp-port` in ARGS, starts the MCP server too;
+        without them it is started with `--no-mcp` (the MCP SDK costs a second of CPU
+        to load, which most tests and benchmarks do not need)."""
         argv = [*RELAYD, "simulate", "--port", "0", *args]
         if mcp_port is not None:
             argv += ["--mcp-port", str(mcp_port)]
         want_mcp = any(a == "--mcp-port" or a.startswith("--mcp-port=") for a in argv)
+        if not want_mcp and "--no-mcp" not in argv:
+            argv.append("--no-mcp")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)
         assert proc.stdout is not None

@@ -1,6 +1,7 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit --endpoint`
-sends a .jsonl of OpenAI records (chat, Responses, moderations, …) as an OpenAI batch;
+relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit` sends a
+.jsonl whose every line is an OpenAI record as an OpenAI batch of the endpoint they
+name, and `submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
 `submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
 `--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
@@ -31,7 +32,16 @@ from urllib.parse import urlsplit
 from relaytui import progress, table_jobs
 from relaytui.client import RelayClient, RelayError
 from relaytui.export import FORMATS, ExportError, write_results
-from relaytui.formats import InputFile, InputFileError, read_input, read_records
+from relaytui.formats import (
+    BATCH_ENDPOINTS,
+    InputFile,
+    InputFileError,
+    openai_records,
+    read_input,
+    read_records,
+    records_endpoint,
+    records_of,
+)
 from relaytui.nodes import NodeList, NodeView, heartbeat_text
 from relaytui.settings import Settings, resolve
 from relaytui.table_batch import (
@@ -51,8 +61,7 @@ OK, REFUSED, USAGE, UNREACHABLE, ROWS_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 ERROR_TYPES = {REFUSED: "refused", USAGE: "usage", UNREACHABLE: "unreachable",
                INTERRUPTED: "interrupted"}  # `error.type` under --json
 POLL_S = 0.5  # how often `submit --wait` asks for the job
-ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses",
-             "/v1/moderations")  # OpenAI's Batch API endpoints (`submit --endpoint`)
+ENDPOINTS = BATCH_ENDPOINTS  # OpenAI's Batch API endpoints (`submit --endpoint`)
 PREFIX_SCAN = 100_000  # jobs read at most to resolve an id prefix
 AMBIGUOUS_SHOWN = 10  # candidates an ambiguous prefix's message names
 
@@ -62,14 +71,12 @@ GET_A_KEY = ("Get a key on the relayd host with `relayd keys create --workspace 
 
 class Stop(Exception):
     """Ends a command with a message (on stderr, or the `--json` error on stdout) and an
-    exit code. `details` go into the JSON error; `located` messages (FILE:LINE: …) are
-    printed without the `relay:` prefix."""
+    exit code. `details` go into the JSON error. Every message is printed after the
+    `relay:` prefix, a bad file's too (`relay: rows.jsonl:3: not valid JSON: …`)."""
 
-    def __init__(self, code: int, message: str, *, located: bool = False,
-                 **details: Any) -> None:
+    def __init__(self, code: int, message: str, **details: Any) -> None:
         super().__init__(message)
         self.code = code
-        self.located = located
         self.details = details
 
 
@@ -107,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run_command(args.run, args, settings)
     except Stop as stop:
-        return fail(stop.code, str(stop), json_out=json_out, located=stop.located,
-                    details=stop.details)
+        return fail(stop.code, str(stop), json_out=json_out, details=stop.details)
     except RelayError as exc:
         return refused(exc, json_out=json_out)
     except KeyboardInterrupt:
@@ -160,7 +166,7 @@ def bad_usage(exc: UsageError, *, json_out: bool) -> int:
     return USAGE
 
 
-def fail(exit_code: int, message: str, *, json_out: bool, located: bool = False,
+def fail(exit_code: int, message: str, *, json_out: bool,
          details: dict[str, Any] | None = None) -> int:
     """Tell why a command failed and return its exit code: `{"error": {...}}` on stdout
     under --json (with `details`), a line on stderr otherwise."""
@@ -168,7 +174,7 @@ def fail(exit_code: int, message: str, *, json_out: bool, located: bool = False,
         emit({"error": {"message": message, "type": ERROR_TYPES.get(exit_code, "error"),
                         "exit_code": exit_code, **(details or {})}})
     else:
-        say(message if located else f"relay: {message}")
+        say(f"relay: {message}")
     return exit_code
 
 
@@ -216,11 +222,12 @@ def positive(text: str) -> int:
 def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("file", type=Path, help="a .csv (one prompt per line, or a header "
                      "naming the prompt column) or .jsonl file")
-    sub.add_argument("--model", help="a model alias configured in relayd (with --endpoint: "
-                     "for the records whose body names none)")
+    sub.add_argument("--model", help="a model alias configured in relayd (for OpenAI "
+                     "records: only for the bodies that name none)")
     sub.add_argument("--endpoint", choices=ENDPOINTS, help="submit a .jsonl of OpenAI "
-                     "records (or bare request bodies) for this endpoint as an OpenAI "
-                     "batch, e.g. /v1/responses or /v1/moderations")
+                     "records or bare request bodies for this endpoint as an OpenAI batch, "
+                     "e.g. /v1/moderations (a file of whole records needs none: it runs "
+                     "as a batch of the url they name, which --endpoint must match)")
     sub.add_argument("--name", help="the job's name (default: a timestamp)")
     sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
@@ -292,15 +299,24 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     if args.file.suffix.lower() == ".parquet":
         raise Stop(USAGE, f"{args.file} is a table: pass --template to make each row's "
                    "prompt from its columns")
-    if args.endpoint:
-        return submit_batch(client, args)
+    try:
+        records = openai_records(args.file)
+    except InputFileError as exc:
+        raise Stop(USAGE, str(exc)) from None
+    relay_only = relay_job_options(args)
+    if args.endpoint or (records is not None and not relay_only):
+        return submit_batch(client, args, records)
     if args.model is None:
+        if records is not None:  # OpenAI records, but options only a Relay job has
+            raise Stop(USAGE, f"{relay_only[0]} makes a Relay job, which names its model "
+                       "once: pass --model (without --cron, --webhook and --priority the "
+                       "records run as an OpenAI batch, each naming its own model)")
         raise Stop(USAGE, "--model is required (or --endpoint, for a file of OpenAI "
                    "records)")
     try:
         source = read_input(args.file, column=args.column)
-    except InputFileError as exc:  # FILE:LINE: reason, as compilers and editors expect
-        raise Stop(USAGE, str(exc), located=True) from None
+    except InputFileError as exc:  # relay: FILE:LINE: reason
+        raise Stop(USAGE, str(exc)) from None
     try:
         job = client.submit(model=args.model, requests=source.rows, name=args.name,
                             priority=args.priority, cron=args.cron, webhook_url=args.webhook)
@@ -320,29 +336,47 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     return OK
 
 
-def submit_batch(client: RelayClient, args: argparse.Namespace) -> int:
-    """`--endpoint`: the file's records uploaded, then an OpenAI batch of them (the
-    OpenAI dialect: relayd validates each record and writes output and error files)."""
-    relay_only = [flag for flag, value in (("--cron", args.cron), ("--webhook", args.webhook),
-                                           ("--column", args.column),
-                                           ("--priority", args.priority or None))
-                  if value is not None]
-    if relay_only:
-        raise Stop(USAGE, f"{relay_only[0]} is for Relay jobs, not --endpoint batches")
+def relay_job_options(args: argparse.Namespace) -> list[str]:
+    """The options given that only a Relay job has (`--column`: only a CSV's)."""
+    return [flag for flag, value in (("--cron", args.cron), ("--webhook", args.webhook),
+                                     ("--priority", args.priority or None))
+            if value is not None]
+
+
+def submit_batch(client: RelayClient, args: argparse.Namespace,
+                 records: list[tuple[int, dict[str, Any]]] | None) -> int:
+    """An OpenAI batch (the OpenAI dialect: relayd validates each record and writes
+    output and error files): the file's records uploaded, then a batch made of them.
+    `records`: the file is whole OpenAI records (`openai_records`), whose url is the
+    batch's endpoint (`--endpoint`, if given, must be it); else `--endpoint` says it,
+    and a line may be a bare request body. `--model` fills a body that names none."""
+    not_here = relay_job_options(args) + (["--column"] if args.column else [])
+    if not_here:
+        raise Stop(USAGE, f"{not_here[0]} is for Relay jobs, not OpenAI batches "
+                   "(--endpoint, or a file of OpenAI records)")
+    path = str(args.file)
     try:
-        source = read_records(args.file, endpoint=args.endpoint, model=args.model)
+        if records is None:
+            endpoint = args.endpoint
+            source = read_records(args.file, endpoint=endpoint, model=args.model)
+        else:
+            endpoint = args.endpoint or records_endpoint(records, path=path)
+            source = records_of(records, endpoint=endpoint, model=args.model, path=path)
     except InputFileError as exc:
-        raise Stop(USAGE, str(exc), located=True) from None
+        raise Stop(USAGE, str(exc)) from None
+    if args.name and len(args.name) > table_jobs.METADATA_VALUE:  # before the upload
+        raise Stop(USAGE, f"--name is {len(args.name)} characters; a batch's name takes at "
+                   f"most {table_jobs.METADATA_VALUE}")
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in source.rows)
     upload = client.upload(args.file.name, data.encode())
-    batch = client.create_batch(upload["id"], endpoint=args.endpoint,
+    batch = client.create_batch(upload["id"], endpoint=endpoint,
                                 metadata={"name": args.name or args.file.name})
     if args.wait:
         return wait_for(client, batch["id"], json_out=wants_json(args))
     if wants_json(args):
         emit(batch)
     else:
-        print(f"submitted {len(source.rows)} {args.endpoint} records from {args.file} as "
+        print(f"submitted {len(source.rows)} {endpoint} records from {args.file} as "
               f"batch {batch['id']} ({batch['status']})")
     return OK
 
@@ -370,7 +404,7 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
         batch = table_jobs.table_batch(read_table(args.file), template, request=request,
                                        id_column=args.id_column, name=args.name)
     except InputFileError as exc:
-        raise Stop(USAGE, str(exc), located=True) from None
+        raise Stop(USAGE, str(exc)) from None
     job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name)
     if args.wait:
         return wait_for(client, job["id"], json_out=wants_json(args))
@@ -446,14 +480,18 @@ def ls(client: RelayClient, args: argparse.Namespace) -> int:
     return OK
 
 
-JOB_COLUMNS = ("ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED", "DEAD",
-               "CREATED")
+JOB_COLUMNS = ("ID", "STATUS", "NAME", "MODEL", "PRI", "TIER", "DONE/TOTAL", "FAILED",
+               "DEAD", "CREATED")
 
 
 def job_cells(job: progress.JobSummary) -> list[str]:
-    return [job.id, job.shown_status, clip(job.name, 32), job.model, job.priority,
-            f"{job.done}/{job.total}", str(job.failed),
-            "-" if job.dead_letter is None else str(job.dead_letter), job.created_at]
+    """A job's line of `relay ls`; `-` where its dialect does not say (an OpenAI batch
+    has a tier, not a priority, and no dead-letter count; a Message Batch names no
+    model), so every line has every column."""
+    return [job.id, job.shown_status, clip(job.name, 32) or "-", job.model or "-",
+            job.priority or "-", job.tier or "-", f"{job.done}/{job.total}",
+            str(job.failed), "-" if job.dead_letter is None else str(job.dead_letter),
+            job.created_at]
 
 
 def status(client: RelayClient, args: argparse.Namespace) -> int:
@@ -462,6 +500,8 @@ def status(client: RelayClient, args: argparse.Namespace) -> int:
         emit(job)
         return OK
     fields = {k: v for k, v in job.items() if k != "object"}
+    if "status" in fields:  # in the words `relay ls` uses: "completed with errors"
+        fields["status"] = progress.summarize(job).shown_status
     width = max(len(k) for k in fields) + 1
     for key, value in fields.items():
         if key.endswith("_at") and isinstance(value, int):  # OpenAI's Unix seconds
@@ -566,7 +606,7 @@ def joined_results(client: RelayClient, args: argparse.Namespace) -> int:
     except table_jobs.NoTable as exc:
         raise Stop(USAGE, str(exc)) from None
     except InputFileError as exc:
-        raise Stop(USAGE, str(exc), located=True) from None
+        raise Stop(USAGE, str(exc)) from None
     found = table_jobs.outcomes(client, job)
     try:
         joined = (failed_rows(table, ids, outcomes=found) if args.failed_only
@@ -697,8 +737,8 @@ def node_cells(node: NodeView) -> list[str]:
 
 
 COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None]]] = [
-    ("submit", "submit a .csv or .jsonl file as one job (--endpoint: a .jsonl of OpenAI "
-     "records as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
+    ("submit", "submit a .csv or .jsonl file as one job (a .jsonl of OpenAI records, or "
+     "--endpoint: as an OpenAI batch; --template: a table's rows, .parquet too)", submit,
      submit_options),
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),

@@ -14,8 +14,10 @@ show. Without a terminal (CI, pipes), with `--no-tui`, or while the TUI is not b
 it prints progress until the jobs end, then the first results and the dead letters.
 
 Everything runs against the SIMULATED upstream (`relayd simulate`); no real provider
-is called. The daemon's data and both logs stay in `relay-data/demo/`. The user's
-relay config file is never touched: the TUI gets the URL and key directly.
+is called. The daemon's data and both logs stay in `relay-data/demo/`, the demo's own
+data dir: a `relayd serve --config sample_data/demo.toml` (the README's "Running relayd
+yourself", data in `relay-data/serve/`) runs beside it, each on its own database. The
+user's relay config file is never touched: the TUI gets the URL and key directly.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tui = choose_tui(no_tui=args.no_tui, interactive=sys.stdout.isatty())
     api_port = args.port or free_port(8080)
     sim_port = args.sim_port or free_port(9900, besides={api_port})
-    mcp_port = free_port(9901, besides={api_port, sim_port})
+    mcp_port = free_port(sim_port + 1, besides={api_port, sim_port})  # the simulator's own
     DATA.mkdir(parents=True, exist_ok=True)
     config = DATA / "demo-run.toml"
     config.write_text(config_text((SAMPLES / "demo.toml").read_text(),
@@ -81,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             wait_healthy(client, relayd)
             jobs = submit_samples(client, ports=Ports(sim_port, mcp_port))
             code = tui(url=url, key=key) if tui else print_run(client, jobs)
-    print(closing_hint(url=url, sim_port=sim_port, config=config, key=key))
+    print(closing_hint(url=url, sim_port=sim_port, config=config, key=key,
+                       mcp_port=mcp_port))
     return code
 
 
@@ -91,12 +94,15 @@ def start_banner(*, url: str, sim_port: int, key: str) -> str:
             f"API key:   {key}")
 
 
-def closing_hint(*, url: str, sim_port: int, config: Path, key: str) -> str:
-    """How to look again: the same ports, config and key this run used."""
+def closing_hint(*, url: str, sim_port: int, config: Path, key: str,
+                 mcp_port: int | None = None) -> str:
+    """How to look again: the same ports, config and key this run used (the simulator
+    serves MCP on the port after its own unless told another)."""
+    mcp = "" if mcp_port in (None, sim_port + 1) else f" --mcp-port {mcp_port}"
     return (f"\nStopped the simulator and relayd. Data and logs are in {DATA}/ "
             f"(relayd.log, simulator.log).\n"
-            f"To look again, run `just simulate {sim_port}` and `just serve {config}` in two "
-            f"terminals, then\n  relay --url {url} --key {key}")
+            f"To look again, run `just simulate {sim_port}{mcp}` and `just serve {config}` "
+            f"in two terminals, then\n  relay --url {url} --key {key}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -151,9 +157,12 @@ def free_port(preferred: int, *, besides: Collection[int] = ()) -> int:
     raise OSError(f"no free port from {preferred} up")
 
 
-def config_text(template: str, *, sim_port: int, api_port: int) -> str:
-    """The demo config pointed at the ports this run found free."""
+def config_text(template: str, *, sim_port: int, api_port: int, data: Path = DATA) -> str:
+    """The demo config pointed at the ports this run found free, its data in the demo's
+    own data dir (`data`), whatever the template's is: relayd refuses a second daemon on
+    one SQLite database, and `sample_data/demo.toml` is the README's own relayd's."""
     text = template.replace("127.0.0.1:9900", f"127.0.0.1:{sim_port}")
+    text = re.sub(r"(?m)^data_dir = .*$", f"data_dir = {json.dumps(str(data))}", text)
     return re.sub(r"(?m)^port = 8080\b", f"port = {api_port}", text)
 
 
@@ -334,10 +343,11 @@ def watch(client: RelayClient, jobs: dict[str, str], *, every: float = 0.5,
     while True:
         views = {label: progress.summarize(client.job(i)) for label, i in jobs.items()}
         ended = all(v.ended for v in views.values())
-        width = max(2 * len(str(v.total)) + 1 for v in views.values())
+        digits = max(len(str(v.total)) for v in views.values())
         labels = max(14, *(len(label) for label in views))
-        lines = [f"{label:<{labels}} {progress.line(v, count_width=width)}"
-                 for label, v in views.items()]
+        lines = [f"{label:<{labels}} "
+                 f"{progress.line(v, count_width=2 * digits + 1, failed_width=digits)}"
+                 .rstrip() for label, v in views.items()]
         if live:
             up = "" if first else f"\x1b[{len(lines)}F"
             print(up + "".join(f"{text}\x1b[K\n" for text in lines), end="", flush=True)

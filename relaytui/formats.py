@@ -12,7 +12,9 @@ without a header, a header that leaves the prompt open, cells past the header, a
 prompt beside other cells and an unclosed quote are each refused with their line.
 
 `read_records` reads a `.jsonl` of OpenAI records for one endpoint (`relay submit
---endpoint`): whole records, or request bodies it wraps into records."""
+--endpoint`): whole records, or request bodies it wraps into records. `openai_records`
+tells a `.jsonl` of whole OpenAI records (every line one, `is_openai_record`), which
+`relay submit` sends as an OpenAI batch for the endpoint they name (`records_endpoint`)."""
 
 from __future__ import annotations
 
@@ -20,11 +22,14 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+                   "/v1/responses", "/v1/moderations")  # OpenAI's Batch API endpoints
+JSONL = (".jsonl", ".ndjson")
 PROMPT_NAMES = ("prompt", "text", "content")
 HEADER_NAMES = frozenset({*PROMPT_NAMES, "custom_id"})
 _ROW_PARAM = re.compile(r"requests\[(\d+)\]")
@@ -77,7 +82,7 @@ def read_input(path: str | Path, *, column: str | None = None) -> InputFile:
     suffix = p.suffix.lower()
     if suffix == ".csv":
         found = parse_csv(text, path=str(p), column=column)
-    elif suffix in (".jsonl", ".ndjson"):
+    elif suffix in JSONL:
         if column:
             raise InputFileError(str(p), None, "a prompt column is for .csv files; a "
                                  ".jsonl row has its messages")
@@ -102,9 +107,41 @@ def read_records(path: str | Path, *, endpoint: str,
                  model: str | None = None) -> InputFile:
     """A `.jsonl` file of OpenAI records for `endpoint` (`parse_records`)."""
     p = Path(path)
-    if p.suffix.lower() not in (".jsonl", ".ndjson"):
+    if p.suffix.lower() not in JSONL:
         raise InputFileError(str(p), None, "a batch for an endpoint takes a .jsonl file")
     return parse_records(read_text(p), endpoint=endpoint, model=model, path=str(p))
+
+
+def openai_records(path: str | Path) -> list[tuple[int, dict[str, Any]]] | None:
+    """The lines of a `.jsonl` file whose every line is an OpenAI record
+    (`is_openai_record`), each with its line number; None for any other file (read no
+    further than its first line that is not a record). A line that is not JSON is an
+    `InputFileError`, as `read_input` would say."""
+    p = Path(path)
+    if p.suffix.lower() not in JSONL:
+        return None
+    found: list[tuple[int, dict[str, Any]]] = []
+    for number, value in jsonl_values(read_text(p), path=str(p)):
+        if not is_openai_record(value):
+            return None
+        found.append((number, value))
+    return found or None
+
+
+def records_endpoint(records: list[tuple[int, dict[str, Any]]], *, path: str) -> str:
+    """The endpoint of a file of whole OpenAI records: the `url` every record names (an
+    OpenAI batch has one), which must be one of the Batch API's endpoints."""
+    (first_line, first), *rest = records
+    url = first["url"]
+    for number, record in rest:
+        if record["url"] != url:
+            raise InputFileError(path, number, f"the record's url {record['url']!r} is not "
+                                 f"line {first_line}'s {url!r}: a batch has one endpoint, so "
+                                 "split the file by url")
+    if url not in BATCH_ENDPOINTS:
+        raise InputFileError(path, first_line, f"the record's url {url!r} is not an endpoint "
+                             f"of the OpenAI Batch API ({', '.join(BATCH_ENDPOINTS)})")
+    return str(url)
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -313,8 +350,15 @@ def parse_records(text: str, *, endpoint: str, model: str | None = None,
     `{custom_id, method, url, body}` (its url must be the endpoint), or the request body
     alone, with an optional `custom_id` (otherwise `row-N`, N its line); `model` fills a
     body without one. relayd checks each body when it validates the batch."""
+    return records_of(jsonl_values(text, path=path), endpoint=endpoint, model=model,
+                      path=path)
+
+
+def records_of(values: Iterable[tuple[int, Any]], *, endpoint: str, model: str | None = None,
+               path: str = "<jsonl>") -> InputFile:
+    """`parse_records` of lines already read (`jsonl_values`, `openai_records`)."""
     rows, lines = [], []
-    for number, value in jsonl_values(text, path=path):
+    for number, value in values:
         rows.append(_record(value, endpoint=endpoint, model=model, where=(path, number)))
         lines.append(number)
     if not rows:
@@ -326,11 +370,11 @@ def _record(value: object, *, endpoint: str, model: str | None,
             where: tuple[str, int]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputFileError(*where, "expected a JSON object (a record or a request body)")
-    if "body" in value and set(value) <= RECORD_KEYS:
+    if is_openai_record(value) or ("body" in value and set(value) <= RECORD_KEYS):
         record = {"method": "POST", "url": endpoint, **value}
         if record["url"] != endpoint:
             raise InputFileError(*where, f"the record's url {record['url']!r} is not the "
-                                 f"batch's endpoint {endpoint}")
+                                 f"batch's endpoint {endpoint} (--endpoint)")
     else:
         body = {k: v for k, v in value.items() if k != "custom_id"}
         record = {"custom_id": value.get("custom_id", f"row-{where[1]}"), "method": "POST",

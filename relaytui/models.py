@@ -26,6 +26,13 @@ _OPENAI = {"validating": "queued", "in_progress": "running", "finalizing": "runn
 _INSTANTS = ("created_at", "started_at", "finished_at", "next_run_at")
 
 
+def shown_status(status: str, failed: int) -> str:
+    """The one wording of a job's status for people (the TUI, `relay ls`, `relay
+    status`, `--wait`): relayd's word, except that a completed job with failed rows is
+    "completed with errors", never a plain success."""
+    return WITH_ERRORS if status == "completed" and failed > 0 else status
+
+
 def parse_time(value: Any) -> float | None:
     """Epoch seconds from an event's float, OpenAI's integer or Relay's ISO string."""
     if value is None or value == "":
@@ -189,13 +196,12 @@ class JobView:
 
     @property
     def with_errors(self) -> bool:
-        return self.status == "completed" and self.failed > 0
+        return self.shown_status == WITH_ERRORS
 
     @property
     def shown_status(self) -> str:
-        """The status as the operator reads it: a completed job with failed rows is
-        "completed with errors", never a plain success."""
-        return WITH_ERRORS if self.with_errors else self.status
+        """The status as the operator reads it (`shown_status`)."""
+        return shown_status(self.status, self.failed)
 
     @property
     def terminal(self) -> bool:

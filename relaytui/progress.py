@@ -15,27 +15,31 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from relaytui.models import WITH_ERRORS, JobView, Throughput
+from relaytui.models import WITH_ERRORS, JobView, Throughput, shown_status
 
 # Relay's final statuses plus the OpenAI dialect's (`cancelled`, `expired`).
 ENDED = frozenset({"completed", "failed", "canceled", "cancelled", "expired",
                    "ended"})  # each dialect's words (`ended`: a Message Batch's)
 SUCCEEDED = "completed"
+# The widest status word a progress line shows, so the columns after it line up.
+STATUS_WIDTH = max(len(word) for word in (WITH_ERRORS, "in_progress", "validating",
+                                          "finalizing", "cancelling", "scheduled"))
 
 
 @dataclass(frozen=True)
 class JobSummary:
     id: str
     status: str
-    name: str
-    model: str
-    priority: str
+    name: str  # a Relay job's name, an OpenAI batch's `metadata.name`; "" for none
+    model: str  # the model (an OpenAI batch's once validation settles it); "" unknown
+    priority: str  # a Relay job's priority; "" where the dialect has none
     total: int
     completed: int
     failed: int
     dead_letter: int | None  # the OpenAI batch object has no dead-letter count
     created_at: str
     canceled: int = 0  # of the failed rows, those that never ran
+    tier: str = ""  # an OpenAI batch's tier (`standard`, `expedited`); "" where none
 
     @property
     def done(self) -> int:
@@ -47,13 +51,13 @@ class JobSummary:
 
     @property
     def with_errors(self) -> bool:
-        return self.status == SUCCEEDED and self.failed > 0
+        return self.shown_status == WITH_ERRORS
 
     @property
     def shown_status(self) -> str:
         """relayd's status word, except that a completed job with failed rows reads
-        "completed with errors"."""
-        return WITH_ERRORS if self.with_errors else self.status
+        "completed with errors" (`models.shown_status`, the TUI's wording too)."""
+        return shown_status(self.status, self.failed)
 
     @property
     def ended(self) -> bool:
@@ -63,16 +67,17 @@ class JobSummary:
 def summarize(job: dict[str, Any]) -> JobSummary:
     """A job of any dialect as one shape. The dialects are read by the TUI's
     `JobView.from_batch`; the CLI keeps relayd's own status word (a Message Batch's
-    `processing_status`) and shows an OpenAI batch's endpoint when it has no model yet."""
+    `processing_status`), and only what the job's own object says: an OpenAI batch's
+    name is its `metadata.name`, its model the one validation settled (none before),
+    its tier is not a priority; a Message Batch names neither a model nor a name."""
     view = JobView.from_batch(job)
-    openai = view.dialect == "openai"
+    relay = view.dialect == "relay"
     return JobSummary(
         id=view.id, status=str(job.get("status") or job.get("processing_status")),
-        name=(job.get("metadata") or {}).get("name", "") if openai else view.name,
-        model=view.model or job.get("endpoint") or "",
-        priority=(view.tier or "") if openai else str(view.priority),
-        total=view.total, completed=view.completed, failed=view.failed,
-        dead_letter=view.dead_letter, created_at=iso(view.created_at),
+        name=view.name if relay else str((job.get("metadata") or {}).get("name") or ""),
+        model=view.model, priority=str(view.priority) if relay else "",
+        tier=view.tier or "", total=view.total, completed=view.completed,
+        failed=view.failed, dead_letter=view.dead_letter, created_at=iso(view.created_at),
         canceled=view.canceled or 0)
 
 
@@ -90,13 +95,17 @@ def bar(job: JobSummary, width: int = 20) -> str:
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
-def line(job: JobSummary, *, count_width: int = 0) -> str:
-    """`running    [#####...............]  75/300  failed 2  dead-letter 1`; lines of
-    several jobs align when they share a `count_width`."""
+def line(job: JobSummary, *, count_width: int = 0, failed_width: int | None = None) -> str:
+    """`running               [#####...............]  75/300  failed 2    dead-letter 1`:
+    the status padded to the widest word (`STATUS_WIDTH`), the failed count to as many
+    digits as the total has (`failed_width`), so a job's lines keep their columns as it
+    goes; lines of several jobs align when they share `count_width` and `failed_width`."""
     dead = "" if job.dead_letter is None else f"  dead-letter {job.dead_letter}"
     count = f"{job.done:>{len(str(job.total))}}/{job.total}"
-    return (f"{job.shown_status:<10} {bar(job)} {count:>{count_width}}  "
-            f"failed {job.failed}{never_ran(job)}{dead}")
+    failed = f"{job.failed}{never_ran(job)}"
+    width = len(str(job.total)) if failed_width is None else failed_width
+    return (f"{job.shown_status:<{STATUS_WIDTH}} {bar(job)} {count:>{count_width}}  "
+            f"failed {failed:<{width}}{dead}")
 
 
 def outcome(job: JobSummary) -> str:

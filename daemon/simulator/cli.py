@@ -1,5 +1,5 @@
-"""`relayd simulate`: flags in, a server on a port (and with `--mcp-port`, an MCP tool
-server on another) until SIGINT or SIGTERM."""
+"""`relayd simulate`: flags in, a server on a port and the SIMULATED MCP tool server on
+the next one (`--mcp-port` another, `--no-mcp` none) until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -104,10 +104,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="tokens a minute per model (prompt words + max_tokens, corrected to usage)")
     add("--capacity", type=_positive, default=None,
         help="requests at once; past it, 429 with --retry-after (a loaded vLLM)")
-    add("--mcp-port", type=_port, default=None,
-        help="also serve the SIMULATED MCP tool server (Streamable HTTP, path /mcp) on this "
-             "port; 0 picks a free one (default: no MCP server)")
+    mcp = parser.add_mutually_exclusive_group()
+    mcp.add_argument(
+        "--mcp-port", type=_port, default=None,
+        help="serve the SIMULATED MCP tool server (Streamable HTTP, path /mcp) on this "
+             "port; 0 picks a free one (default: --port + 1, as the sample records expect "
+             "with 9900 and 9901; a free one with --port 0)")
+    mcp.add_argument("--no-mcp", action="store_true",
+                     help="serve no MCP tool server (its SDK is not even loaded)")
     return parser
+
+
+def mcp_port_of(port: int, mcp_port: int | None, *, no_mcp: bool) -> int | None:
+    """Where the MCP tool server listens: `--mcp-port`, else the port after `--port`
+    (a free one when `--port` is 0); None with `--no-mcp`."""
+    if no_mcp:
+        return None
+    if mcp_port is not None:
+        return mcp_port
+    if port == 0:
+        return 0
+    if port == 65535:
+        raise ValueError("--port 65535 leaves no port after it for the MCP tool server: "
+                         "choose one with --mcp-port, or serve none with --no-mcp")
+    return port + 1
 
 
 def options_from(args: argparse.Namespace) -> SimOptions:
@@ -125,19 +145,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         options = options_from(args)
+        mcp_port = mcp_port_of(args.port, args.mcp_port, no_mcp=args.no_mcp)
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        asyncio.run(_serve(build_app(options), args.host, args.port, args.mcp_port))
+        asyncio.run(_serve(build_app(options), args.host, args.port, mcp_port,
+                           chosen=args.mcp_port is not None))
     except OSError as exc:
         print(f"relayd simulate: cannot listen on {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(app: web.Application, host: str, port: int, mcp_port: int | None) -> None:
+async def _serve(app: web.Application, host: str, port: int, mcp_port: int | None, *,
+                 chosen: bool = True) -> None:
     """Serve until signalled. The upstream's line comes first, then (with an MCP port)
-    the MCP server's, each printed once both servers listen."""
+    the MCP server's, each printed once both servers listen. `chosen`: the MCP port was
+    asked for (`--mcp-port`), not the default one after `--port`."""
     # Before anything listens: a SIGTERM sent as soon as the lines appear must not kill
     # the process with the default action.
     stop = _stop_on_signals()
@@ -159,7 +183,9 @@ async def _serve(app: web.Application, host: str, port: int, mcp_port: int | Non
                 await mcp.start()
             except OSError as exc:
                 mcp = None
-                raise OSError(f"{host}:{mcp_port} (MCP): {exc}") from exc
+                how = "" if chosen else (", the default one after --port: choose another "
+                                         "with --mcp-port, or serve none with --no-mcp")
+                raise OSError(f"{host}:{mcp_port} (MCP{how}): {exc}") from exc
         bound = runner.addresses[0][1]
         shown = f"[{host}]" if ":" in host else host
         print("relayd simulate: SIMULATED OpenAI-compatible upstream listening on "
@@ -167,6 +193,8 @@ async def _serve(app: web.Application, host: str, port: int, mcp_port: int | Non
         if mcp is not None:
             print(f"relayd simulate: SIMULATED MCP tool server listening on {mcp.url}",
                   flush=True)
+        else:
+            print("relayd simulate: no MCP tool server (--no-mcp)", flush=True)
         await stop.wait()
     finally:
         if mcp is not None:

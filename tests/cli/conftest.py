@@ -21,7 +21,13 @@ import httpx
 import pytest
 
 from relaytui import cli as relay_cli
-from tests.e2e.harness import Relayd, relayd_factory, running_pair, simulator_factory
+from tests.e2e.harness import (
+    Relayd,
+    Simulator,
+    config_tables,
+    relayd_factory,
+    simulator_factory,
+)
 
 __all__ = ["relayd_factory", "simulator_factory"]
 
@@ -49,10 +55,24 @@ def no_user_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_relayd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
-    """One simulator and one relayd for the session."""
-    with running_pair(tmp_path_factory.mktemp("shared-relayd")) as daemon:
-        yield daemon
+def shared_simulator() -> Iterator[Simulator]:
+    """The session's simulator, with its MCP tool server (the sample tool records call
+    it)."""
+    sim = Simulator.start(mcp_port=0)
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_relayd(shared_simulator: Simulator,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayd]:
+    """One relayd for the session, on the shared simulator."""
+    daemon = Relayd(home=tmp_path_factory.mktemp("shared-relayd"))
+    daemon.write_config(**config_tables(shared_simulator))
+    try:
+        yield daemon.start()
+    finally:
+        daemon.stop()
 
 
 @pytest.fixture

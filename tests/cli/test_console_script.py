@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from relaytui.progress import STATUS_WIDTH
 from tests.e2e.harness import Relayd, rows
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +33,8 @@ def test_the_console_script_submits_waits_and_lists(shared_relayd: Relayd, works
     assert done.returncode == 0, done.stderr
     job = json.loads(done.stdout)
     assert (job["status"], job["completed"]) == ("completed", 5)
-    assert "completed  [####################] 5/5" in done.stderr  # a pipe: lines, no \r
+    # A pipe gets lines, no \r.
+    assert f"{'completed':<{STATUS_WIDTH}} [####################] 5/5" in done.stderr
     assert "\r" not in done.stderr
 
     listed = subprocess.run([str(RELAY), "ls"], env=env, capture_output=True, text=True,

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from daemon.config import load
 from daemon.testing import free_port
 from relaytui import demo
 from relaytui.client import RelayClient
@@ -34,6 +35,24 @@ def test_the_config_points_at_the_ports_found_free() -> None:
     assert config["server"]["port"] == 18080
     assert {m["base_url"] for m in config["models"]} == {"http://127.0.0.1:19900/v1"}
     assert config["server"]["data_dir"] == "relay-data/demo"
+
+
+def test_the_demo_and_the_readmes_relayd_keep_their_data_apart(tmp_path: Path) -> None:
+    """`just demo` and `relayd serve --config sample_data/demo.toml` (the README's
+    "Running relayd yourself") each on a database of its own: relayd refuses a second
+    daemon on one SQLite database, so sharing one, the second of them would not start."""
+    sample = demo.SAMPLES / "demo.toml"
+    own = tmp_path / "demo-run.toml"
+    own.write_text(demo.config_text(sample.read_text(), sim_port=9902, api_port=8081))
+    demo_config, readme_config = load(own, environ={}), load(sample, environ={})
+    assert demo_config.server.data_dir == demo.DATA
+    assert demo_config.store_url != readme_config.store_url
+    assert not demo_config.server.data_dir.is_relative_to(readme_config.server.data_dir)
+    assert not readme_config.server.data_dir.is_relative_to(demo_config.server.data_dir)
+    # whatever the template says, the demo keeps to its own
+    other = demo.config_text('[server]\ndata_dir = "elsewhere"\nport = 8080\n',
+                             sim_port=1, api_port=2, data=Path("relay-data/x"))
+    assert tomllib.loads(other)["server"] == {"data_dir": "relay-data/x", "port": 2}
 
 
 def test_a_busy_port_is_swapped_for_the_next_free_one() -> None:
@@ -119,7 +138,8 @@ def test_the_printing_mode_shows_progress_results_and_dead_letters(
     with RelayClient(shared_relayd.url, shared_relayd.key(workspace)) as client:
         demo.print_run(client, demo.DemoJobs({"small": job["id"]}, template["id"]))
     out = capsys.readouterr().out
-    assert "small          completed with errors [####################] 4/4  failed 1" in out
+    assert "small          completed with errors [####################] 4/4  failed 1  " \
+        "dead-letter 1" in out
     assert "small: first results\n  r-0: " in out
     assert "  dead-letter dead: 6 attempts on gpt-4o-mini, backup" in out
     assert f"cron template {template['id']}: next run " in out
@@ -186,9 +206,12 @@ def test_ports_are_flags_and_the_hint_names_them() -> None:
     assert (args.port, args.sim_port) == (18081, 19911)
     assert demo.parse_args([]).port is None
     hint = demo.closing_hint(url="http://127.0.0.1:18081", sim_port=19911,
-                             config=demo.DATA / "demo-run.toml", key="rk-1")
+                             config=demo.DATA / "demo-run.toml", key="rk-1", mcp_port=19912)
     assert "relay --url http://127.0.0.1:18081 --key rk-1" in hint
-    assert "just simulate 19911" in hint and "just serve relay-data/demo/demo-run.toml" in hint
+    assert "just simulate 19911`" in hint and "just serve relay-data/demo/demo-run.toml" in hint
+    moved = demo.closing_hint(url="http://127.0.0.1:18081", sim_port=19911,
+                              config=demo.DATA / "demo-run.toml", key="rk-1", mcp_port=19920)
+    assert "just simulate 19911 --mcp-port 19920`" in moved  # not the default one after
     with pytest.raises(SystemExit):
         demo.parse_args(["--port", "70000"])
 

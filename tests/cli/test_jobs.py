@@ -61,15 +61,16 @@ def test_ls_shows_both_dialects_in_one_table(relay: Callable[..., Run], submit: 
     run = relay("ls")
     assert run.code == 0
     header, newest, older = run.out.splitlines()  # the OpenAI batch was made first
-    assert header.split() == ["ID", "STATUS", "NAME", "MODEL", "PRI", "DONE/TOTAL", "FAILED",
-                              "DEAD", "CREATED"]
+    assert header.split() == ["ID", "STATUS", "NAME", "MODEL", "PRI", "TIER", "DONE/TOTAL",
+                              "FAILED", "DEAD", "CREATED"]
     assert newest.split() == [job["id"], "completed", "with", "errors", "Reviews",
-                              "gpt-4o-mini", "2", "4/4",
+                              "gpt-4o-mini", "2", "-", "4/4",
                               "1", "1", job["created_at"]]
-    assert older.split()[:9] == [openai_batch["id"], "completed", "From", "the", "SDK",
-                                 "gpt-4o-mini", "standard", "1/1", "0"]
-    assert older.split()[9] == "-"  # OpenAI batches have no dead-letter count
-    assert older.split()[10].endswith("Z")  # Unix seconds shown as ISO
+    # An OpenAI batch: its metadata name, its settled model, no priority, its tier.
+    assert older.split()[:10] == [openai_batch["id"], "completed", "From", "the", "SDK",
+                                  "gpt-4o-mini", "-", "standard", "1/1", "0"]
+    assert older.split()[10] == "-"  # OpenAI batches have no dead-letter count
+    assert older.split()[11].endswith("Z")  # Unix seconds shown as ISO
 
 
 def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit: Submit) -> None:
@@ -89,6 +90,10 @@ def test_ls_json_status_filter_and_limit(relay: Callable[..., Run], submit: Subm
 def test_status_prints_key_value_lines_or_json(relay: Callable[..., Run], submit: Submit,
                                                openai_batch: dict[str, Any]) -> None:
     job = submit(rows(2), "--name", "Two rows")
+    failing = submit([*rows(1), DEAD])
+    worded = dict(line.split(":", 1) for line in relay("status", failing["id"]).out.splitlines())
+    assert worded["status"].strip() == "completed with errors"  # as `relay ls` says it
+    assert relay("status", failing["id"], "--json").json()["status"] == "completed"
     run = relay("status", job["id"])
     assert run.code == 0
     fields = dict(line.split(":", 1) for line in run.out.splitlines())
@@ -276,6 +281,7 @@ def test_a_message_batch_is_listed_shown_and_read_like_any_job(
     assert (mine["processing_status"], mine["request_counts"]["succeeded"]) == ("ended", 3)
     row = next(line for line in relay("ls").out.splitlines() if line.startswith(batch_id))
     assert row.split()[1:2] + row.split()[-4:-1] == ["ended", "3/3", "0", "-"]
+    assert row.split()[2:6] == ["-", "-", "-", "-"]  # no name, model, priority or tier
     shown = dict(line.split(":", 1) for line in relay("status", batch_id).out.splitlines())
     assert shown["processing_status"].strip() == "ended"
     assert shown["results_url"].strip().endswith(f"/v1/messages/batches/{batch_id}/results")

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import io
 
-from relaytui.progress import JobSummary, eta, hms, line, outcome, pace, summarize, watch
+from relaytui.models import JobView, shown_status
+from relaytui.progress import (
+    STATUS_WIDTH,
+    JobSummary,
+    eta,
+    hms,
+    line,
+    outcome,
+    pace,
+    summarize,
+    watch,
+)
 
 RELAY_JOB = {"id": "9f2c", "object": "batch", "name": "Reviews", "status": "running",
              "model": "gpt-4o-mini", "priority": 5, "total": 300, "completed": 120,
@@ -20,10 +31,36 @@ def test_a_relay_job_and_an_openai_batch_read_the_same() -> None:
     assert summarize(RELAY_JOB) == JobSummary(
         id="9f2c", status="running", name="Reviews", model="gpt-4o-mini", priority="5",
         total=300, completed=120, failed=3, dead_letter=1, created_at="2026-10-04T09:12:44Z")
-    assert summarize(OPENAI_BATCH) == JobSummary(
-        id="batch_1", status="in_progress", name="", model="/v1/embeddings",
-        priority="expedited", total=10, completed=4, failed=1, dead_letter=None,
+    assert summarize(OPENAI_BATCH) == JobSummary(  # no name or model yet; a tier
+        id="batch_1", status="in_progress", name="", model="", priority="",
+        tier="expedited", total=10, completed=4, failed=1, dead_letter=None,
         created_at="2026-10-04T09:12:44Z")
+    settled = summarize({**OPENAI_BATCH, "model": "gpt-4o-mini",
+                         "metadata": {"name": "Nightly", "team": "support"}})
+    assert (settled.name, settled.model, settled.tier) == ("Nightly", "gpt-4o-mini",
+                                                           "expedited")
+
+
+def test_a_message_batch_names_no_model_name_priority_or_tier() -> None:
+    batch = summarize({"id": "msgbatch_1", "type": "message_batch",
+                       "processing_status": "ended", "created_at": "2026-10-04T09:12:44Z",
+                       "request_counts": {"processing": 0, "succeeded": 2, "errored": 1,
+                                          "canceled": 0, "expired": 0}})
+    assert (batch.status, batch.name, batch.model, batch.priority, batch.tier) == (
+        "ended", "", "", "", "")
+    assert (batch.done, batch.total, batch.failed, batch.dead_letter) == (3, 3, 1, None)
+
+
+def test_status_is_worded_once_for_the_cli_and_the_tui() -> None:
+    done = {**RELAY_JOB, "status": "completed", "completed": 297, "failed": 3}
+    assert shown_status("completed", 3) == "completed with errors"
+    assert shown_status("completed", 0) == "completed"
+    assert shown_status("failed", 3) == "failed"
+    assert summarize(done).shown_status == JobView.from_batch(done).shown_status == (
+        "completed with errors")
+    openai = {**OPENAI_BATCH, "status": "completed"}
+    assert summarize(openai).shown_status == JobView.from_batch(openai).shown_status == (
+        "completed with errors")
 
 
 def test_ended_covers_both_dialects() -> None:
@@ -36,11 +73,30 @@ def test_ended_covers_both_dialects() -> None:
 
 def test_the_line_and_the_outcome() -> None:
     view = summarize(RELAY_JOB)
-    assert line(view) == "running    [########............] 123/300  failed 3  dead-letter 1"
-    assert line(summarize(OPENAI_BATCH)) == "in_progress [##########..........]  5/10  failed 1"
+    pad = " " * (STATUS_WIDTH - len("running"))
+    assert line(view) == (f"running{pad} [########............] 123/300  failed 3    "
+                          "dead-letter 1")
+    assert line(summarize(OPENAI_BATCH)) == (
+        f"{'in_progress':<{STATUS_WIDTH}} [##########..........]  5/10  failed 1 ")
     assert line(summarize({**RELAY_JOB, "total": 0, "completed": 0, "failed": 0})) \
-        .startswith("running    [....................] 0/0")
+        .startswith(f"running{pad} [....................] 0/0")
     assert outcome(view) == "9f2c: running (120 completed, 3 failed, 1 dead-lettered)"
+
+
+def test_a_jobs_lines_keep_their_columns_as_its_status_and_counts_change() -> None:
+    """The no-TUI output (`--wait` into a pipe, the demo's printing mode): the bar, the
+    counts and what follows them start in the same column whatever the status says."""
+    views = [{**RELAY_JOB, "status": "running", "completed": 5, "failed": 0},
+             {**RELAY_JOB, "status": "running", "completed": 150, "failed": 12},
+             {**RELAY_JOB, "status": "completed", "completed": 297, "failed": 3},
+             {**RELAY_JOB, "status": "completed", "completed": 300, "failed": 0}]
+    lines = [line(summarize(v)) for v in views]
+    for mark in ("[", "/300", "dead-letter"):
+        assert len({text.index(mark) for text in lines}) == 1, (mark, lines)
+    several = [summarize(RELAY_JOB), summarize({**OPENAI_BATCH, "status": "completed"})]
+    shared = [line(v, count_width=7, failed_width=3) for v in several]
+    for mark in ("[", "  failed"):  # the counts right-aligned in their column
+        assert len({text.index(mark) for text in shared}) == 1, (mark, shared)
 
 
 class Terminal(io.StringIO):
@@ -78,7 +134,7 @@ def test_a_log_line_tells_the_rate_and_the_eta() -> None:
     watch(feed.fetch, stream=log, every=1.0, log_every=0.0, sleep=feed.sleep,
           clock=lambda: feed.now)
     lines = log.getvalue().splitlines()
-    assert lines[0].endswith("failed 0  dead-letter 0  - rows/s  ETA -")  # one poll: no rate
+    assert lines[0].endswith("failed 0    dead-letter 0  - rows/s  ETA -")  # one poll: no rate
     assert lines[1].endswith("30.0 rows/s  ETA 0:00:09")  # 270 rows left at 30/s
     assert lines[2].endswith("30.0 rows/s  ETA 0:00:08")
     assert lines[3].endswith("100.0 rows/s  ETA -")  # ended: no ETA

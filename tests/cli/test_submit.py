@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.cli.conftest import Run
@@ -47,14 +48,71 @@ def test_relay_rows_in_jsonl_keep_their_ids_and_priority(relay: Callable[..., Ru
     assert ids == ["mine-0", "mine-1", "mine-2", "mine-3"]
 
 
-def test_openai_records_in_jsonl_run_as_a_relay_job(relay: Callable[..., Run],
-                                                    write: Callable[[str, Any], Path]) -> None:
+def test_openai_records_in_jsonl_run_as_an_openai_batch_of_their_endpoint(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
+    """Every line a record {custom_id, method, url, body}: uploaded, then a batch of the
+    endpoint they name; each names its model, so no --model. Every command takes the id."""
     path = write("records.jsonl", openai_records(3))
-    run = relay("submit", path, "--model", "gpt-4o-mini", "--wait", "--json")
+    run = relay("submit", path, "--wait", "--json")
     assert run.code == 0, run.err
-    results = relay("results", run.json()["id"], "--json").json()
+    batch = run.json()
+    assert batch["id"].startswith("batch_") and batch["endpoint"] == "/v1/chat/completions"
+    assert (batch["metadata"], batch["model"]) == ({"name": "records.jsonl"}, "gpt-4o-mini")
+    results = relay("results", batch["id"], "--json").json()
     assert [r["custom_id"] for r in results] == ["o-0", "o-1", "o-2"]
     assert all("Simulated reply" in r["content"] for r in results)
+    shown = dict(line.split(":", 1) for line in relay("status", batch["id"][:12]).out
+                 .splitlines())
+    assert (shown["id"].strip(), shown["status"].strip()) == (batch["id"], "completed")
+    [listed] = relay("ls").out.splitlines()[1:]
+    assert listed.split()[:9] == [batch["id"], "completed", "records.jsonl", "gpt-4o-mini",
+                                  "-", "standard", "3/3", "0", "-"]
+    told = relay("submit", path)
+    assert told.code == 0 and told.out.startswith(
+        f"submitted 3 /v1/chat/completions records from {path} as batch batch_")
+
+
+def test_openai_records_with_relay_job_options_run_as_a_relay_job(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
+    """--priority, --cron and --webhook are a Relay job's: with them the records run as
+    one (the Relay Batches API takes OpenAI records), which names its model once."""
+    path = write("records.jsonl", openai_records(2))
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--priority", "3", "--wait",
+                "--json")
+    assert run.code == 0, run.err
+    assert (run.json()["priority"], run.json()["completed"]) == (3, 2)
+    assert not run.json()["id"].startswith("batch_")
+    unnamed = relay("submit", path, "--priority", "3")
+    assert unnamed.code == 2
+    assert unnamed.err.startswith("relay: --priority makes a Relay job") and \
+        "pass --model" in unnamed.err
+
+
+def test_records_that_do_not_fit_one_batch_are_refused_before_anything_is_sent(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path],
+        http: httpx.Client) -> None:
+    chat, embed = openai_records(1), {**openai_records(1)[0], "custom_id": "e",
+                                      "url": "/v1/embeddings"}
+    cases = [
+        (["--endpoint", "/v1/responses"], chat,
+         ":1: the record's url '/v1/chat/completions' is not the batch's endpoint "
+         "/v1/responses (--endpoint)"),
+        ([], [*chat, embed], ":2: the record's url '/v1/embeddings' is not line 1's "
+                             "'/v1/chat/completions': a batch has one endpoint"),
+        ([], [{**chat[0], "url": "/v1/images"}], ":1: the record's url '/v1/images' is not "
+                                                 "an endpoint of the OpenAI Batch API"),
+        ([], [{**chat[0], "body": {"messages": []}}], ":1: the body names no model: add "
+                                                      "one, or pass --model"),
+        (["--cron", "* * * * *", "--endpoint", "/v1/chat/completions"], chat,
+         " --cron is for Relay jobs, not OpenAI batches"),
+    ]
+    for argv, lines, message in cases:
+        path = write("records.jsonl", lines)
+        run = relay("submit", path, *argv)
+        where = "relay:" if message.startswith(" ") else f"relay: {path}"
+        assert (run.code, run.out) == (2, ""), run.err
+        assert run.err.startswith(where + message), run.err
+    assert http.get("/v1/files").json()["data"] == []
 
 
 def test_wait_shows_progress_on_stderr_and_ends_with_the_outcome(
@@ -89,7 +147,7 @@ def test_a_bad_file_exits_2_before_anything_is_sent(cli: Callable[..., Run],
         run = cli("submit", path, "--model", "gpt-4o-mini",
                   "--url", f"http://127.0.0.1:{port}", "--key", "k")
     assert run.code == 2
-    assert run.err.startswith(f"{path}{reason}")
+    assert run.err.startswith(f"relay: {path}{reason}")
     assert run.out == ""
 
 

@@ -39,7 +39,7 @@ def test_column_picks_the_prompt_of_a_header_relay_does_not_know(
     path = write("scores.csv", "id,review,score\n1,good tent,5\n2,bad zip,1\n")
     refused = relay("submit", path, "--model", "gpt-4o-mini")
     assert refused.code == 2
-    assert refused.err.startswith(f"{path}:1: 3 cells where one prompt was expected")
+    assert refused.err.startswith(f"relay: {path}:1: 3 cells where one prompt was expected")
     run = relay("submit", path, "--model", "gpt-4o-mini", "--column", "review", "--wait",
                 "--json")
     assert run.code == 0, run.err
@@ -72,7 +72,7 @@ def test_a_csv_relay_cannot_read_exits_2_before_anything_is_sent(cli: Callable[.
         run = cli("submit", path, "--model", "gpt-4o-mini", *chosen,
                   "--url", f"http://127.0.0.1:{port}", "--key", "k")
     assert (run.code, run.out) == (2, "")
-    assert run.err.startswith(f"{path}{reason}")
+    assert run.err.startswith(f"relay: {path}{reason}")
 
 
 def test_relayds_refusal_of_a_row_names_its_line_in_the_file(

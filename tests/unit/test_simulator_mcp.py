@@ -21,8 +21,10 @@ from mcp_types import RequestParamsMeta, TextContent
 
 from daemon.simulator import SimOptions, build_app
 from daemon.simulator.app import STATE
+from daemon.simulator.cli import build_parser, mcp_port_of
 from daemon.simulator.mcp_server import McpRunner
 from daemon.testing import Simulator
+from relaytui import demo
 
 TOKEN = "Bearer mcp-secret"
 MODES = ["legacy", "auto"]  # the initialize handshake; server/discover (2026-07-28)
@@ -181,8 +183,44 @@ async def test_the_simulator_process_serves_mcp_and_its_readers() -> None:
 
 
 def test_without_an_mcp_port_there_is_no_mcp_url() -> None:
+    """The tests' simulator serves MCP only when asked (`--no-mcp` otherwise: the SDK
+    costs a second of CPU to load)."""
     sim = Simulator.start()
     try:
         assert sim.mcp_url is None and sim.mcp_calls() == []
+        assert "--no-mcp" in cast(list[str], sim.proc.args)
     finally:
         sim.stop()
+
+
+def mcp_port(*argv: str) -> int | None:
+    """Where `relayd simulate ARGV` serves MCP (the parser's and `main`'s rule)."""
+    args = build_parser().parse_args(list(argv))
+    return mcp_port_of(args.port, args.mcp_port, no_mcp=args.no_mcp)
+
+
+def test_the_mcp_server_is_on_the_port_after_the_simulators_unless_told() -> None:
+    assert mcp_port("--port", "9900") == 9901
+    assert mcp_port("--port", "9900", "--mcp-port", "9905") == 9905
+    assert mcp_port("--port", "9900", "--mcp-port", "0") == 0
+    assert mcp_port("--port", "9900", "--no-mcp") is None
+    assert mcp_port("--port", "0") == 0  # a free one, beside a free one
+    with pytest.raises(ValueError, match="--mcp-port"):
+        mcp_port("--port", "65535")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--port", "1", "--no-mcp", "--mcp-port", "2"])
+
+
+def test_the_sample_mcp_records_are_on_the_default_mcp_port() -> None:
+    """`relayd simulate --port 9900` (the README's) serves what tools.jsonl calls."""
+    urls = {r["body"]["openrelay"]["tool_config"]["url"] for r in demo.tool_rows(
+        demo.SAMPLES / "tools.jsonl", demo.Ports(9900, 9901))}
+    assert urls == {"http://127.0.0.1:9900/_sim/tools",
+                    f"http://127.0.0.1:{mcp_port('--port', '9900')}/mcp"}
+
+
+def test_the_demo_starts_one_mcp_server_on_the_port_it_chose() -> None:
+    """The demo (and `just cluster`) name the MCP port they chose, so the simulator
+    serves that one and no default one besides."""
+    argv = demo.simulator_argv(9902, mcp_port=9903)
+    assert argv.count("--mcp-port") == 1 and mcp_port(*argv[2:]) == 9903
