@@ -27,7 +27,7 @@ from daemon.domain.outcome import RowOutcome
 from daemon.domain.stats import OK, AttemptSample, DaemonCounts
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors import RowExecutor
-from daemon.executors.lane import Lane
+from daemon.executors.lane import Lane, Paused
 from daemon.executors.tool_loop import ToolCaller, ToolCallFailed, ToolRequest, ToolResult
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -191,6 +191,8 @@ class MeteredExecutor:
         with self.meters.in_flight.labels(work.model).track_inprogress():
             try:
                 return await self.inner.run(work, lane)
+            except Paused:  # its job was paused: the row is handed back, not an error
+                raise
             except Exception:
                 self.meters.internal_errors.inc()
                 raise

@@ -124,6 +124,9 @@ class JobEvent(TypedDict):
     input_tokens: Count
     output_tokens: Count
     cost_nano_usd: Annotated[int, Meta(description="The price paid so far.", ge=0)]
+    paused: Annotated[Literal["operator", "budget"], Meta(description=(
+        "Why it is held back from running, if it is: an operator's pause, or its "
+        "workspace's spent budget."))] | None
     relay_status: RelayStatus
 
 
@@ -160,7 +163,8 @@ class RowsLagged(TypedDict):
 
 
 EVENTS = {"stream.hello": StreamHello, "job.snapshot": JobEvent, "job.created": JobEvent,
-          "job.progress": JobEvent, "job.ended": JobEvent, "stream.dropped": StreamDropped,
+          "job.progress": JobEvent, "job.ended": JobEvent, "job.paused": JobEvent,
+          "job.resumed": JobEvent, "stream.dropped": StreamDropped,
           "stream.closed": StreamClosed, "row": RowEvent, "lagged": RowsLagged}
 
 
