@@ -118,7 +118,7 @@ def parse_period(text: str) -> Period:
 def usd(nano_usd: int) -> str:
     """Nano-USD as a person reads USD: `$12.50`, `$0.000042`."""
     value = Decimal(nano_usd) / NANO_PER_USD
-    if value == 0 or abs(value) >= 1:
+    if value == 0 or abs(value) >= Decimal("0.01"):
         return f"${value:,.2f}"
     return f"${value.normalize():f}"
 
