@@ -64,7 +64,17 @@ class ScrapedCounts(Collector):
         hooks = self._family(CounterMetricFamily, "relay_webhook_deliveries",
                              "Completion webhooks by outcome (delivered, failed, pending).",
                              ["outcome"], [((o,), n, ws) for ws, o, n in counts.webhooks])
-        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks)
+        spend = GaugeMetricFamily(
+            "relay_workspace_spend_nano_usd", "What each workspace with a budget spent in "
+            "its current period (every node's spend), in nano-USD.",
+            labels=["workspace", "period"])
+        budget = GaugeMetricFamily(
+            "relay_workspace_budget_nano_usd", "Each workspace's budget for its period, in "
+            "nano-USD (`relayd workspaces budget`).", labels=["workspace", "period"])
+        for ws, period, nano, spent in counts.budgets:  # per workspace, whatever the flag
+            spend.add_metric([ws, period], spent)
+            budget.add_metric([ws, period], nano)
+        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks, spend, budget)
 
     def _family(self, kind: type[GaugeMetricFamily | CounterMetricFamily], name: str,
                 doc: str, labels: list[str], samples: Iterable[tuple[Any, ...]]) -> Metric:

@@ -245,6 +245,23 @@ class QueueLevel(TypedDict):
     rows: Count
 
 
+class BudgetView(TypedDict):
+    """The workspace's budget against what it spent in the current period (every node's
+    spend, from the store)."""
+
+    usd: float
+    nano_usd: Count
+    period: Literal["month", "day", "none"]
+    spent_nano_usd: Count
+    spent_usd: float
+    remaining_nano_usd: Count
+    resets_at: Annotated[Stamp, Meta(description="When the period's spend starts again "
+                                     "from 0 (00:00 UTC); null for the period none.")] | None
+    spent: Annotated[bool, Meta(description=(
+        "The budget is spent: the workspace's batches are paused (`paused: budget`) until "
+        "it is raised or the period rolls over."))]
+
+
 class Stats(TypedDict):
     """One workspace at a glance."""
 
@@ -262,6 +279,8 @@ class Stats(TypedDict):
     usage: StatsUsage
     queue: Annotated[list[QueueLevel], Meta(
         description="Jobs waiting to run, highest priority first.")]
+    budget: Annotated[BudgetView, Meta(description=(
+        "Set with `relayd workspaces budget`; null when the workspace has none."))] | None
 
 
 # -- GET /v1/nodes -----------------------------------------------------------------------

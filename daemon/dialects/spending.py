@@ -38,8 +38,8 @@ def budget_problem(repo: Store, workspace_id: int, rows: Sequence[RowDraft], *,
     tokens, least = lower_bound_nano_usd(sized, discount=discount)
     if least <= state.remaining_nano_usd:
         return None
-    return TooMany(refusal(state, tokens=tokens, least=least), code=BUDGET_EXCEEDED,
-                   param=param, retry_after_s=_until_reset(state, now))
+    return TooMany(f"{param}: {refusal(state, tokens=tokens, least=least)}",
+                   code=BUDGET_EXCEEDED, param=param, retry_after_s=_until_reset(state, now))
 
 
 def check_budget(repo: Store, workspace_id: int, rows: Sequence[RowDraft], *,

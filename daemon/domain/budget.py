@@ -14,9 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from daemon.domain.ratelimit import TokenEstimate
+from daemon.domain.stamps import iso
 
 Period = Literal["month", "day", "none"]
 PERIODS: tuple[Period, ...] = get_args(Period)
@@ -95,6 +96,18 @@ class BudgetState:
 def state_of(workspace_id: int, budget: Budget, days: Mapping[int, int], *,
              now: float) -> BudgetState:
     return BudgetState(workspace_id, budget, period_spend(days, budget.period, now), now)
+
+
+def budget_view(state: BudgetState | None) -> dict[str, Any] | None:
+    """A workspace's budget against its spend, as `/v1/stats` shows it (None: none)."""
+    if state is None:
+        return None
+    budget = state.budget
+    return {"usd": budget.nano_usd / NANO_PER_USD, "nano_usd": budget.nano_usd,
+            "period": budget.period, "spent_nano_usd": state.spent_nano_usd,
+            "spent_usd": state.spent_nano_usd / NANO_PER_USD,
+            "remaining_nano_usd": state.remaining_nano_usd,
+            "resets_at": iso(state.resets_at), "spent": state.exhausted}
 
 
 def parse_usd(text: str) -> int:
