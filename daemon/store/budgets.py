@@ -10,16 +10,19 @@ from typing import cast
 
 from daemon.domain.budget import Budget, BudgetState, Period, day_of, first_day, state_of
 from daemon.domain.jobs import QUEUED, RUNNING, TERMINAL, VALIDATING, Job
+from daemon.domain.usage import MAX_STORED
 from daemon.store.interface import WorkspaceRecord
 from daemon.store.records import job_record, workspace_record
 from daemon.store.sql import SqlBase, chunks
 
-# What a spend upsert adds: one statement, whichever node stores the outcomes.
+# What a spend upsert adds: one statement, whichever node stores the outcomes; a day's
+# spend saturates at the largest 64-bit integer rather than overflow (as a job's does).
 ADD_SPEND = (
     'INSERT INTO "spend" ("workspace_id", "day", "nano_usd") '
     "SELECT workspace_id, {p}, {p} FROM job WHERE seq = {p} "
     'ON CONFLICT ("workspace_id", "day") DO UPDATE '
-    'SET nano_usd = "spend".nano_usd + excluded.nano_usd')
+    'SET nano_usd = CASE WHEN "spend".nano_usd > {most} - excluded.nano_usd THEN {most} '
+    'ELSE "spend".nano_usd + excluded.nano_usd END')
 # The jobs a budget holds back: those that have not ended and may yet run rows.
 HELD = (VALIDATING, QUEUED, RUNNING)
 
@@ -28,7 +31,8 @@ def add_spend(store: SqlBase, job_seq: int, nano_usd: int, *, now: float) -> Non
     """Inside the caller's transaction (the one storing the outcomes that cost it): add
     `nano_usd` to the job's workspace's spend of the UTC day of `now`."""
     if nano_usd > 0:
-        store.db.execute_sql(store.sql(ADD_SPEND), (day_of(now), nano_usd, job_seq))
+        store.db.execute_sql(store.sql(ADD_SPEND, most=str(MAX_STORED)),
+                             (day_of(now), min(nano_usd, MAX_STORED), job_seq))
 
 
 class BudgetQueries(SqlBase):
