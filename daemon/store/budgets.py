@@ -82,9 +82,10 @@ class BudgetQueries(SqlBase):
         and unmark those of every other workspace, in one transaction; the jobs it
         paused and those it resumed."""
         model = self.JobModel
-        with self.write():
-            live = model.status.in_(list(HELD))
-            held = model.budget_paused_at.is_null(False)
+        live = model.status.in_(list(HELD))
+        held = model.budget_paused_at.is_null(False)
+
+        def changes() -> tuple[list[int], list[int], list[int]]:
             pausing = [r.seq for r in model.select(model.seq).where(
                 live, model.budget_paused_at.is_null(),
                 model.workspace.in_(list(exhausted)))] if exhausted else []
@@ -92,8 +93,16 @@ class BudgetQueries(SqlBase):
                 held, model.workspace.not_in(list(exhausted)) if exhausted else held)]
             ended = [r.seq for r in model.select(model.seq).where(
                 held, model.status.in_(list(TERMINAL)))]  # what ended paused: unmarked
+            return pausing, resuming, ended
+
+        if not any(changes()):  # the usual answer, read without a write transaction
+            return [], []
+        with self.write():
+            pausing, resuming, ended = changes()
             for part in chunks(pausing):
-                model.update(budget_paused_at=now).where(model.seq.in_(list(part))).execute()
+                (model.update(budget_paused_at=now)
+                 .where(model.seq.in_(list(part)), model.budget_paused_at.is_null())
+                 .execute())
             for part in chunks(resuming + ended):
                 model.update(budget_paused_at=None).where(model.seq.in_(list(part))).execute()
         return self._jobs(pausing), self._jobs([s for s in resuming if s not in ended])
