@@ -4,7 +4,7 @@ is 409."""
 
 from __future__ import annotations
 
-from tests.actors.harness import wait_for
+from tests.actors.harness import PRIMARY, wait_for
 from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch, openai_batch
 
 
@@ -82,3 +82,26 @@ async def test_a_paused_job_counts_toward_its_completion_window(make_relay: Make
 
     await relay.wait_status(queued["id"], "expired")
     assert not relay.upstream.seen("late")
+
+
+async def test_pause_takes_a_message_batch_id_and_answers_in_its_shape(
+        make_relay: MakeRelay) -> None:
+    relay = await make_relay(gateway={"max_running_jobs": 1})
+    blocker = await relay.submit(batch("hold BLOCK"))
+    await relay.wait_status(blocker["id"], "running")
+    version = {"anthropic-version": "2023-06-01"}
+    body = {"requests": [{"custom_id": "m", "params": {
+        "model": PRIMARY, "max_tokens": 8, "messages": [{"role": "user", "content": "msg"}]}}]}
+    async with relay.client.post("/v1/messages/batches", json=body,
+                                 headers={**relay.headers(), **version}) as resp:
+        created = await resp.json()
+    assert created["id"].startswith("msgbatch_")
+
+    paused = await relay.ok("POST", f"/v1/batches/{created['id']}/pause")
+
+    assert (paused["type"], paused["processing_status"]) == ("message_batch", "in_progress")
+    relay.upstream.gate.set()
+    await relay.wait_status(blocker["id"], "completed")
+    assert not relay.upstream.seen("msg")
+    await relay.ok("POST", f"/v1/batches/{created['id']}/resume")
+    await wait_for(lambda: relay.upstream.seen("msg"), what="the resumed batch's row")
