@@ -51,15 +51,29 @@ def check_budget(repo: Store, workspace_id: int, rows: Sequence[RowDraft], *,
         raise problem
 
 
-def refusal(state: BudgetState, *, tokens: int, least: int) -> str:
-    budget = state.budget
-    resets = state.resets_at
+def check_not_spent(repo: Store, workspace_id: int, *, now: float, param: str) -> None:
+    """For a batch whose rows are read later (an OpenAI batch's file): refused at submit
+    once nothing is left of the budget; the validator checks its rows (`budget_problem`)."""
+    state = repo.budget_state(workspace_id, now=now)
+    if state is not None and state.exhausted:
+        raise TooMany(f"{param}: Nothing is left of the workspace's budget "
+                      f"({_spend(state)}); no batch can run until it is raised or the "
+                      "period rolls over.", code=BUDGET_EXCEEDED, param=param,
+                      retry_after_s=_until_reset(state, now))
+
+
+def _spend(state: BudgetState) -> str:
+    budget, resets = state.budget, state.resets_at
     when = ("" if resets is None else
             f"; it resets at {datetime.fromtimestamp(resets, UTC):%Y-%m-%dT%H:%M:%SZ}")
+    return (f"{usd(state.spent_nano_usd)} of {usd(budget.nano_usd)} spent "
+            f"{PERIOD_WORDS[budget.period]}{when}")
+
+
+def refusal(state: BudgetState, *, tokens: int, least: int) -> str:
     return (f"The batch's input alone, an estimated {tokens:,} tokens, costs at least "
             f"{usd(least)} at the batch rate, more than the {usd(state.remaining_nano_usd)} "
-            f"left of the workspace's budget ({usd(state.spent_nano_usd)} of "
-            f"{usd(budget.nano_usd)} spent {PERIOD_WORDS[budget.period]}{when}).")
+            f"left of the workspace's budget ({_spend(state)}).")
 
 
 def _until_reset(state: BudgetState, now: float) -> int | None:

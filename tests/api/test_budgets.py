@@ -69,6 +69,11 @@ async def test_two_jobs_pause_once_the_budget_is_spent_and_resume_when_raised(
     error = assert_envelope(body, code="budget_exceeded")
     assert error["param"] == "requests"
     assert "left of the workspace's budget" in error["message"]
+    status, body = await relay.call("POST", "/v1/batches", json=openai_batch("more"))
+    assert status == 429  # its records are read later, but nothing is left at all
+    error = assert_envelope(body, code="budget_exceeded")
+    assert error["param"] == "input_file_id"
+    assert "Nothing is left of the workspace's budget" in error["message"]
 
     stats = await relay.ok("GET", "/v1/stats")
     assert stats["budget"]["spent"] is True
