@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from daemon import config as configuration
 from daemon import logs
+from daemon.domain.budget import PERIODS
 
 if TYPE_CHECKING:
     from daemon.store.interface import Store
@@ -86,7 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     switch.add_argument("--expedited", choices=("on", "off"))
     switch.add_argument("--workflows", choices=("on", "off"),
                         help="workflow records (openrelay.workflow); off by default")
-    _command(spaces, "list", "list workspaces and their switches", _workspace_list)
+    budget = _command(spaces, "budget", "set (or --clear) a workspace's budget: what its "
+                      "batches may spend a period, summed over every node", _workspace_budget)
+    budget.add_argument("name")
+    budget.add_argument("--usd", help="the amount in USD, e.g. 500 or 12.50")
+    budget.add_argument("--period", choices=PERIODS, default="month",
+                        help="when its spend starts again from 0, at 00:00 UTC: each month "
+                             "(the default), each day, or none (never)")
+    budget.add_argument("--clear", action="store_true", help="take the budget away")
+    _command(spaces, "list", "list workspaces, their switches and budgets", _workspace_list)
     hooks = commands.add_parser("webhooks", help="webhook signing").add_subparsers(
         dest="webhooks", required=True)
     secret = _command(hooks, "secret", "print (or --rotate) a workspace's signing secret",
@@ -250,11 +259,51 @@ def _workspace_set(config: configuration.Config, args: argparse.Namespace) -> in
     return 0
 
 
+def _workspace_budget(config: configuration.Config, args: argparse.Namespace) -> int:
+    from daemon.domain.budget import Budget, parse_period, parse_usd
+
+    if args.clear == (args.usd is not None):
+        print("relayd: give --usd AMOUNT (with --period), or --clear", file=sys.stderr)
+        return 2
+    try:
+        budget = None if args.clear else Budget(parse_usd(args.usd), parse_period(args.period))
+    except ValueError as exc:
+        print(f"relayd: --usd: {exc}", file=sys.stderr)
+        return 2
+    repo = _repo(config)
+    ws = repo.set_budget(args.name, budget, now=time.time())
+    print(f"{ws.name}: {_budget_text(repo, ws.id, time.time())}")
+    return 0
+
+
+def _budget_text(repo: Store, workspace_id: int, now: float) -> str:
+    from daemon.domain.budget import usd
+
+    state = repo.budget_state(workspace_id, now=now)
+    if state is None:
+        return "no budget"
+    budget = state.budget
+    per = "in all" if budget.period == "none" else f"a {budget.period}"
+    held = ", spent: its batches are paused" if state.exhausted else ""
+    return (f"budget {usd(budget.nano_usd)} {per}, {usd(state.spent_nano_usd)} spent"
+            f"{held}")
+
+
 def _workspace_list(config: configuration.Config, args: argparse.Namespace) -> int:
-    print(f"{'WORKSPACE':<24} {'BATCH ACCESS':<13} {'EXPEDITED':<10} WORKFLOWS")
-    for ws in _repo(config).workspaces():
+    from daemon.domain.budget import usd
+
+    repo, now = _repo(config), time.time()
+    states = {s.workspace_id: s for s in repo.budget_states(now=now)}
+    print(f"{'WORKSPACE':<24} {'BATCH ACCESS':<13} {'EXPEDITED':<10} {'WORKFLOWS':<10} "
+          f"{'BUDGET':<22} SPENT")
+    for ws in repo.workspaces():
+        state = states.get(ws.id)
+        budget = "-" if state is None else (
+            f"{usd(state.budget.nano_usd)}/{state.budget.period}")
+        spent = "-" if state is None else (
+            usd(state.spent_nano_usd) + (" (spent: paused)" if state.exhausted else ""))
         print(f"{ws.name:<24} {_on(ws.batch_access):<13} {_on(ws.expedited):<10} "
-              f"{_on(ws.workflows)}")
+              f"{_on(ws.workflows):<10} {budget:<22} {spent}")
     return 0
 
 

@@ -27,7 +27,7 @@ from daemon.domain.outcome import RowOutcome
 from daemon.domain.stats import OK, AttemptSample, DaemonCounts
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors import RowExecutor
-from daemon.executors.lane import Lane
+from daemon.executors.lane import Lane, Paused
 from daemon.executors.tool_loop import ToolCaller, ToolCallFailed, ToolRequest, ToolResult
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -64,7 +64,17 @@ class ScrapedCounts(Collector):
         hooks = self._family(CounterMetricFamily, "relay_webhook_deliveries",
                              "Completion webhooks by outcome (delivered, failed, pending).",
                              ["outcome"], [((o,), n, ws) for ws, o, n in counts.webhooks])
-        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks)
+        spend = GaugeMetricFamily(
+            "relay_workspace_spend_nano_usd", "What each workspace with a budget spent in "
+            "its current period (every node's spend), in nano-USD.",
+            labels=["workspace", "period"])
+        budget = GaugeMetricFamily(
+            "relay_workspace_budget_nano_usd", "Each workspace's budget for its period, in "
+            "nano-USD (`relayd workspaces budget`).", labels=["workspace", "period"])
+        for ws, period, nano, spent in counts.budgets:  # per workspace, whatever the flag
+            spend.add_metric([ws, period], spent)
+            budget.add_metric([ws, period], nano)
+        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks, spend, budget)
 
     def _family(self, kind: type[GaugeMetricFamily | CounterMetricFamily], name: str,
                 doc: str, labels: list[str], samples: Iterable[tuple[Any, ...]]) -> Metric:
@@ -191,6 +201,8 @@ class MeteredExecutor:
         with self.meters.in_flight.labels(work.model).track_inprogress():
             try:
                 return await self.inner.run(work, lane)
+            except Paused:  # its job was paused: the row is handed back, not an error
+                raise
             except Exception:
                 self.meters.internal_errors.inc()
                 raise

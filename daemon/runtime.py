@@ -202,7 +202,8 @@ class Daemon:
             repo=self.repo, files=self.files, scheduler=self.scheduler, resolve=self.resolve,
             allow_private=self.config.security.allow_private_targets,
             notifier=self.notifier, models=self.models, node=self.membership,
-            clock=self.clock, limits=self.config.limits))
+            clock=self.clock, limits=self.config.limits,
+            prices={m.alias: m.input_usd_per_mtok for m in self.config.models}))
         for job in self.repo.unclaimed_validations(  # left by a previous process
                 node=self.membership.id, alive_after=self.membership.alive_after(self.clock())):
             self.validator.validate(job.seq)

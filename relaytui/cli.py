@@ -1,7 +1,7 @@
 """`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, results, dead-letter, nodes). `submit` sends a
-.jsonl whose every line is an OpenAI record as an OpenAI batch of the endpoint they
-name, and `submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
+relayd (submit, ls, status, cancel, pause, resume, results, dead-letter, nodes). `submit`
+sends a .jsonl whose every line is an OpenAI record as an OpenAI batch of the endpoint
+they name, and `submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
 `submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
 `--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
@@ -547,6 +547,28 @@ def cancel(client: RelayClient, args: argparse.Namespace) -> int:
     return OK
 
 
+def pause(client: RelayClient, args: argparse.Namespace) -> int:
+    job = client.pause(full_id(client, args.id))
+    if wants_json(args):
+        emit(job)
+    else:  # rows in flight finish; none starts until it resumes
+        print(f"{job['id']}: paused (rows in flight finish; none starts until "
+              f"`relay resume {job['id']}`; its completion window keeps running)")
+    return OK
+
+
+def resume(client: RelayClient, args: argparse.Namespace) -> int:
+    job = client.resume(full_id(client, args.id))
+    if wants_json(args):
+        emit(job)
+    elif job.get("paused") == "budget":  # the Relay shape says why it is still held
+        print(f"{job['id']}: resumed, but its workspace's budget is spent: it runs once "
+              "the budget is raised or its period rolls over")
+    else:
+        print(f"{job['id']}: resumed")
+    return OK
+
+
 def results(client: RelayClient, args: argparse.Namespace) -> int:
     """Pages of results (`RESULTS_PAGE` at a time) are printed or written as they come,
     so a job of any size streams; --json gathers them into one array."""
@@ -743,6 +765,9 @@ COMMANDS: list[tuple[str, str, Command, Callable[[argparse.ArgumentParser], None
     ("ls", "list jobs, newest first", ls, ls_options),
     ("status", "show one job", status, id_option),
     ("cancel", "cancel a queued, running or scheduled job", cancel, id_option),
+    ("pause", "pause a job: rows in flight finish, no row starts, it gives up its running "
+     "slot (kept across restarts)", pause, id_option),
+    ("resume", "let a paused job run again", resume, id_option),
     ("results", "print a finished job's results as JSONL (a JSON array with --json), "
      "or save them with -o; --join: the input table with its answers", results,
      results_options),

@@ -241,6 +241,13 @@ class RelayClient:
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self._call("POST", f"/v1/batches/{job_id}/cancel")
 
+    def pause(self, job_id: str) -> dict[str, Any]:
+        """Hold a job (of any dialect) back from running: rows in flight finish."""
+        return self._call("POST", f"/v1/batches/{job_id}/pause")
+
+    def resume(self, job_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/v1/batches/{job_id}/resume")
+
     def models(self) -> dict[str, Any]:
         return self._call("GET", "/v1/models")
 

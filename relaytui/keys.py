@@ -42,7 +42,7 @@ MOVES = {"down": ("cursor_down", "scroll_down"), "up": ("cursor_up", "scroll_up"
          "top": ("scroll_top", "scroll_home"), "bottom": ("scroll_bottom", "scroll_end")}
 
 # Actions that change something in relayd (or the saved key): refused in read-only mode.
-WRITES = frozenset({"cancel", "upload", "submit", "redrive_marked", "redrive_all",
+WRITES = frozenset({"cancel", "pause", "upload", "submit", "redrive_marked", "redrive_all",
                     "discard", "connection"})
 
 

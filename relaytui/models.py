@@ -86,6 +86,9 @@ class JobView:
     input_tokens: int | None = None  # tokens and cost so far (None: not told)
     output_tokens: int | None = None
     cost_nano_usd: int | None = None
+    # Why it is held back: "operator" or "budget"; "" not paused; None not told (an
+    # OpenAI or Anthropic shape: their events tell)
+    paused: str | None = None
 
     @classmethod
     def from_event(cls, data: dict[str, Any]) -> JobView:
@@ -109,7 +112,7 @@ class JobView:
             template_id=data.get("template_id"), error=data.get("error"),
             input_tokens=_maybe_int(data.get("input_tokens")),
             output_tokens=_maybe_int(data.get("output_tokens")),
-            cost_nano_usd=_maybe_int(data.get("cost_nano_usd")))
+            cost_nano_usd=_maybe_int(data.get("cost_nano_usd")), paused=data.get("paused") or "")
 
     @classmethod
     def from_batch(cls, obj: dict[str, Any]) -> JobView:
@@ -135,7 +138,7 @@ class JobView:
             error=obj.get("error"), webhook_url=obj.get("webhookUrl"),
             webhook=obj.get("webhook"), input_tokens=_used(obj, "input_tokens"),
             output_tokens=_used(obj, "output_tokens"),
-            cost_nano_usd=_used(obj, "cost_nano_usd"))
+            cost_nano_usd=_used(obj, "cost_nano_usd"), paused=obj.get("paused") or "")
 
     @classmethod
     def from_openai(cls, obj: dict[str, Any]) -> JobView:

@@ -136,6 +136,23 @@ class QueueLevel:
 
 
 @dataclass(frozen=True)
+class BudgetUse:
+    """The workspace's budget against its spend this period (`/v1/stats`' `budget`)."""
+
+    usd: float
+    spent_usd: float
+    period: str  # month, day or none
+    spent: bool  # its batches are paused until it is raised or the period rolls over
+
+    @classmethod
+    def from_answer(cls, answer: Any) -> BudgetUse | None:
+        if not isinstance(answer, dict):
+            return None
+        return cls(usd=_float(answer.get("usd")), spent_usd=_float(answer.get("spent_usd")),
+                   period=str(answer.get("period") or "none"), spent=bool(answer.get("spent")))
+
+
+@dataclass(frozen=True)
 class WorkspaceStats:
     """One answer of `GET /v1/stats`. Two answers that differ only in when they were
     made are equal (the watch posts changes)."""
@@ -150,6 +167,7 @@ class WorkspaceStats:
     total: Usage = Usage()  # every job of the workspace, so far
     jobs: tuple[tuple[str, Usage], ...] = ()  # (job id, its usage): the window's jobs
     queue: tuple[QueueLevel, ...] = ()
+    budget: BudgetUse | None = None  # None: the workspace has no budget
     generated_at: float | None = field(default=None, compare=False)
 
     @classmethod
@@ -169,6 +187,7 @@ class WorkspaceStats:
                        for j in _dicts(usage.get("jobs"))),
             queue=tuple(QueueLevel(_int(q.get("priority")), _int(q.get("jobs")),
                                    _int(q.get("rows"))) for q in _dicts(answer.get("queue"))),
+            budget=BudgetUse.from_answer(answer.get("budget")),
             generated_at=parse_time(answer.get("generated_at")))
 
     def usage_of(self, job_id: str) -> Usage | None:

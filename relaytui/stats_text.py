@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from relaytui.stats import Failing, QueueLevel, Usage, WorkspaceStats
+from relaytui.stats import BudgetUse, Failing, QueueLevel, Usage, WorkspaceStats
 
 ERROR_HEADINGS = ("429", "5xx", "t/o", "conn", "other")  # the header's column names
 
@@ -66,6 +66,13 @@ def cost_text(usd: float) -> str:
     return f"${usd:.{digits}f}"
 
 
+def budget_text(budget: BudgetUse) -> str:
+    """`$3.20 of $500 this month`, `… · spent: paused` once it is spent."""
+    per = {"month": " this month", "day": " today"}.get(budget.period, "")
+    text = f"{cost_text(budget.spent_usd)} of {cost_text(budget.usd)}{per}"
+    return text + " · spent: paused" if budget.spent else text
+
+
 def tokens_text(usage: Usage) -> str:
     """`1.2M in · 340k out tokens`."""
     return f"{count_text(usage.input_tokens)} in · {count_text(usage.output_tokens)} out tokens"
@@ -93,7 +100,9 @@ def summary_line(stats: WorkspaceStats) -> str:
     return " · ".join([
         f"{window_text(stats.minutes)}: {sum(stats.completed):,} done, "
         f"{sum(stats.failed):,} failed", f"{count_text(now[0] if now else 0)}/min now",
-        cost_text(total.cost_usd), f"{queued:,} queued" if queued else "queue empty",
+        cost_text(total.cost_usd)
+        + (f" (budget {budget_text(stats.budget)})" if stats.budget else ""),
+        f"{queued:,} queued" if queued else "queue empty",
         f"{count_text(total.input_tokens + total.output_tokens)} tokens"])
 
 

@@ -443,7 +443,8 @@ def relay_job(job: dict[str, Any]) -> dict[str, Any]:
         "cron", "template_id", "retry_of")}
     view.update(object="batch", created_at=_iso(job["created_at"]),
                 started_at=_iso(job["started_at"]), completed_at=_iso(job["finished_at"]),
-                next_run_at=_iso(job["next_run_at"]), usage=_batch_usage(job))
+                next_run_at=_iso(job["next_run_at"]), usage=_batch_usage(job),
+                paused=job.get("paused"))
     if job["cron"] and job["template_id"] is None:
         view["last_run_id"] = job.get("last_run_id")
     return view
@@ -486,7 +487,7 @@ def job_event(job: dict[str, Any]) -> dict[str, Any]:
         "started_at", "finished_at", "cron", "next_run_at", "template_id", "error",
         "input_tokens", "output_tokens", "cost_nano_usd")}
     return view | {"status": _INTERNAL.get(job["status"], job["status"]),
-                   "relay_status": job["status"]}
+                   "relay_status": job["status"], "paused": job.get("paused")}
 
 
 # -- the canned relayd -----------------------------------------------------------------
@@ -520,6 +521,7 @@ class FakeRelay:
         self.uploaded: dict[str, tuple[str, bytes]] = {}  # file id: (filename, content)
         self.created: list[dict[str, Any]] = []  # OpenAI batches: input_file_id, …
         self.cancelled: list[str] = []
+        self.paused: list[tuple[str, str | None]] = []  # (job, its pause after each call)
         self.retried: list[tuple[str, list[str] | None]] = []
         self.forced: list[bool] = []  # `force` of each retry
         self.discarded: list[tuple[str, list[str] | None]] = []
@@ -706,6 +708,22 @@ class FakeRelay:
     def cancel(self, job_id: str) -> dict[str, Any]:
         self.cancelled.append(job_id)
         return batch(self._known(job_id))
+
+    def pause(self, job_id: str) -> dict[str, Any]:
+        return self._pause(job_id, "operator")
+
+    def resume(self, job_id: str) -> dict[str, Any]:
+        return self._pause(job_id, None)
+
+    def _pause(self, job_id: str, paused: str | None) -> dict[str, Any]:
+        job = self._known(job_id)
+        if job["status"] in ("completed", "failed", "canceled", "expired"):
+            raise RelayError(409, f"Batch {job_id} has already ended ({job['status']}); it "
+                             f"cannot be {'paused' if paused else 'resumed'}.",
+                             code="batch_already_ended")
+        self.paused.append((job_id, paused))
+        job["paused"] = paused
+        return batch(job)
 
     def retry_dead_letter(self, job_id: str, custom_ids: list[str] | None = None, *,
                           force: bool = False) -> dict[str, Any]:

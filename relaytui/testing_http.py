@@ -47,6 +47,8 @@ class CannedRelayd(Protocol):
     def create_batch(self, input_file_id: str, *, endpoint: str = ...,
                      metadata: dict[str, str] | None = None) -> Body: ...
     def cancel(self, job_id: str) -> Body: ...
+    def pause(self, job_id: str) -> Body: ...
+    def resume(self, job_id: str) -> Body: ...
     def results(self, job_id: str, *, limit: int | None = None,
                 after: str | None = None) -> Body: ...
     def results_so_far(self, job_id: str, *, cursor: str = "",
@@ -158,6 +160,8 @@ ROUTES = (
     _route("POST", "/v1/files", _upload),
     _route("GET", "/v1/batches/{job}", lambda relay, _r, at: relay.job(at["job"])),
     _route("POST", "/v1/batches/{job}/cancel", lambda relay, _r, at: relay.cancel(at["job"])),
+    _route("POST", "/v1/batches/{job}/pause", lambda relay, _r, at: relay.pause(at["job"])),
+    _route("POST", "/v1/batches/{job}/resume", lambda relay, _r, at: relay.resume(at["job"])),
     _route("GET", "/v1/batches/{job}/results", _results),
     _route("GET", "/v1/batches/{job}/rows/{row}",
            lambda relay, _r, at: relay.row(at["job"], at["row"])),

@@ -79,4 +79,5 @@ def canned_stats(now: float, *, minutes: int = 60, jobs: dict[int, str],
                            {"id": jobs[2], "name": "Ticket summaries — week 40",
                             "model": "backup", **_usage(1_056_400, 166_800, 4_309_000_000)}]},
         "queue": [{"priority": 1, "jobs": 1, "rows": 80}],
+        "budget": None,
     }

@@ -64,6 +64,16 @@ class Notifier(pykka.ThreadingActor):
         self._send_progress(seq, self.clock())
 
     @contained
+    def job_paused(self, job: Job) -> None:
+        """Paused (its `paused` says why): recorded in the store already."""
+        self._publish(job, "job.paused")
+
+    @contained
+    def job_resumed(self, job: Job) -> None:
+        """No longer paused for the reason it was (it may be for the other)."""
+        self._publish(job, "job.resumed")
+
+    @contained
     def progress(self, seq: int) -> None:
         now = self.clock()
         if now - self.last_sent.get(seq, 0.0) >= self.min_interval:
@@ -130,6 +140,8 @@ class NotifierProxy(ActorProxyOf[Notifier]):
 
     job_created = message(Notifier.job_created)
     job_changed = message(Notifier.job_changed)
+    job_paused = message(Notifier.job_paused)
+    job_resumed = message(Notifier.job_resumed)
     progress = message(Notifier.progress)
     job_ended = message(Notifier.job_ended)
     send_webhook = message(Notifier.send_webhook)

@@ -83,6 +83,9 @@ class Scheduler(pykka.ThreadingActor):
         self.watchdog = Every(WATCH_S)
         self.orphans: set[int] = set()  # seen with nobody on them at the last watch
         self.cancels_told: set[int] = set()  # supervisors told of a cancel the store holds
+        self.pauses_told: set[int] = set()  # supervisors told their job is paused
+        self.exhausted: frozenset[int] = frozenset()  # workspaces whose budget is spent
+        self.budget_watch = Every(WATCH_S)  # the budget pauses written again meanwhile
 
     def on_start(self) -> None:
         self._me = SchedulerProxy.of(self.actor_ref)
@@ -148,6 +151,21 @@ class Scheduler(pykka.ThreadingActor):
             ack.set()
 
     @contained
+    def pause(self, seq: int, ack: threading.Event) -> None:
+        """An operator paused a job (recorded in the store): its supervisor here stops
+        starting rows; `ack` is set once none will start on this node. Other nodes see
+        the pause in the store at their next tick (`_hold`)."""
+        supervisor = self.running.get(seq)
+        try:
+            if supervisor is not None and supervisor.actor_ref.is_alive():
+                self.pauses_told.add(seq)
+                supervisor.pause(ack)
+                return
+        except pykka.ActorDeadError:
+            pass
+        ack.set()
+
+    @contained
     def tick(self, now: float) -> None:
         """Timer: spawn due cron runs, restart dead supervisors, re-admit orphaned jobs,
         let supervisors retry a failed write. Each step is contained on its own, so a
@@ -166,6 +184,8 @@ class Scheduler(pykka.ThreadingActor):
                 attempt(self._revive, seq)
         if not self.draining and self.watchdog.due(now):
             attempt(self._watch, now)
+        if not self.draining:
+            attempt(self._hold, now)
         self._admit()
 
     @contained
@@ -180,7 +200,8 @@ class Scheduler(pykka.ThreadingActor):
         if self.draining or free <= 0 or not self.node.ready(now):
             return
         for job in self.repo.joinable_jobs(free, exclude=self.running,
-                                           alive_after=self.node.alive_after(now)):
+                                           alive_after=self.node.alive_after(now),
+                                           held_workspaces=self.exhausted):
             if job.status == RUNNING:  # rows no live node holds: join it
                 self._run(job)
                 continue
@@ -201,6 +222,7 @@ class Scheduler(pykka.ThreadingActor):
     def _forget(self, seq: int) -> None:
         self.running.pop(seq, None)
         self.cancels_told.discard(seq)
+        self.pauses_told.discard(seq)
         self.node.running(self.running)
 
     def _spawn(self, now: float) -> None:
@@ -241,6 +263,29 @@ class Scheduler(pykka.ThreadingActor):
         self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))  # a lost node's
         for job in self.repo.unsent_webhooks():  # e.g. a claim the store refused
             self.notifier.send_webhook(job)
+
+    def _hold(self, now: float) -> None:
+        """Budgets and pauses, at each tick. The spend of every workspace with a budget
+        is read from the store (the whole cluster's); when the set of those that spent
+        theirs changes (or every `WATCH_S`, for jobs created since), their jobs are
+        marked paused by budget and those of the others unmarked, each change an event.
+        A job running here that the store says is paused (here, by another node, or by
+        its budget) has its supervisor told to pause. Spent workspaces' jobs take no
+        free slot (`_admit`)."""
+        exhausted = frozenset(s.workspace_id for s in self.repo.budget_states(now=now)
+                              if s.exhausted)
+        if self.budget_watch.due(now) or exhausted != self.exhausted:
+            paused, resumed = self.repo.hold_for_budget(exhausted, now=now)
+            for job in paused:
+                self.notifier.job_paused(job)
+            for job in resumed:
+                self.notifier.job_resumed(job)
+        self.exhausted = exhausted
+        for seq in self.repo.paused_among(self.running) if self.running else ():
+            supervisor = self.running.get(seq)
+            if seq not in self.pauses_told and supervisor is not None:
+                self.pauses_told.add(seq)
+                supervisor.pause()
 
     def _expire(self, now: float) -> None:
         """Batches past their completion window end `expired`."""
@@ -293,6 +338,7 @@ class SchedulerProxy(ActorProxyOf[Scheduler]):
     wake = message(Scheduler.wake)
     job_finished = message(Scheduler.job_finished)
     cancel = message(Scheduler.cancel)
+    pause = message(Scheduler.pause)
     tick = message(Scheduler.tick)
     drain = message(Scheduler.drain)
 

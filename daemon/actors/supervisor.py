@@ -38,7 +38,7 @@ from daemon.domain.run import GIVE_UP_S, JobRun
 from daemon.domain.unstorable import save_apart
 from daemon.domain.usage import priced
 from daemon.executors import Executors
-from daemon.executors.lane import LEASE_LOST, STOPPED, Lane
+from daemon.executors.lane import LEASE_LOST, PAUSED, STOPPED, Lane
 from daemon.store.faults import StoreError, log_failure
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -94,6 +94,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.lane = Lane(max(1, concurrency), holds=self.node.holds)
         self.discount = dialect_of(job).discount(job)  # the tier's price, same for every row
         self.ending: Status = COMPLETED  # or CANCELLED / EXPIRED once asked to end early
+        self.pausing = False  # paused: no row starts; once those in flight are stored, it leaves
         self.writer = ThreadPoolExecutor(1, thread_name_prefix=f"relay-store-{job.id}")
         self.write: Future[bool] | None = None  # the write under way
         self._me: SupervisorProxy | None = None
@@ -127,7 +128,8 @@ class JobSupervisor(pykka.ThreadingActor):
     def _record(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
         now = self.clock()
         for row_id, outcome in done:
-            if outcome.error_code == LEASE_LOST:  # another node's now, or leased again
+            if outcome.error_code in (LEASE_LOST, PAUSED):  # another node's now, or
+                # leased again; or handed back by a pause, to run when the job resumes
                 self.run.drop(row_id)
                 self.forgot = True
                 continue
@@ -156,6 +158,23 @@ class JobSupervisor(pykka.ThreadingActor):
         is set once no row will start."""
         try:
             self._end_early(CANCELLED)
+        finally:
+            if ack is not None:
+                ack.set()
+
+    @contained
+    def pause(self, ack: threading.Event | None = None) -> None:
+        """The job is paused (an operator, or its workspace's budget): no row starts from
+        now on, rows in flight finish and are stored, then this node gives its share of
+        the job back and its slot up without ending it (it stays running, paused, until
+        it resumes and a free slot takes it again). A row of several calls stops between
+        two of them and resumes where it stood. `ack` is set once no row will start."""
+        try:
+            if self.ending == COMPLETED and not self.pausing:
+                self.pausing = True
+                self.run.stop()
+                self.lane.pause()  # before the pause is answered: no request starts after it
+                self._pump()
         finally:
             if ack is not None:
                 ack.set()
@@ -207,8 +226,9 @@ class JobSupervisor(pykka.ThreadingActor):
             self.worker.run_rows(starting)
         self._flush(now)
         self._give_up(now)
-        if self.run.done and (self.ending != COMPLETED or not self.run.stopping):
-            self._finish(now)
+        if self.run.done and (self.ending != COMPLETED or not self.run.stopping
+                              or self.pausing):
+            self._finish(now)  # paused: it ends only if no row is left anywhere
 
     def _lease(self, now: float) -> None:
         try:
@@ -360,6 +380,7 @@ class SupervisorProxy(ActorProxyOf[JobSupervisor]):
     tick = message(JobSupervisor.tick)
     stored = message(JobSupervisor.stored)
     cancel = message(JobSupervisor.cancel)
+    pause = message(JobSupervisor.pause)
     expire = message(JobSupervisor.expire)
     drain = message(JobSupervisor.drain)
 

@@ -15,7 +15,7 @@ batches a lost node was validating.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import pykka
@@ -29,6 +29,8 @@ from daemon.actors.scheduler import SchedulerProxy
 from daemon.config import LimitsConfig
 from daemon.dialects import dialect_of
 from daemon.dialects.base import row_cap
+from daemon.dialects.spending import budget_problem
+from daemon.domain.budget import BUDGET_EXCEEDED
 from daemon.domain.every import Every
 from daemon.domain.jobs import FAILED, VALIDATING, Job
 from daemon.domain.openai_input import FileError, ParsedRecords
@@ -45,8 +47,10 @@ class Validator(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, files: FileStore, scheduler: SchedulerProxy,
                  notifier: NotifierProxy, models: Collection[str], clock: Callable[[], float],
                  allow_private: bool = False, resolve: Resolver = system_resolver,
-                 node: Node | None = None, limits: LimitsConfig | None = None) -> None:
+                 node: Node | None = None, limits: LimitsConfig | None = None,
+                 prices: Mapping[str, float] | None = None) -> None:
         super().__init__()
+        self.prices = dict(prices or {})  # each model's input price, for the budget check
         self.node = node or Node()
         self.limits = limits or LimitsConfig()
         self.watch = Every(WATCH_S)
@@ -76,6 +80,14 @@ class Validator(pykka.ThreadingActor):
             return
         parsed = self._parse(job)
         now = self.clock()
+        if not parsed.errors:  # the budget check a dialect that reads its rows at submit makes
+            problem = budget_problem(self.repo, job.workspace_id, parsed.rows,
+                                     prices=self.prices, model=parsed.model,
+                                     discount=dialect_of(job).discount(job), now=now,
+                                     param="input_file_id")
+            if problem is not None:
+                parsed = ParsedRecords(errors=[FileError(BUDGET_EXCEEDED, problem.message,
+                                                         param="input_file_id")])
         if parsed.errors:
             failed = end_job(self.repo, self.files, seq, FAILED, now=now,
                              error=parsed.errors[0].message,

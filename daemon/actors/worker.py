@@ -30,7 +30,7 @@ from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.unstorable import INTERNAL
 from daemon.executors import Executors, Lane
-from daemon.executors.lane import LeaseLost, lease_lost
+from daemon.executors.lane import LeaseLost, Paused, held_back, lease_lost
 from daemon.upstream.ioloop import IOLoop
 
 log = logging.getLogger("relay.worker")
@@ -133,6 +133,8 @@ class RowRunner:
             return  # shutdown: the row stays pending
         except LeaseLost as exc:  # another node may run it now: handed back, unstored
             outcome = lease_lost(exc)
+        except Paused as exc:  # its job was paused: handed back, unstored, still pending
+            outcome = held_back(exc)
         except Exception as exc:
             log.exception("row %s: unexpected error", work.id)
             outcome = internal_error(exc)

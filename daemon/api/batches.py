@@ -7,6 +7,7 @@ write the store, then `tell` an actor."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -287,6 +288,65 @@ def request_cancel(services: Services, job: Job) -> Job:
     if not ack.wait(CANCEL_WAIT_S):
         log.warning("cancel of job %s not confirmed in time; it proceeds anyway", job.id)
     return services.repo.job_by_seq(job.seq) or recorded
+
+
+def request_pause(services: Services, job: Job) -> Job:
+    """Record an operator's pause, tell the scheduler (the job's supervisor here stops
+    starting rows; other nodes read the pause at their next tick) and answer once no row
+    of it starts on this node. Runs in a worker thread, the wait bounded."""
+    paused = services.repo.pause_job(job.seq, now=services.clock())
+    if paused is None:
+        raise _cannot_pause(services.repo.job_by_seq(job.seq) or job, "paused")
+    services.notifier.job_paused(paused)
+    ack = threading.Event()
+    try:
+        services.scheduler.pause(job.seq, ack)
+    except pykka.ActorDeadError:  # stopping: nothing will run; the pause is stored
+        ack.set()
+    if not ack.wait(CANCEL_WAIT_S):
+        log.warning("pause of job %s not confirmed in time; it proceeds anyway", job.id)
+    return services.repo.job_by_seq(job.seq) or paused
+
+
+def request_resume(services: Services, job: Job) -> Job:
+    """Take an operator's pause away; a free slot takes the job again (unless its
+    workspace's budget still holds it)."""
+    resumed = services.repo.resume_job(job.seq)
+    if resumed is None:
+        raise _cannot_pause(services.repo.job_by_seq(job.seq) or job, "resumed")
+    if job.paused_at is not None:
+        services.notifier.job_resumed(resumed)
+    with contextlib.suppress(pykka.ActorDeadError):  # stopping: the next start takes it
+        services.scheduler.wake()
+    return resumed
+
+
+def _cannot_pause(job: Job, verb: str) -> Conflict:
+    shown = dialect_of(job).status_name(job.status)
+    if job.terminal:
+        return Conflict(f"Batch {job.id} has already ended ({shown}); it cannot be {verb}.",
+                        code="batch_already_ended")
+    if job.status == CANCELLING:
+        return Conflict(f"Batch {job.id} is being cancelled; it cannot be {verb}.",
+                        code="batch_already_cancelling")
+    return Conflict(f"Batch {job.id} is {shown} (a cron template or a batch being "
+                    f"finalized); only a batch that is validating, queued or running can "
+                    f"be {verb}.", code="batch_not_pausable")
+
+
+async def pause(request: web.Request) -> web.Response:
+    """A Relay extension on any dialect's job: hold it back from running."""
+    services, _ = context(request)
+    job = await load_job(request)
+    updated = await asyncio.to_thread(request_pause, services, job)
+    return respond.json(render(updated, request))
+
+
+async def resume(request: web.Request) -> web.Response:
+    services, _ = context(request)
+    job = await load_job(request)
+    updated = await asyncio.to_thread(request_resume, services, job)
+    return respond.json(render(updated, request))
 
 
 def _cannot_cancel(job: Job) -> Conflict:
@@ -635,6 +695,22 @@ def routes() -> list[Route]:
                         "Anthropic's result lines), oldest finish first, while the job runs "
                         "and after. OpenAI's output_file_id and Anthropic's results_url stay "
                         "null until the job has ended.")),
+        Route("POST", ONE + "/pause", pause, Operation(
+            "pauseBatch", "Hold a job back from running", "Batches", answer=AnyJob,
+            errors=(*BY_JOB, 409, *WRITES), params=(JOB_ID,),
+            description="A Relay extension on any dialect's job (OpenAI's batch_… and "
+                        "Anthropic's msgbatch_… ids too). Once answered, no row of it starts "
+                        "(on another node, within a quarter second); rows in flight finish "
+                        "and it gives up its running slot. Its status stays as it was, with "
+                        "`paused: operator` in the Relay shape; it is stored, so a restart "
+                        "keeps it paused. Its completion window keeps running, and cancel "
+                        "works on it. A job that has ended (or is being cancelled) is 409.")),
+        Route("POST", ONE + "/resume", resume, Operation(
+            "resumeBatch", "Let a paused job run again", "Batches", answer=AnyJob,
+            errors=(*BY_JOB, 409, *WRITES), params=(JOB_ID,),
+            description="Takes an operator's pause away (resuming a job that is not paused "
+                        "changes nothing); a free running slot takes it again, unless its "
+                        "workspace's budget still holds it (`paused: budget`).")),
         Route("GET", ONE + "/dead_letter", dead_letter, Operation(
             "getDeadLetter", "Rows that failed transiently after every retry and fallback",
             "Batches", answer=DeadLetterList, errors=BY_JOB, params=(JOB_ID,))),

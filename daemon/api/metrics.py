@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from dataclasses import replace
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -17,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import envelope
 from daemon.metering import TAIL_MOST
+from daemon.store.interface import Store
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:
@@ -37,7 +39,16 @@ def scrape(services: Services) -> bytes:
             meters.start_at(mark := repo.last_attempt_id())
         meters.feed(repo.attempts_after(mark, limit=TAIL_MOST), now=services.clock())
         meters.store_writable.set(1 if services.health.ok else 0)
-        return meters.exposition(repo.daemon_counts())
+        return meters.exposition(replace(repo.daemon_counts(),
+                                         budgets=budgets(services.repo, services.clock())))
+
+
+def budgets(repo: Store, now: float) -> list[tuple[str, str, int, int]]:
+    """(workspace, period, budget, spent), nano-USD, of each workspace with a budget."""
+    states = repo.budget_states(now=now)
+    names = {ws.id: ws.name for ws in repo.workspaces()} if states else {}
+    return [(names.get(s.workspace_id, str(s.workspace_id)), s.budget.period,
+             s.budget.nano_usd, s.spent_nano_usd) for s in states]
 
 
 def _bearer_is(header: str, token: str) -> bool:

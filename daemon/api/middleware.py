@@ -103,8 +103,8 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except StoreError as exc:
         return _store_fault(request, exc)
     except RelayError as exc:
-        headers = ({"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooMany)
-                   else None)
+        headers = ({"Retry-After": str(exc.retry_after_s)}
+                   if isinstance(exc, TooMany) and exc.retry_after_s is not None else None)
         refused = answer(request, exc, status_of(exc), headers=headers)
         return _unread_rest(request, refused) if isinstance(exc, TooLarge) else refused
     except web.HTTPRequestEntityTooLarge:

@@ -124,6 +124,9 @@ class JobEvent(TypedDict):
     input_tokens: Count
     output_tokens: Count
     cost_nano_usd: Annotated[int, Meta(description="The price paid so far.", ge=0)]
+    paused: Annotated[Literal["operator", "budget"], Meta(description=(
+        "Why it is held back from running, if it is: an operator's pause, or its "
+        "workspace's spent budget."))] | None
     relay_status: RelayStatus
 
 
@@ -160,7 +163,8 @@ class RowsLagged(TypedDict):
 
 
 EVENTS = {"stream.hello": StreamHello, "job.snapshot": JobEvent, "job.created": JobEvent,
-          "job.progress": JobEvent, "job.ended": JobEvent, "stream.dropped": StreamDropped,
+          "job.progress": JobEvent, "job.ended": JobEvent, "job.paused": JobEvent,
+          "job.resumed": JobEvent, "stream.dropped": StreamDropped,
           "stream.closed": StreamClosed, "row": RowEvent, "lagged": RowsLagged}
 
 
@@ -241,6 +245,23 @@ class QueueLevel(TypedDict):
     rows: Count
 
 
+class BudgetView(TypedDict):
+    """The workspace's budget against what it spent in the current period (every node's
+    spend, from the store)."""
+
+    usd: float
+    nano_usd: Count
+    period: Literal["month", "day", "none"]
+    spent_nano_usd: Count
+    spent_usd: float
+    remaining_nano_usd: Count
+    resets_at: Annotated[Stamp, Meta(description="When the period's spend starts again "
+                                     "from 0 (00:00 UTC); null for the period none.")] | None
+    spent: Annotated[bool, Meta(description=(
+        "The budget is spent: the workspace's batches are paused (`paused: budget`) until "
+        "it is raised or the period rolls over."))]
+
+
 class Stats(TypedDict):
     """One workspace at a glance."""
 
@@ -258,6 +279,8 @@ class Stats(TypedDict):
     usage: StatsUsage
     queue: Annotated[list[QueueLevel], Meta(
         description="Jobs waiting to run, highest priority first.")]
+    budget: Annotated[BudgetView, Meta(description=(
+        "Set with `relayd workspaces budget`; null when the workspace has none."))] | None
 
 
 # -- GET /v1/nodes -----------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """`GET /v1/stats`: the caller's workspace at a glance (throughput, upstream errors and
-latency per model, models failing now, tokens and cost, queue depth), from the
+latency per model, models failing now, tokens and cost, queue depth, the budget
+against its spend), from the
 store's aggregates (store/stats.py) rendered by `domain.stats.render`."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from aiohttp import web
 from daemon.api import respond
 from daemon.api.context import SERVICES
 from daemon.api.middleware import WORKSPACE
+from daemon.domain.budget import budget_view
 from daemon.domain.errors import InvalidRequest, no_batch_access
 from daemon.domain.stats import FAILING_WINDOW_S, render
 from daemon.store.interface import WorkspaceRecord
@@ -40,7 +42,8 @@ async def stats(request: web.Request) -> web.Response:
     found = await asyncio.to_thread(
         services.repo.workspace_stats, workspace.id, now=now, since=now - window_s,
         bucket_s=max(1, window_s // BUCKETS), recent_since=now - FAILING_WINDOW_S)
+    budget = await asyncio.to_thread(services.repo.budget_state, workspace.id, now=now)
     states = services.model_states()
     gates = {m.alias: {"max_concurrency": m.max_concurrency, **states[m.alias]}
              for m in services.config.models if m.alias in states}
-    return respond.json(render(found, workspace.name, gates))
+    return respond.json(render(found, workspace.name, gates) | {"budget": budget_view(budget)})

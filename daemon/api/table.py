@@ -43,7 +43,8 @@ def service_routes() -> list[Route]:
                           "finishes (no payload), and lagged when the stream falls behind.",
                           default=False),),
             description="stream.hello, then job.snapshot for each job that has not ended, "
-                        "then job.created, job.progress and job.ended as they happen.")),
+                        "then job.created, job.progress, job.paused, job.resumed and "
+                        "job.ended as they happen.")),
         Route("GET", "/v1/stats", stats.stats, Operation(
             "getStats", "The workspace at a glance", "Service", answer=Stats, errors=(400, 404),
             params=(Param("minutes", "query", Annotated[int, Meta(

@@ -75,9 +75,10 @@ class TooMany(RelayError):
 
     type = "rate_limit_error"
 
-    def __init__(self, message: str, *, code: str, retry_after_s: int) -> None:
-        super().__init__(message, code=code)
-        self.retry_after_s = retry_after_s
+    def __init__(self, message: str, *, code: str, retry_after_s: int | None,
+                 param: str | None = None) -> None:
+        super().__init__(message, code=code, param=param)
+        self.retry_after_s = retry_after_s  # None: no time is known to help
 
 
 class Unavailable(RelayError):

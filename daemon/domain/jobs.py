@@ -58,6 +58,7 @@ ROW_FAILED: Final = "failed"
 
 # A dead-lettered row's state (`RowRecord.dead_letter_state`).
 DeadLetterState = Literal["open", "redriven", "discarded"]
+Paused = Literal["operator", "budget"]  # why a job is paused (`Job.paused`)
 DL_OPEN: Final = "open"
 DL_REDRIVEN: Final = "redriven"
 DL_DISCARDED: Final = "discarded"
@@ -146,10 +147,22 @@ class Job(JobDraft):
     error_file_id: str | None = None
     stamps: dict[str, float] = field(default_factory=dict)  # status -> when it was entered
     finished_seq: int = 0  # the last place in its finish order given to a row
+    paused_at: float | None = None  # an operator paused it (`POST …/pause`)
+    budget_paused_at: float | None = None  # its workspace's budget is spent
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def paused(self) -> Paused | None:
+        """Why it is held back from running, if it is: an operator's pause shows first
+        (resuming it then shows the budget's, if that holds too)."""
+        if self.terminal:
+            return None
+        if self.paused_at is not None:
+            return "operator"
+        return "budget" if self.budget_paused_at is not None else None
 
     @property
     def is_template(self) -> bool:

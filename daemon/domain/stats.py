@@ -118,6 +118,8 @@ class DaemonCounts:
     rows: Sequence[tuple[str, str, str, int]] = ()  # (workspace, model, outcome, rows)
     pending: Sequence[tuple[str, int]] = ()  # (workspace, rows left in running jobs)
     webhooks: Sequence[tuple[str, str, int]] = ()  # (workspace, delivered|failed|pending, n)
+    # (workspace, period, budget, spent this period), nano-USD, of those with a budget
+    budgets: Sequence[tuple[str, str, int, int]] = ()
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,12 @@ class LeaseLost(Exception):
     worker hands it back unstored (`lease_lost`); its new owner's outcome wins."""
 
 
+class Paused(Exception):
+    """The row's job was paused (by an operator or its budget) before this call went
+    out: the row goes no further here and stays pending, resuming where it stood
+    (a tool loop from its stored rounds) when the job runs again."""
+
+
 class Lane:
     """A job's `batch_concurrency` request slots, and whether it is being stopped.
 
@@ -37,6 +43,7 @@ class Lane:
         self.holds = holds  # whether this node surely still holds a row's lease
         self.stopping = False
         self.draining = False
+        self.pausing = False
         self.halted = asyncio.Event()
 
     @property
@@ -54,12 +61,20 @@ class Lane:
         would start a paid call that the stopping loop then cuts off)."""
         self.draining = True
 
+    def pause(self) -> None:
+        """The job is paused (from the supervisor's thread): no request starts from now
+        on; a row that would send one is handed back unstored (`Paused`), to run when
+        the job resumes. Requests on the wire finish."""
+        self.pausing = True
+
     def going(self, work: RowWork) -> None:
         """Called with a slot held, before a request of `work` goes out: raise
-        CancelledError while draining (the worker leaves a cancelled row pending), and
-        `LeaseLost` as `fence` does."""
+        CancelledError while draining (the worker leaves a cancelled row pending),
+        `Paused` once the job is paused, and `LeaseLost` as `fence` does."""
         if self.draining:
             raise asyncio.CancelledError("relayd is stopping")
+        if self.pausing:
+            raise Paused(f"row {work.id}: its job is paused")
         self.fence(work)
 
     def fencer(self, work: RowWork) -> Callable[[], None]:
@@ -106,6 +121,14 @@ class Lane:
 def lease_lost(exc: LeaseLost) -> RowOutcome:
     """A row this node gave up (`LeaseLost`): never stored, whatever it did."""
     return RowOutcome(ok=False, error=str(exc), error_code=LEASE_LOST)
+
+
+PAUSED = "paused"  # the job was paused before the row could go on: it stays pending
+
+
+def held_back(exc: Paused) -> RowOutcome:
+    """A row its paused job handed back before it sent anything more: never stored."""
+    return RowOutcome(ok=False, error=str(exc), error_code=PAUSED)
 
 
 def not_started() -> RowOutcome:

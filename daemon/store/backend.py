@@ -13,6 +13,7 @@ import inspect
 from peewee import Database
 
 from daemon.store.access import AccessQueries
+from daemon.store.budgets import BudgetQueries
 from daemon.store.faults import guard
 from daemon.store.file_records import FileQueries
 from daemon.store.health import HealthQueries
@@ -31,7 +32,7 @@ INTERFACE = tuple(name for name, value in vars(Store).items()
                   if inspect.isfunction(value) and not name.startswith("_"))
 
 
-class SqlStore(AccessQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
+class SqlStore(AccessQueries, BudgetQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
                WorkflowQueries, HealthQueries, StatsQueries, NodeQueries, RetentionQueries):
     """The `Store` on one SQL database."""
 

@@ -187,9 +187,12 @@ class JobQueries(SqlBase):
         return [job_record(r) for r in query]
 
     def requeue_running(self, *, now: float) -> list[Job]:
-        """At start: jobs a previous process left running go back to the queue."""
+        """At start: jobs a previous process left running go back to the queue; a paused
+        one stays running (and paused), taken again once it resumes."""
         seqs = [r.seq for r in self.JobModel.select(self.JobModel.seq)
-                .where(self.JobModel.status == RUNNING).order_by(self.JobModel.seq)]
+                .where(self.JobModel.status == RUNNING, self.JobModel.paused_at.is_null(),
+                       self.JobModel.budget_paused_at.is_null())
+                .order_by(self.JobModel.seq)]
         requeued = (self.transition(seq, QUEUED, now=now) for seq in seqs)
         return [job for job in requeued if job is not None]
 

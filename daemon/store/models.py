@@ -16,6 +16,7 @@ from peewee import (
     SQL,
     AutoField,
     BooleanField,
+    CompositeKey,
     Database,
     FloatField,
     ForeignKeyField,
@@ -45,6 +46,8 @@ class Workspace(BaseModel):
     expedited = BooleanField(default=True)
     workflows = BooleanField(default=False)  # may run workflow records (operator's switch)
     webhook_secret = TextField(null=True)
+    budget_nano_usd = IntegerField(null=True)  # its budget (v15); None: no budget
+    budget_period = TextField(null=True)  # month, day or none (domain/budget.py)
 
     class Meta:
         table_name = "workspace"
@@ -110,6 +113,10 @@ class JobModel(BaseModel):
     output_expires_after_s = IntegerField(null=True)  # its result files' lifetime
     # The last finish sequence given to one of its rows (v14), moved under the job's lock.
     finished_seq = IntegerField(default=0, constraints=[SQL("DEFAULT 0")])
+    # Paused (v15): by an operator (`POST …/pause`), and, apart, because its workspace
+    # spent its budget. Either keeps it from taking a running slot.
+    paused_at = FloatField(null=True)
+    budget_paused_at = FloatField(null=True)
 
     class Meta:
         table_name = "job"
@@ -261,9 +268,22 @@ class NodeModel(BaseModel):
         table_name = "node"
 
 
+class SpendModel(BaseModel):
+    """What a workspace spent on one UTC day (v15), in nano-USD: added to in the
+    transaction that stores the outcomes, so every node's spend is summed here."""
+
+    workspace_id = IntegerField()
+    day = IntegerField()  # days since 1970-01-01, UTC (domain/budget.py: day_of)
+    nano_usd = IntegerField(default=0)
+
+    class Meta:
+        table_name = "spend"
+        primary_key = CompositeKey("workspace_id", "day")
+
+
 # Every table, each after the tables it refers to.
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
-          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel]
+          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel, SpendModel]
 
 
 def bind(db: Database) -> dict[str, type[BaseModel]]:

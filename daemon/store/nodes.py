@@ -202,12 +202,13 @@ class NodeQueries(SqlBase):
             return Share.HELD
         return Share.OPEN if pending.exists() else Share.DONE
 
-    def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float
-                      ) -> list[Job]:
+    def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float,
+                      held_workspaces: Collection[int] = ()) -> list[Job]:
         """The next jobs a node with free slots takes, in the cluster's one order (the
         expedited tier, then priority, then age): queued ones, and running ones with
         pending rows no live node holds (a large job spreads over every node; a lost
-        node's work is taken over)."""
+        node's work is taken over). A paused job is never one of them, nor any job of
+        the `held_workspaces` (their budget is spent)."""
         live = self._live_nodes(alive_after)
         free_rows = self.RowModel.select(SQL("1")).where(
             self.RowModel.job == self.JobModel.seq, self.RowModel.status == ROW_PENDING,
@@ -218,8 +219,12 @@ class NodeQueries(SqlBase):
                  .order_by((self.JobModel.tier == "expedited").desc(),
                            self.JobModel.priority.desc(), self.JobModel.seq)
                  .limit(limit))
+        query = query.where(self.JobModel.paused_at.is_null(),
+                            self.JobModel.budget_paused_at.is_null())
         if exclude:
             query = query.where(self.JobModel.seq.not_in(list(exclude)))
+        if held_workspaces:
+            query = query.where(self.JobModel.workspace.not_in(list(held_workspaces)))
         return [job_record(r) for r in query]
 
 

@@ -7,6 +7,7 @@ import json
 from dataclasses import fields
 from typing import Any, cast
 
+from daemon.domain.budget import Budget, Period
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     Job,
@@ -25,7 +26,9 @@ def hash_key(plain: str) -> str:
 def workspace_record(ws: Workspace) -> WorkspaceRecord:
     return WorkspaceRecord(id=ws.id, name=ws.name, batch_access=ws.batch_access,
                            expedited=ws.expedited, workflows=ws.workflows,
-                           webhook_secret=ws.webhook_secret)
+                           webhook_secret=ws.webhook_secret,
+                           budget=None if ws.budget_nano_usd is None else Budget(
+                               ws.budget_nano_usd, cast(Period, ws.budget_period or "none")))
 
 
 # A job's fields are named once, on `Job` (and `JobDraft`, the fields a new job is

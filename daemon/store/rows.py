@@ -29,6 +29,7 @@ from daemon.domain.jobs import (
 )
 from daemon.domain.outcome import RowOutcome, Turn, Usage
 from daemon.domain.usage import MAX_STORED
+from daemon.store.budgets import add_spend
 from daemon.store.interface import Flushed
 from daemon.store.models import RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
@@ -127,6 +128,7 @@ class RowQueries(SqlBase):
             self._update_rows(done, now=now, after_seq=last)
             self._insert_attempts(done)
             usage = sum((o.usage for _, o in done), Usage())
+            cost = sum(o.cost_nano_usd for _, o in done)
             never_ran = sum(1 for _, o in done if _never_ran(o))
             self.JobModel.update(
                 completed=self.JobModel.completed + flushed.completed,
@@ -138,10 +140,10 @@ class RowQueries(SqlBase):
                 output_tokens=_added(self.JobModel.output_tokens, usage.completion_tokens),
                 cached_tokens=_added(self.JobModel.cached_tokens, usage.cached_tokens),
                 reasoning_tokens=_added(self.JobModel.reasoning_tokens, usage.reasoning_tokens),
-                cost_nano_usd=_added(self.JobModel.cost_nano_usd,
-                                     sum(o.cost_nano_usd for _, o in done)),
+                cost_nano_usd=_added(self.JobModel.cost_nano_usd, cost),
                 finished_seq=last + len(done),
             ).where(self.JobModel.seq == job_seq).execute()
+            add_spend(self, job_seq, cost, now=now)  # the workspace's, for its budget
         return flushed
 
     def _finish_counter(self, job_seq: int) -> int:

@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 Migration = Callable[[Database], None]
 
@@ -101,6 +101,31 @@ def finish_order(db: Database) -> None:
     db.execute_sql("UPDATE job SET finished_seq = total")
     db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_finished_seq" '
                    'ON "row" ("job_id", "finished_seq")')
+
+
+def budgets(db: Database) -> None:
+    """Version 15, on every backend: a workspace's budget (nano-USD and period), what
+    each workspace spent on each UTC day (the spend the rows stored so far already cost
+    is counted in, on the day each row finished), and whether a job is paused, by an
+    operator or by its workspace's budget."""
+    pg = isinstance(db, PostgresqlDatabase)
+    kind, real = ("BIGINT", "DOUBLE PRECISION") if pg else ("INTEGER", "REAL")
+    db.execute_sql(f"ALTER TABLE workspace ADD COLUMN budget_nano_usd {kind}")
+    db.execute_sql("ALTER TABLE workspace ADD COLUMN budget_period TEXT")
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN paused_at {real}")
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN budget_paused_at {real}")
+    db.execute_sql(
+        f'CREATE TABLE IF NOT EXISTS "spend" ("workspace_id" {kind} NOT NULL, '
+        f'"day" {kind} NOT NULL, "nano_usd" {kind} NOT NULL, '
+        'PRIMARY KEY ("workspace_id", "day"))')
+    day = ("CAST(FLOOR(r.finished_at / 86400) AS BIGINT)" if pg
+           else "CAST(r.finished_at / 86400 AS INTEGER)")  # finished_at is never negative
+    db.execute_sql(
+        f'INSERT INTO "spend" ("workspace_id", "day", "nano_usd") '
+        f"SELECT j.workspace_id, {day}, SUM(r.cost_nano_usd) "
+        'FROM "row" r JOIN job j ON j.seq = r.job_id '
+        "WHERE r.cost_nano_usd > 0 AND r.finished_at IS NOT NULL "
+        f"GROUP BY j.workspace_id, {day}")
 
 
 def version(store: SqlBase) -> int:

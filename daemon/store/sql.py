@@ -86,6 +86,7 @@ class SqlBase:
     FileModel: type[models.FileModel]
     ProbeModel: type[models.ProbeModel]
     NodeModel: type[models.NodeModel]
+    SpendModel: type[models.SpendModel]
     # Appended to a subquery choosing rows to lease: nodes leasing at once skip each
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the
     # whole database (SQLite).

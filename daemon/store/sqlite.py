@@ -28,6 +28,7 @@ from daemon.store.backend import SqlStore
 from daemon.store.faults import guarded
 from daemon.store.schema import (
     Migration,
+    budgets,
     deleted_jobs,
     finish_order,
     lease_tokens,
@@ -152,7 +153,7 @@ MIGRATIONS: dict[int, Migration] = {
     2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
     7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
     10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens, 13: deleted_jobs,
-    14: finish_order}
+    14: finish_order, 15: budgets}
 
 
 class SqliteStore(SqlStore):

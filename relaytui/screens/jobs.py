@@ -59,6 +59,9 @@ class JobsScreen(RelayScreen):
                 tooltip="The open dead-lettered rows of every job of the workspace"),
         Binding("c", "cancel", "Cancel job",
                 tooltip="Cancel the selected job or cron template (asks first)"),
+        Binding("p", "pause", "Pause/resume", show=False,
+                tooltip="Pause the selected job (rows in flight finish, none starts), or "
+                        "resume it if paused"),
         Binding("u", "upload", "Upload", tooltip="Submit a .csv or .jsonl file as a new job"),
         Binding("r", "refresh", "Refresh", show=False, tooltip="Fetch the job list again"),
         Binding("w", "stats_window", "Stats window", show=False,
@@ -391,6 +394,35 @@ class JobsScreen(RelayScreen):
                 self._cancel(view.id)
 
         self.app.push_screen(ConfirmScreen(question, yes="Cancel it", no="Keep it"), answered)
+
+    def action_pause(self) -> None:
+        """Pause the selected job, or resume it when an operator paused it."""
+        if self.refuses("Pausing"):
+            return
+        view = self.selected()
+        if view is None:
+            return
+        if view.terminal:
+            self.notify(f"{view.name or view.id} has already ended ({view.status}).",
+                        severity="warning")
+            return
+        self._pause(view.id, resume=view.paused == "operator")
+
+    @work(thread=True, group="pause", exit_on_error=False, name="pause")
+    def _pause(self, job_id: str, *, resume: bool) -> None:
+        try:
+            answer = (self.client.resume if resume else self.client.pause)(job_id)
+        except RelayError as exc:
+            self.app.call_from_thread(self.notify, exc.message,
+                                      title="Resume refused" if resume else "Pause refused",
+                                      severity="error")
+            return
+        self.app.call_from_thread(self._paused, job_id, answer, resume)
+
+    def _paused(self, job_id: str, answer: dict[str, Any], resumed: bool) -> None:
+        self._job_fetched(answer)
+        self.notify(f"Resumed {job_id}." if resumed else
+                    f"Paused {job_id}: rows in flight finish, none starts.")
 
     @work(thread=True, group="cancel", exit_on_error=False, name="cancel")
     def _cancel(self, job_id: str) -> None:

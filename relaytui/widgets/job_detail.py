@@ -259,7 +259,8 @@ class JobDetail(Vertical):
 
 
 def _status_text(v: JobView) -> str:
-    return "⚠ completed with errors" if v.with_errors else LABELS.get(v.status, v.status)
+    shown = "⚠ completed with errors" if v.with_errors else LABELS.get(v.status, v.status)
+    return f"{shown} · paused: {v.paused}" if v.paused else shown
 
 
 def _never_ran(v: JobView) -> str:

@@ -173,7 +173,8 @@ class JobTable(DataTable[Text]):
         now = self.clock()
         rate = self.board.rate(view.id, now=now) if view.started_at else None
         return {
-            "status": LABELS.get(view.shown_status, view.status),
+            "status": f"⏸ {view.paused}" if view.paused else LABELS.get(view.shown_status,
+                                                                          view.status),
             "name": view.name or view.id, "model": view.model, "priority": view.priority_text,
             "progress": progress_bar(view.ran, view.total, never_ran=view.canceled or 0),
             "count": f"{view.ran}/{view.total}", "failed": str(view.failed),

@@ -15,9 +15,10 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from relaytui.models import clock_text
-from relaytui.stats import ModelHealth, WorkspaceStats
+from relaytui.stats import BudgetUse, ModelHealth, WorkspaceStats
 from relaytui.stats_text import (
     ERROR_HEADINGS,
+    budget_text,
     clock_ticks,
     cost_text,
     count_text,
@@ -165,7 +166,9 @@ class StatsHeader(Vertical):
     def _usage_line(stats: WorkspaceStats) -> str:
         total = stats.total
         queue = " · ".join(queue_text(stats.queue))
-        return f"{cost_text(total.cost_usd)} so far · {tokens_text(total)} · queue {queue}"
+        budget = f" · budget {budget_text(stats.budget)}" if stats.budget else ""
+        return (f"{cost_text(total.cost_usd)} so far{budget} · {tokens_text(total)} · "
+                f"queue {queue}")
 
 
 def _legend(stats: WorkspaceStats) -> str:
@@ -209,12 +212,19 @@ def _rate(share: float) -> str:
     return f"[$text-error]{text}[/]" if share >= 0.25 else f"[$text-warning]{text}[/]"
 
 
+def _budget(budget: BudgetUse) -> str:
+    text = escape(budget_text(budget))
+    return f"[dim]budget[/dim] [b $text-warning]{text}[/]" if budget.spent \
+        else f"[dim]budget[/dim] {text}"
+
+
 def _usage(stats: WorkspaceStats) -> str:
     total = stats.total
     queue = queue_text(stats.queue)
     if len(queue) > QUEUE_LINES:
         queue = [*queue[:QUEUE_LINES - 1], "…"]
     lines = [f"[dim]cost  [/dim] [b]{cost_text(total.cost_usd)}[/b] so far",
+             *([_budget(stats.budget)] if stats.budget else []),
              f"[dim]tokens[/dim] {count_text(total.input_tokens)} in · "
              f"{count_text(total.output_tokens)} out",
              f"[dim]queue [/dim] {escape(queue[0])}",

@@ -178,11 +178,14 @@ async def relay_dialect(c: Contract) -> None:
     assert (await c.call("GET", one + "/rows/nope"))[0] == 404
     await c.ok("GET", one + "/workflows")
     assert (await c.call("POST", one + "/cancel"))[0] == 409
+    assert (await c.call("POST", one + "/pause"))[0] == 409
 
     held = await c.ok("POST", "/v1/batches", json=batch("held BLOCK"))
     await c.relay.wait_status(held["id"], "running")
     running = await c.ok("GET", f"/v1/batches/{held['id']}/results?partial=true")
     assert (running["data"], running["status"]) == ([], "running")
+    assert (await c.ok("POST", f"/v1/batches/{held['id']}/pause"))["paused"] == "operator"
+    assert (await c.ok("POST", f"/v1/batches/{held['id']}/resume"))["paused"] is None
     await c.ok("POST", f"/v1/batches/{held['id']}/cancel")
     template = await c.ok("POST", "/v1/batches", json=batch("hourly", cron="0 * * * *",
                                                             name="hourly", priority=3))

@@ -321,3 +321,22 @@ def test_results_follow_prints_each_row_as_it_finishes_then_exits(
     out = tmp_path / "followed.csv"
     again = relay("results", job["id"], "--follow", "-o", out)
     assert again.out == f"wrote 4 results of job {job['id']} to {out}\n"
+
+
+def test_pause_then_resume_a_running_job(relay: Callable[..., Run], http: httpx.Client,
+                                         submit: Submit) -> None:
+    job = submit(slow_rows(8), wait=False)
+    wait_for_status(http, job["id"], "running")
+    run = relay("pause", job["id"][:12])  # a prefix, as every command takes
+    assert run.code == 0
+    assert run.out.startswith(f"{job['id']}: paused (rows in flight finish")
+    shown = relay("status", job["id"], "--json").json()
+    assert (shown["status"], shown["paused"]) == ("running", "operator")
+    resumed = relay("resume", job["id"], "--json")
+    assert (resumed.code, resumed.json()["paused"]) == (0, None)
+    wait_for_status(http, job["id"], "completed")
+    again = relay("pause", job["id"], "--json")
+    assert again.code == 1
+    error = again.json()["error"]
+    assert (error["status"], error["code"]) == (409, "batch_already_ended")
+    assert "it cannot be paused" in error["message"]

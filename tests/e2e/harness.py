@@ -62,8 +62,8 @@ def config_tables(sim: Simulator, *, concurrency: int = 8, running: int = 2,
         "retry": {"attempts": attempts, "backoff_base_s": 0.01, "backoff_cap_s": 0.05,
                   "retry_after_cap_s": 0.05, "request_timeout_s": 5, **(retry or {})},
         "models": [simulated_model("gpt-4o-mini", sim, fallbacks=["backup"],
-                                   input_usd_per_mtok=0.15, output_usd_per_mtok=0.60,
-                                   **(model or {})),
+                                   **({"input_usd_per_mtok": 0.15, "output_usd_per_mtok": 0.60}
+                                      | (model or {}))),
                    simulated_model("backup", sim, model="sim-large")],
     }
 

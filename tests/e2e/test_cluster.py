@@ -300,3 +300,72 @@ def test_a_models_limit_holds_across_the_nodes(cluster: Callable[..., Cluster]) 
     assert done["completed"] == 240
     peak = nodes.sim.stats()["peak_in_flight"]
     assert limit - 2 <= peak <= limit, f"{peak} calls at once at the upstream"
+
+
+def set_budget(nodes: Cluster, nano_usd: int) -> None:
+    """As `relayd workspaces budget acme` writes it, straight to the shared database."""
+    from daemon.domain.budget import Budget
+    from daemon.store import open_store
+
+    store = open_store(nodes.url)
+    try:
+        store.set_budget("acme", Budget(nano_usd, "month"), now=time.time())
+    finally:
+        store.close()
+
+
+def spent(nodes: Cluster) -> int:
+    ((total,),) = nodes.sql('SELECT COALESCE(SUM(nano_usd), 0) FROM "spend"')
+    return int(total)
+
+
+def test_a_budget_holds_across_two_nodes_the_overshoot_bounded_by_calls_in_flight(
+        cluster: Callable[..., Cluster]) -> None:
+    """Spend is summed from every node's outcomes in the database; once it reaches the
+    budget every node pauses the workspace's jobs within a tick. The overshoot is at
+    most, per request slot, the row on the wire, one started before the node saw the
+    spend, and one finished whose outcome waited for the group commit (rows take 400 ms,
+    longer than the 250 ms tick plus the 100 ms group commit): the README's bound."""
+    nodes = cluster("--latency-ms", "400")
+    concurrency, jobs, rows_each = 4, 2, 60
+    for _ in range(2):
+        nodes.add(concurrency=concurrency, running=2,
+                  model={"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 1000.0})
+    nodes.start()
+    client = nodes.client(nodes.nodes[0])
+    ids = [client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(
+        rows_each, prefix=f"j{n}", text="Budget:")}).json()["id"] for n in range(jobs)]
+    seqs = [nodes.seq_of(job_id) for job_id in ids]
+    wait_until(lambda: all(nodes.node_ids_running(seq) for seq in seqs)
+               and len(set().union(*(nodes.node_ids_running(s) for s in seqs))) == 2)
+    wait_until(lambda: spent(nodes) > 0)
+    ((most,),) = nodes.sql('SELECT MAX(cost_nano_usd) FROM "row"')
+    budget = spent(nodes) + 6 * int(most)
+    set_budget(nodes, budget)
+
+    def all_paused() -> bool:
+        return all(client.get(f"/v1/batches/{job_id}").json()["paused"] == "budget"
+                   for job_id in ids)
+
+    wait_until(all_paused)
+    wait_until(lambda: not any(nodes.node_ids_running(seq) for seq in seqs))
+    used = spent(nodes)
+    ((paid,),) = nodes.sql("SELECT SUM(cost_nano_usd) FROM job")
+    assert used == int(paid)  # every node's spend, summed once in the database
+    ((most,),) = nodes.sql('SELECT MAX(cost_nano_usd) FROM "row"')
+    slots = 2 * jobs * concurrency  # each node's request slots of each job
+    print(f"budget overshoot across two nodes: {used - budget} nano-USD, rows of up to "
+          f"{most}: bound {3 * slots * int(most)}")
+    assert budget <= used <= budget + 3 * slots * int(most), (used - budget, most)
+    ((stored,),) = nodes.sql("SELECT SUM(completed + failed) FROM job")
+    assert calls_to(nodes, "Budget:") == stored < jobs * rows_each  # none left in flight
+    stats = client.get("/v1/stats").json()["budget"]
+    assert (stats["spent"], stats["spent_nano_usd"]) == (True, used)
+    refused = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(1)})
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+
+    set_budget(nodes, 10**15)  # raised: every node's share resumes by itself
+    for job_id in ids:
+        done = wait_for_status(client, job_id, "completed", timeout=60)
+        assert (done["completed"], done["paused"]) == (rows_each, None)
+    client.close()

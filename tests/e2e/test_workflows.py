@@ -122,8 +122,9 @@ def test_workflows_are_off_until_an_operator_enables_them(
     assert sim.workflow_events() == []
     listed = subprocess.run([*RELAYD, "workspaces", "list", "--config", str(relayd.config)],
                             check=True, capture_output=True, text=True).stdout.splitlines()
-    assert listed[0].split() == ["WORKSPACE", "BATCH", "ACCESS", "EXPEDITED", "WORKFLOWS"]
-    assert listed[1].split() == ["acme", "on", "on", "off"]
+    assert listed[0].split() == ["WORKSPACE", "BATCH", "ACCESS", "EXPEDITED", "WORKFLOWS",
+                                 "BUDGET", "SPENT"]
+    assert listed[1].split() == ["acme", "on", "on", "off", "-", "-"]
     enable(relayd)
     assert "workflows on" in subprocess.run(
         [*RELAYD, "workspaces", "set", "acme", "--config", str(relayd.config)],

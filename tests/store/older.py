@@ -5,8 +5,18 @@ from __future__ import annotations
 from peewee import Database
 
 
+def undo_version_15(db: Database) -> None:
+    """Take away what schema version 15 added: budgets, spend, paused jobs."""
+    for statement in ('DROP TABLE "spend"', "ALTER TABLE job DROP COLUMN budget_paused_at",
+                      "ALTER TABLE job DROP COLUMN paused_at",
+                      "ALTER TABLE workspace DROP COLUMN budget_period",
+                      "ALTER TABLE workspace DROP COLUMN budget_nano_usd"):
+        db.execute_sql(statement)
+
+
 def undo_version_14(db: Database) -> None:
-    """Take away what schema version 14 added: the finish order of rows."""
+    """Take away what schema versions 15 and 14 added: the finish order of rows."""
+    undo_version_15(db)
     for statement in ('DROP INDEX "rowmodel_job_id_finished_seq"',
                       'ALTER TABLE "row" DROP COLUMN finished_seq',
                       "ALTER TABLE job DROP COLUMN finished_seq"):

@@ -298,3 +298,28 @@ async def test_at_80_columns_the_name_shortens_and_the_vital_columns_stay() -> N
         await wait_for(pilot, lambda: len(table.columns) == 11)
         assert table.row_count == len(canned_jobs())
         assert str(table.get_cell(job_id(1), "model")) == fake.jobs_by_id[job_id(1)]["model"]
+
+
+async def test_p_pauses_the_selected_job_and_resumes_it() -> None:
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = jobs_screen(app)
+        await wait_for(pilot, lambda: job_id(2) in jobs.board)
+        jobs.query_one(JobTable).select(job_id(2))  # running
+        await pilot.press("p")
+        await wait_for(pilot, lambda: paused(jobs, job_id(2)) == "operator")
+        assert "⏸ operator" in str(jobs.query_one(JobTable).get_cell(job_id(2), "status"))
+        await pilot.press("p")
+        await wait_for(pilot, lambda: paused(jobs, job_id(2)) == "")
+        assert fake.paused == [(job_id(2), "operator"), (job_id(2), None)]
+        jobs.query_one(JobTable).select(job_id(5))  # completed: nothing to pause
+        await pilot.press("p")
+        assert any("has already ended" in n.message for n in app._notifications)
+        assert len(fake.paused) == 2
+
+
+def paused(jobs: JobsScreen, job: str) -> str | None:
+    view = jobs.board.get(job)
+    assert view is not None
+    return view.paused

@@ -46,6 +46,8 @@ def every_write(client: RelayClient) -> None:
     client.submit(model="backup", requests=[{"messages": [
         {"role": "user", "content": "hi"}]}], cron="0 2 * * *")
     client.cancel(job_id(1)), client.cancel(job_id(6, dialect="openai"))
+    assert client.pause(job_id(2))["paused"] == "operator"
+    assert client.resume(job_id(2))["paused"] is None
     records = b'{"custom_id": "row-1", "method": "POST", "url": "/v1/chat/completions", ' \
         b'"body": {"model": "gpt-4o-mini", "messages": []}}\n'
     client.create_batch(client.upload("t.jsonl", records)["id"], metadata={"name": "t"})
@@ -63,6 +65,7 @@ def every_refusal(client: RelayClient) -> list[RelayError]:
                  lambda: client.submit(model="backup", requests=[{"messages": []}],
                                        cron="daily"),
                  lambda: client.retry_dead_letter(job_id(9)),
+                 lambda: client.pause(job_id(5)),
                  lambda: client.discard_dead_letter(job_id(9))):
         with pytest.raises(RelayError) as caught:
             call()
@@ -81,7 +84,7 @@ def test_every_route_answers_in_a_shape_relayd_documents(
                                "detail": "No space left on device", "since": 1.0}
         assert client.health()["status"] == "degraded"
     assert not served_contract.found, "\n".join(served_contract.found[:20])
-    assert {e.status for e in refused} == {400, 404}
+    assert {e.status for e in refused} == {400, 404, 409}
     assert all(e.message for e in refused)
     answered = {(method, route.pattern.pattern) for method, path, status, _ in
                 served_contract.served if status == 200

@@ -237,3 +237,21 @@ async def test_a_narrow_banner_leaves_out_the_attempts_rather_than_wrap() -> Non
         await pilot.resize_terminal(*SIZE)
         await wait_for(pilot, lambda: text(banner).endswith(
             "✗ gpt-4o-mini: 100% connection errors (30 recent attempts)"))
+
+
+async def test_the_header_shows_the_budget_against_its_spend() -> None:
+    fake = FakeRelay(replay=False)
+    fake.stats_answer = calm() | {"budget": {
+        "usd": 50.0, "nano_usd": 50_000_000_000, "period": "month",
+        "spent_nano_usd": 50_000_000_000, "spent_usd": 50.0, "remaining_nano_usd": 0,
+        "resets_at": "2026-11-01T00:00:00Z", "spent": True}}
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        header = await header_of(pilot)
+        usage = text(header.query_one("#stats-usage"))
+        assert "budget $50.00 of $50.00 this month · spent: paused" in usage
+    app = app_on(fake)
+    async with app.run_test(size=NARROW) as pilot:
+        header = await header_of(pilot)
+        assert "(budget $50.00 of $50.00 this month · spent: paused)" in text(
+            header.query_one("#stats-lines"))

@@ -32,6 +32,7 @@ from daemon.dialects.anthropic.shapes import (
     MessageBatchPage,
 )
 from daemon.dialects.base import Capability, Intake, KeyScheme, Paging, Redrive, row_cap
+from daemon.dialects.spending import check_budget, input_prices
 from daemon.domain.errors import Conflict, RelayError
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
@@ -127,6 +128,9 @@ class AnthropicDialect:
         draft = parse.job_draft(submission, job_id=self.new_id(), workspace_id=workspace.id,
                                 dialect=NAME, now=intake.clock(),
                                 completion_window_s=intake.config.gateway.completion_window_s)
+        check_budget(intake.repo, workspace.id, submission.rows, prices=input_prices(intake),
+                     model=None, discount=STANDARD_DISCOUNT, now=draft.created_at,
+                     param="requests")
         return intake.repo.create_job(draft, submission.rows)
 
     def new_id(self) -> str:

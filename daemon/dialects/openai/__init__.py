@@ -13,6 +13,7 @@ from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive,
 from daemon.dialects.openai import render as render_openai
 from daemon.dialects.openai.shapes import Error, OpenAIBatch, OpenAICreate
 from daemon.dialects.relay import BATCHES, JOB_ID, ONE
+from daemon.dialects.spending import check_not_spent
 from daemon.domain import ids
 from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.files import BATCH, FileRecord
@@ -93,6 +94,7 @@ class OpenAIDialect:
             raise InvalidRequest("The expedited tier is disabled for this organization.",
                                  param="priority", code="expedited_disabled")
         now = intake.clock()
+        check_not_spent(intake.repo, workspace.id, now=now, param="input_file_id")
         file_id = _input_file(intake, workspace, request, now=now)
         return intake.repo.create_job(self._draft(intake, workspace, request, file_id,
                                                   now=now), [])

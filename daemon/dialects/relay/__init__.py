@@ -22,6 +22,7 @@ from daemon.dialects.base import (
 from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
+from daemon.dialects.spending import check_budget, input_prices
 from daemon.domain import cron, ids
 from daemon.domain.errors import RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
@@ -88,6 +89,9 @@ class RelayDialect:
             check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
                                   resolve=intake.resolve),
         )
+        if not sub.cron:  # a template's runs are checked by nobody: each run is paused
+            check_budget(intake.repo, workspace.id, sub.rows, prices=input_prices(intake),
+                         model=sub.model, discount=Decimal(0), now=now, param="requests")
         return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
 
     def _draft(self, sub: Submission, workspace: WorkspaceRecord, *, now: float) -> JobDraft:

@@ -96,6 +96,7 @@ def relay_job(job: Job) -> RelayJob:
         "template_id": job.template_id,
         "retry_of": job.retry_of,
         "usage": usage(job),
+        "paused": job.paused,
     }
     if job.is_template:
         view["last_run_id"] = job.last_run_id
@@ -286,4 +287,5 @@ def event_fields(job: Job) -> dict[str, Any]:
         "input_tokens": job.input_tokens,
         "output_tokens": job.output_tokens,
         "cost_nano_usd": job.cost_nano_usd,
+        "paused": job.paused,
     }

@@ -89,6 +89,11 @@ class RelayJob(TypedDict):
     retry_of: Annotated[str, Meta(
         description="The job a dead-letter retry took its rows from.")] | None
     usage: BatchUsage
+    paused: Annotated[Literal["operator", "budget"], Meta(description=(
+        "Why the job is held back from running, if it is (a Relay extension): an "
+        "operator paused it (POST /v1/batches/{id}/pause), or its workspace spent its "
+        "budget. Its status stays as it was; rows in flight finished, no row starts "
+        "until it resumes. An operator's pause shows first when both hold."))] | None
     last_run_id: NotRequired[Annotated[str, Meta(description="A template's latest run.")
                                        ] | None]
 
