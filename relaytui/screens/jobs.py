@@ -38,6 +38,7 @@ from relaytui.widgets.stats_header import StatsHeader, header_mode
 
 STALE_STATES = frozenset({"down", "refused"})  # the feed delivers nothing: numbers age
 DUE_EVERY_S = 5.0  # a template past its next run is fetched again at most this often
+STATS_NUDGE_S = 1.0  # stats behind the live feed are asked again at most this often
 _ENDED: dict[str, SeverityLevel] = {"completed": "information", "canceled": "warning",
                                     "failed": "error", "expired": "error"}
 
@@ -80,6 +81,7 @@ class JobsScreen(RelayScreen):
         self.stats_watch = StatsWatch(client, lambda s: self.post_message(StatsUpdate(s)),
                                       every=stats_every)
         self.stats: WorkspaceStats | None = None
+        self._stats_nudged = -STATS_NUDGE_S  # when the stats were last asked early
         self._due_asked: dict[str, float] = {}  # template id -> when it was last fetched
         self.listed = False
         self.status_filter = "all"
@@ -145,6 +147,7 @@ class JobsScreen(RelayScreen):
             change = self.board.apply_event(update.type, update.data, at=update.at)
             if change is not None:
                 self._changed(change, ended=update.type == "job.ended")
+                self._stats_lag(change)
             template = update.data.get("template_id")
             if update.type == "job.created" and isinstance(template, str) \
                     and template in self.board:
@@ -179,6 +182,16 @@ class JobsScreen(RelayScreen):
                         timeout=10)
         for model in recovered:
             self.notify(f"{model} is no longer failing.", title="A model recovered")
+
+    def _stats_lag(self, change: Change) -> None:
+        """The header says no row finished in the window while this job's rows just
+        ran: its stats were made before they did; ask again now (at most every
+        STATS_NUDGE_S), rather than contradict the table until the next answer."""
+        now = self.clock()
+        if self.stats is not None and self.stats.lags(change.before, change.view) \
+                and now - self._stats_nudged >= STATS_NUDGE_S:
+            self._stats_nudged = now
+            self.stats_watch.ask_now()
 
     def _listed(self, listed: JobsListed) -> None:
         views = [JobView.from_batch(j) for j in listed.jobs]
