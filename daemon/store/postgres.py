@@ -36,6 +36,7 @@ from daemon.store.faults import guarded
 from daemon.store.schema import (
     Migration,
     deleted_jobs,
+    executor_calls,
     finish_order,
     lease_tokens,
     leases,
@@ -50,7 +51,7 @@ SCHEMA_LOCK = int.from_bytes(b"relay")  # the advisory lock key of schema change
 # PostgreSQL support starts at schema version 10: the database is created there. Each
 # later change adds its step here (N: from N-1 to N), as sqlite.py does.
 MIGRATIONS: dict[int, Migration] = {11: leases, 12: lease_tokens, 13: deleted_jobs,
-                                 14: finish_order}
+                                 14: finish_order, 15: executor_calls}
 
 
 class _Database(PostgresqlDatabase):

@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 Migration = Callable[[Database], None]
 
@@ -101,6 +101,23 @@ def finish_order(db: Database) -> None:
     db.execute_sql("UPDATE job SET finished_seq = total")
     db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_finished_seq" '
                    'ON "row" ("job_id", "finished_seq")')
+
+
+def executor_calls(db: Database) -> None:
+    """Version 15, on every backend: each call of a tool-calling row to its tool
+    executor (its round, protocol, status, error, duration, start), which the row's
+    detail and dead-letter entry show beside its model attempts."""
+    # In each backend's types, as a new database has them (PostgreSQL: BIGINT, BIGSERIAL).
+    key, whole, real = (("BIGSERIAL", "BIGINT", "DOUBLE PRECISION")
+                        if isinstance(db, PostgresqlDatabase) else ("INTEGER", "INTEGER", "REAL"))
+    db.execute_sql(
+        f'CREATE TABLE IF NOT EXISTS "executor_call" ("id" {key} NOT NULL PRIMARY KEY, '
+        f'"row_id" {whole} NOT NULL, "round" {whole} NOT NULL, "executor" TEXT NOT NULL, '
+        f'"status_code" {whole}, "error" TEXT, "duration_ms" {whole} NOT NULL, '
+        f'"started_at" {real} NOT NULL, '
+        'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "executorcallmodel_row_id" '
+                   'ON "executor_call" ("row_id")')
 
 
 def version(store: SqlBase) -> int:
