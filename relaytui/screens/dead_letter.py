@@ -19,6 +19,7 @@ from textual.widgets import DataTable, LoadingIndicator, Static
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
+from relaytui.rows import attempts_cell, attempts_text
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable, plain
 from relaytui.widgets.confirm import ConfirmScreen
@@ -108,7 +109,7 @@ class DeadLetterScreen(RelayScreen):
         for entry in entries:
             cells: list[Any] = [Text("✓" if self.key_of(entry) in self.marked else " ",
                                      style="bold"), plain(entry.get("custom_id")),
-                                Text(str(entry.get("attempts", "")), justify="right"),
+                                Text(attempts_cell(entry), justify="right"),
                                 plain(", ".join(entry.get("models") or [])),
                                 state_text(entry), plain(entry.get("last_error"))]
             if self.workspace_wide:
@@ -290,7 +291,7 @@ class AttemptsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield Static(f"[b]{escape(self.entry['custom_id'])}[/b]  "
-                         f"{self.entry.get('attempts')} attempts", classes="question")
+                         f"{escape(attempts_text(self.entry))}", classes="question")
             with VerticalScroll(classes="messages"):
                 yield Static(self._messages())
             yield AttemptTable(id="attempts")
@@ -307,4 +308,4 @@ class AttemptsScreen(ModalScreen[None]):
         return "\n".join(lines) or "[dim](no messages: an OpenAI record, see its body)[/dim]"
 
     def on_mount(self) -> None:
-        self.query_one(AttemptTable).show(self.entry.get("attempt_log") or [])
+        self.query_one(AttemptTable).show(self.entry)

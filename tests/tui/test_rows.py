@@ -7,6 +7,9 @@ from typing import Any
 import pytest
 
 from relaytui.rows import (
+    attempt_lines,
+    attempts_cell,
+    attempts_text,
     call_text,
     clipped,
     content_text,
@@ -92,3 +95,32 @@ def test_the_request_names_its_tools_and_executor_never_the_secret() -> None:
     assert executor_text(config) == ("https://t.example/run (mcp, authorization ***, "
                                      "at most 3 rounds)")
     assert executor_text({"url": "https://t.example/run"}) == "https://t.example/run (http)"
+
+
+TOOL_ROW = {
+    "attempts": 1, "attempt_log": [{"model": "gpt-4o-mini", "status_code": 200, "error": None,
+                                    "duration_ms": 410,
+                                    "started_at": "2026-10-04T09:12:44.000Z"}],
+    "executor_calls": [
+        {"round": 0, "executor": "mcp", "status_code": None, "error": None,
+         "duration_ms": 30, "started_at": "2026-10-04T09:12:43.500Z"},
+        *({"round": 1, "executor": "http", "status_code": 503,
+           "error": "the executor answered 503", "duration_ms": 12,
+           "started_at": f"2026-10-04T09:12:45.{n}00Z"} for n in range(3))]}
+
+
+def test_a_tool_rows_calls_are_its_model_attempts_and_its_executor_calls_in_order() -> None:
+    lines = attempt_lines(TOOL_ROW)
+    assert [(line["call"], line["status"], line["error"]) for line in lines] == [
+        ("executor mcp · tools/list", "ok", None),
+        ("gpt-4o-mini", 200, None),
+        *[("executor http · round 1", 503, "the executor answered 503")] * 3]
+    assert attempts_text(TOOL_ROW) == "1 model attempt · 4 executor calls, 3 failed"
+    assert attempts_cell(TOOL_ROW) == "1+4"
+
+
+def test_a_row_without_executor_calls_counts_its_attempts() -> None:
+    row = {"attempts": 1, "attempt_log": TOOL_ROW["attempt_log"]}  # an older relayd too
+    assert attempts_text(row) == "1 attempt" and attempts_cell(row) == "1"
+    assert attempts_text({"attempts": 6, "executor_calls": []}) == "6 attempts"
+    assert [line["call"] for line in attempt_lines(row)] == ["gpt-4o-mini"]
