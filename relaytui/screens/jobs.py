@@ -21,7 +21,7 @@ from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
 from relaytui.health import EVERY_S, HealthWatch, StoreHealth
 from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
-from relaytui.messages import FeedUpdate, HealthUpdate, StatsUpdate
+from relaytui.messages import FeedUpdate, HealthUpdate, KeyRefused, StatsUpdate
 from relaytui.models import STATUS_FILTERS, JobView, clock_text
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
@@ -66,11 +66,11 @@ class JobsScreen(RelayScreen):
                 tooltip="The header's window: the last 15 min, 60 min, 6 h or 24 h"),
     ]
 
-    def __init__(self, client: RelayApi, *, url: str, workspace: str,
-                 clock: Callable[[], float], start_dir: Path,
+    def __init__(self, client: RelayApi, *, url: str, key: str, clock: Callable[[], float],
+                 start_dir: Path,
                  health_every: float = EVERY_S, stats_every: float = EVERY_S) -> None:
         super().__init__()
-        self.client, self.url, self.workspace = client, url, workspace
+        self.client, self.url, self.key = client, url, key  # the key's public prefix
         self.clock, self.start_dir = clock, start_dir
         self.board = JobBoard()
         self.feed = LiveFeed(client, lambda update: self.post_message(FeedUpdate(update)),
@@ -88,7 +88,7 @@ class JobsScreen(RelayScreen):
         self.stale_since: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield ConnectionBar(self.url, self.workspace, clock=self.clock,
+        yield ConnectionBar(self.url, key=self.key, clock=self.clock,
                             read_only=self.read_only, id="connection")
         with Vertical(id="jobs-main"):
             yield StoreBanner(id="store-banner")
@@ -136,8 +136,14 @@ class JobsScreen(RelayScreen):
     def _feed(self, message: FeedUpdate) -> None:
         update = message.update
         if isinstance(update, Connection):
+            refused = update.state == "refused" and \
+                self.query_one(ConnectionBar).connection.state != "refused"
             self.query_one(ConnectionBar).show(update)
             self._stale(update.state in STALE_STATES)
+            if refused and not self.read_only and self.app.screen is self:
+                # ask for another key at once (the top line keeps saying so, and K
+                # asks again, if the dialog is closed)
+                self.post_message(KeyRefused(f"relayd refused this key: {update.detail}"))
         elif isinstance(update, Workspace):
             bar = self.query_one(ConnectionBar)
             bar.show_target(bar.url, update.name)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from relaytui.api import RelayApi
 from relaytui.app import RelayApp, build_app
@@ -247,6 +247,13 @@ async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
         bar = first.query_one("#connection")
         await wait_for(pilot, lambda: "key refused" in str(bar.render()))
         assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
+        assert "key rk_test_ke…" in str(bar.render())  # its prefix, not as the workspace
+        # the dialog opens by itself, saying why; closed, K opens it again
+        await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
+        assert "relayd refused this key: Invalid API key." in str(
+            app.screen.query_one(".hint", Static).render())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is first)
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
         app.screen.query_one("#key", Input).value = "rk_better"
