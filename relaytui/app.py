@@ -40,8 +40,7 @@ class RelayApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
     # Every screen is `-short` in a terminal of fewer than 34 lines (80×24): the
     # dialogs drop their padding and margins there, so their buttons stay on screen.
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"),
-                                                                   (34, "-tall")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     def __init__(self, client: RelayApi | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
