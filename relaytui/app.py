@@ -40,7 +40,8 @@ class RelayApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
     # Every screen is `-short` in a terminal of fewer than 34 lines (80×24): the
     # dialogs drop their padding and margins there, so their buttons stay on screen.
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+    # (Textual declares it `ClassVar[...] | None`: an instance variable to mypy)
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012
 
     def __init__(self, client: RelayApi | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
