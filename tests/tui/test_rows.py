@@ -124,3 +124,14 @@ def test_a_row_without_executor_calls_counts_its_attempts() -> None:
     assert attempts_text(row) == "1 attempt" and attempts_cell(row) == "1"
     assert attempts_text({"attempts": 6, "executor_calls": []}) == "6 attempts"
     assert [line["call"] for line in attempt_lines(row)] == ["gpt-4o-mini"]
+
+
+def test_a_wrapped_line_hangs_under_its_first() -> None:
+    from relaytui.widgets.hanging import hang
+
+    text = hang(["  [b]system[/b]: You write the morning digest of a support team.",
+                 "short"], 30).plain.split("\n")
+    assert text == ["  system: You write the", "    morning digest of a", "    support team.",
+                    "short"]
+    keys = hang(["  ?  Show every key of every screen"], 20, at=lambda _: 5).plain
+    assert keys.split("\n") == ["  ?  Show every key", "     of every screen"]
