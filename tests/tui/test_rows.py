@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.content import Content
 
 from relaytui.rows import (
     attempt_lines,
@@ -135,3 +136,17 @@ def test_a_wrapped_line_hangs_under_its_first() -> None:
                     "short"]
     keys = hang(["  ?  Show every key of every screen"], 20, at=lambda _: 5).plain
     assert keys.split("\n") == ["  ?  Show every key", "     of every screen"]
+
+
+def test_the_detail_pane_wraps_between_facts_never_inside_one() -> None:
+    from relaytui.widgets.job_detail import DOT, GAP, flow
+
+    lines = [(["[dim]id[/dim] 0123456789", "[dim]dialect[/dim] openai",
+               "[dim]priority[/dim] std"], GAP),
+             (["rows 9 total", "8 completed", "1 failed"], DOT),
+             (["[dim]webhook[/dim] none set"], GAP)]
+    plain = [Content.from_markup(line).plain for line in flow(lines, 30).split("\n")]
+    assert plain == ["id 0123456789   dialect openai", "  priority std",
+                     "rows 9 total · 8 completed", "  1 failed",
+                     "webhook none set"]
+    assert flow(lines, 200).count("\n") == 2  # room enough: a line each
