@@ -237,3 +237,22 @@ async def test_a_narrow_banner_leaves_out_the_attempts_rather_than_wrap() -> Non
         await pilot.resize_terminal(*SIZE)
         await wait_for(pilot, lambda: text(banner).endswith(
             "✗ gpt-4o-mini: 100% connection errors (30 recent attempts)"))
+
+
+async def test_a_header_that_saw_no_row_finish_asks_again_when_rows_run() -> None:
+    """The stats were made before the job's rows finished; the live feed says they did:
+    the header asks relayd again at once instead of contradicting the table for 5 s."""
+    from relaytui.live import JobEvent
+    from relaytui.testing import canned_jobs, job_event
+
+    fake = FakeRelay(replay=False)
+    fake.stats_answer = calm() | {"throughput": [], "models": []}
+    app = app_on(fake, stats_every=60.0)
+    async with app.run_test(size=NARROW) as pilot:
+        header = await header_of(pilot)
+        assert "no row finished in the window" in text(header.query_one("#stats-lines"))
+        asked = len(fake.stats_asked)
+        running = next(j for j in canned_jobs() if j["id"] == job_id(1))
+        progress = job_event(running) | {"completed": running["completed"] + 1}
+        jobs_screen(app).post_message(FeedUpdate(JobEvent("job.progress", progress, NOW)))
+        await wait_for(pilot, lambda: len(fake.stats_asked) > asked, what="a new ask")
