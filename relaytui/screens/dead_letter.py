@@ -71,12 +71,8 @@ class DeadLetterScreen(RelayScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        columns = [("mark", "✓", 1), ("custom_id", "custom_id", 24),
-                   ("attempts", "Attempts", 8), ("models", "Models tried", 20),
-                   ("state", "State", 14), ("error", "Last error", 66)]
-        if self.workspace_wide:
-            columns.insert(1, ("job", "Job", 24))
-        for key, label, width in columns:
+        for key, label, width in dead_letter_columns(self.app.size.width,
+                                                     workspace_wide=self.workspace_wide):
             table.add_column(label, key=key, width=width)
         table.display = False
         self._load()
@@ -258,6 +254,19 @@ class DeadLetterScreen(RelayScreen):
 
 def is_open(entry: dict[str, Any]) -> bool:
     return entry.get("state", "open") == "open" and not entry.get("redriven_to")
+
+
+def dead_letter_columns(width: int, *, workspace_wide: bool) -> list[tuple[str, str, int]]:
+    """The table's columns (key, label, width) for a terminal `width` wide: from 120
+    columns, room for each; below, the names and models narrower (cut with `…`), so
+    the state and the start of the last error stay on screen at 80."""
+    roomy = width >= 120
+    columns = [("mark", "✓", 1), ("custom_id", "custom_id", 24 if roomy else 14),
+               ("attempts", "Attempts", 8), ("models", "Models tried", 20 if roomy else 12),
+               ("state", "State", 14 if roomy else 10), ("error", "Last error", 66)]
+    if workspace_wide:
+        columns.insert(1, ("job", "Job", 24 if roomy else 14))
+    return columns
 
 
 def state_text(entry: dict[str, Any]) -> Text:
