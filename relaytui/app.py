@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on
 from textual.app import App
 from textual.binding import BindingType
 
@@ -19,6 +20,7 @@ from relaytui.client import RelayClient, RelayError
 from relaytui.commands import RelayCommands
 from relaytui.health import EVERY_S
 from relaytui.keys import APP_BINDINGS, MOVES, colon_action, hide_writes
+from relaytui.messages import KeyRefused
 from relaytui.models import key_hint
 from relaytui.nodes import EVERY_S as NODES_EVERY_S
 from relaytui.screens.connect import ConnectScreen
@@ -36,6 +38,10 @@ class RelayApp(App[int]):
     TITLE = "Relay"
     COMMANDS = App.COMMANDS | {RelayCommands}
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
+    # Every screen is `-short` in a terminal of fewer than 34 lines (80×24): the
+    # dialogs drop their padding and margins there, so their buttons stay on screen.
+    # (Textual declares it `ClassVar[...] | None`: an instance variable to mypy)
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012
 
     def __init__(self, client: RelayApi | None, settings: Settings, *,
                  clock: Callable[[], float], save: Callable[[Settings], object],
@@ -84,7 +90,7 @@ class RelayApp(App[int]):
 
     def _open(self, client: RelayApi) -> None:
         """A fresh jobs screen (and live feed) for this connection."""
-        screen = JobsScreen(client, url=self.settings.url, workspace=key_hint(
+        screen = JobsScreen(client, url=self.settings.url, key=key_hint(
             self.settings.key), clock=self.clock, start_dir=self.start_dir,
             health_every=self.health_every, stats_every=self.stats_every)
         if self.jobs_screen is None:
@@ -108,6 +114,13 @@ class RelayApp(App[int]):
                              self._connected)
         else:
             self.notify("Change the connection from the jobs screen.", severity="warning")
+
+    @on(KeyRefused)
+    def _key_refused(self, message: KeyRefused) -> None:
+        """relayd refused the key: the key dialog opens by itself, saying why."""
+        if not self.read_only and self.screen is self.jobs_screen:
+            self.push_screen(ConnectScreen(self.settings.url, self.settings.key,
+                                           reason=message.reason), self._connected)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

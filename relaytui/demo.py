@@ -40,6 +40,7 @@ from typing import Any
 from relaytui import progress
 from relaytui.client import RelayClient, RelayError
 from relaytui.formats import jsonl_rows, read_rows
+from relaytui.rows import attempts_text
 from relaytui.table_batch import parse_template, render_template
 from relaytui.tables import read_table
 
@@ -366,7 +367,7 @@ def report(client: RelayClient, jobs: DemoJobs) -> None:
         for item in client.results(job_id, limit=3)["data"]:
             print(f"  {item['custom_id']}: {item.get('content') or item.get('error')}")
         for entry in client.dead_letter(job_id)["data"]:
-            print(f"  dead-letter {entry['custom_id']}: {entry['attempts']} attempts on "
+            print(f"  dead-letter {entry['custom_id']}: {attempts_text(entry)} on "
                   f"{', '.join(entry['models'])}")
     template = client.job(jobs.template)
     print(f"\ncron template {template['id']}: next run {template['next_run_at']}")

@@ -24,7 +24,7 @@ def result_text(item: dict[str, Any]) -> str:
     content = item.get("content")
     if content is None:
         return ""
-    return content if isinstance(content, str) else json.dumps(content)
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
 def is_error(item: dict[str, Any]) -> bool:
@@ -94,7 +94,7 @@ def _write_csv(out: Any, items: Iterable[dict[str, Any]]) -> int:
     for item in items:
         content = item.get("content")
         if content is not None and not isinstance(content, str):
-            content = json.dumps(content)
+            content = json.dumps(content, ensure_ascii=False)
         writer.writerow([item.get("custom_id", ""), content or "", item.get("error") or ""])
         count += 1
     return count

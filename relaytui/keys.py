@@ -46,6 +46,18 @@ WRITES = frozenset({"cancel", "pause", "upload", "submit", "redrive_marked", "re
                     "discard", "connection"})
 
 
+def colon_hint() -> str:
+    """The `:` prompt's placeholder: every command once (`q` for `:quit` too), with the
+    app-wide key that does the same, so neither can be left out of it:
+    `jobs · dead · nodes (n) · help (?) · key (K) · q`."""
+    keys = {b.action: b.key_display or b.key for b in APP_BINDINGS if isinstance(b, Binding)}
+    words: dict[str, str] = {}
+    for word, action in COLON_COMMANDS.items():
+        words.setdefault(action, word)
+    return " · ".join(f"{word} ({keys[action]})" if action in keys and action != "quit"
+                      else word for action, word in words.items())
+
+
 def colon_action(line: str) -> str | None:
     """The action of a `:` command line (`jobs`, `:q`, ` dead `), None if unknown."""
     return COLON_COMMANDS.get(line.strip().removeprefix(":").strip().lower())

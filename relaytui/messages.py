@@ -41,3 +41,10 @@ class StatsUpdate(Message):
     """What `GET /v1/stats` says changed (`StatsWatch`); None: relayd has no stats."""
 
     stats: WorkspaceStats | None
+
+
+@dataclass
+class KeyRefused(Message):
+    """relayd refused the key (401) on the jobs screen: the app asks for another."""
+
+    reason: str

@@ -14,7 +14,13 @@ from typing import Any
 TERMINAL = frozenset({"completed", "failed", "canceled", "expired"})
 RUNNING = frozenset({"running", "cancelling"})
 WITH_ERRORS = "completed with errors"  # shown for a completed job with failed rows
-STATUS_FILTERS = ("all", "running", "queued", "completed", "failed", "canceled", "scheduled")
+# The jobs screen's `f` filter, in the order it cycles. "failed" is a job's own status
+# (it failed as a whole); "failed rows" is any job with a row that ran and failed, however
+# the job stands ("completed with errors", running, canceled, failed): rows a cancel
+# ended before they ran do not count.
+FAILED_ROWS = "failed rows"
+STATUS_FILTERS = ("all", "running", "queued", "completed", "failed", FAILED_ROWS, "canceled",
+                  "scheduled")
 
 # Internal status names (events' `status`) and OpenAI's names, told the Relay way; the
 # one exception is `cancelling`, which the Relay view hides behind `running`.
@@ -198,6 +204,11 @@ class JobView:
         return self.done - (self.canceled or 0)
 
     @property
+    def failed_rows(self) -> int:
+        """Rows that ran and failed (not those a cancel ended before they ran)."""
+        return self.failed - (self.canceled or 0)
+
+    @property
     def with_errors(self) -> bool:
         return self.shown_status == WITH_ERRORS
 
@@ -221,8 +232,12 @@ class JobView:
         return str(self.priority)
 
     def matches(self, status: str, text: str) -> bool:
-        """The jobs screen's filters: a status name (or "all") and words in name/id/model."""
-        if status != "all" and not _status_matches(self.status, status):
+        """The jobs screen's filters: a status name ("all", or "failed rows": any job with
+        a row that ran and failed) and words in name/id/model."""
+        if status == FAILED_ROWS:
+            if self.failed_rows <= 0:
+                return False
+        elif status != "all" and not _status_matches(self.status, status):
             return False
         needle = text.strip().lower()
         return not needle or any(needle in s.lower() for s in (self.name, self.id, self.model))

@@ -196,3 +196,57 @@ def error_text(detail: dict[str, Any]) -> str:
     if not error:
         return ""
     return error if not code or error.startswith(code) else f"{code}: {error}"
+
+
+def executor_calls(detail: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool-calling row's calls to its executor (an older relayd names none)."""
+    calls = detail.get("executor_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _plural_of(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def attempts_text(detail: dict[str, Any]) -> str:
+    """What a row tried: `3 attempts`; for a tool-calling row, its model attempts and
+    its executor calls apart, and how many of those failed (`1 model attempt · 4
+    executor calls, 3 failed`), so a row's error `(after 3 attempts)` reads true."""
+    attempts = _int(detail.get("attempts"))
+    calls = executor_calls(detail)
+    if not calls:
+        return _plural_of(attempts, "attempt")
+    failed = sum(1 for c in calls if c.get("error"))
+    return (f"{_plural_of(attempts, 'model attempt')} · "
+            f"{_plural_of(len(calls), 'executor call')}" + (f", {failed} failed" if failed
+                                                            else ""))
+
+
+def attempts_cell(entry: dict[str, Any]) -> str:
+    """The dead-letter table's Attempts cell: `6`, or `1+3` (model attempts + executor
+    calls) for a tool-calling row."""
+    calls = executor_calls(entry)
+    attempts = _int(entry.get("attempts"))
+    return f"{attempts}+{len(calls)}" if calls else str(attempts)
+
+
+def attempt_lines(detail: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every call a row made, in the order made: its model attempts (`attempt_log`) and
+    its executor calls, each with what it called (`gpt-4o-mini`; `executor http ·
+    round 2`, `executor mcp · tools/list`), its status (an HTTP status; `ok` for an
+    executor call that gave results), duration, start and error."""
+    lines = [{"call": a.get("model"), "status": a.get("status_code"),
+              "duration_ms": a.get("duration_ms"), "started_at": a.get("started_at"),
+              "error": a.get("error"), "executor": False}
+             for a in detail.get("attempt_log") or [] if isinstance(a, dict)]
+    for call in executor_calls(detail):
+        number = _int(call.get("round"))
+        where = f"round {number}" if number else "tools/list"
+        status = call.get("status_code")
+        lines.append({"call": f"executor {call.get('executor') or '?'} · {where}",
+                      "status": status if status is not None
+                      else ("ok" if not call.get("error") else None),
+                      "duration_ms": call.get("duration_ms"),
+                      "started_at": call.get("started_at"), "error": call.get("error"),
+                      "executor": True})
+    return sorted(lines, key=lambda line: str(line["started_at"] or ""))

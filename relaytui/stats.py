@@ -190,6 +190,17 @@ class WorkspaceStats:
             budget=BudgetUse.from_answer(answer.get("budget")),
             generated_at=parse_time(answer.get("generated_at")))
 
+    @property
+    def quiet(self) -> bool:
+        """No row finished in the window (so no upstream call is counted in it)."""
+        return not self.models and not any(self.completed) and not any(self.failed)
+
+    def lags(self, before: JobView | None, after: JobView) -> bool:
+        """This answer says no row finished in the window while a job's rows just ran:
+        relayd made it before they did (the watch asks every few seconds; the live feed
+        is faster). The header should not contradict the table for long: ask again."""
+        return self.quiet and after.ran > (before.ran if before is not None else 0)
+
     def usage_of(self, job_id: str) -> Usage | None:
         """A job's tokens and cost; None for a job that is not in the window."""
         return next((usage for found, usage in self.jobs if found == job_id), None)

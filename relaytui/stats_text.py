@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
+from relaytui.models import clock_text
 from relaytui.stats import BudgetUse, Failing, QueueLevel, Usage, WorkspaceStats
 
 ERROR_HEADINGS = ("429", "5xx", "t/o", "conn", "other")  # the header's column names
@@ -109,10 +110,19 @@ def summary_line(stats: WorkspaceStats) -> str:
 def models_line(stats: WorkspaceStats) -> str:
     """The narrow header's second line: each model's errors and p95, failing first."""
     if not stats.models:
-        return "no upstream calls in the window"
+        return empty_models_text(stats)
     return " · ".join(f"{m.model} {percent(m.error_share)} err p95 {latency_text(m.p95_ms)}"
                       + (" paused" if m.paused else "")
                       for m in stats.models_in_order())
+
+
+def empty_models_text(stats: WorkspaceStats) -> str:
+    """The models part with no model in it, saying when relayd counted: the header is
+    asked every few seconds, the jobs table moves with every event."""
+    when = f" as of {clock_text(stats.generated_at)[11:]}" if stats.generated_at else ""
+    if stats.quiet:
+        return f"no row finished in the window{when}"
+    return f"no upstream calls in the window{when}"
 
 
 def nonzero_runs(values: Sequence[float]) -> list[list[int]]:

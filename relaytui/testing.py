@@ -135,7 +135,7 @@ def _dead_letter() -> list[dict[str, Any]]:
                               f"fallback backup: {code} after 3 attempts",
                 "messages": messages,
                 "body": {"model": "gpt-4o-mini", "messages": messages},
-                "attempt_log": log, "redriven_to": None, "state": "open",
+                "attempt_log": log, "executor_calls": [], "redriven_to": None, "state": "open",
                 "discarded_at": None}
     return [entry(10, 503, "Classify: arrived broken [sim:fail=503]"),
             entry(42, 502, "Classify: never again [sim:fail=502]"),
@@ -156,8 +156,8 @@ _DIGEST_TOOLS = (
     ("lookup_order", "An order's status"))
 _DIGEST_CONFIG = {"url": "https://tools.example.com/relay/run", "type": "http",
                   "authorization": "***", "max_rounds": 4}
-_EXECUTOR_FAILED = ("tool_executor_error: round 2: https://tools.example.com/relay/run "
-                    "answered 500 (after 1 attempt)")
+_EXECUTOR_FAILED = ("tool_executor_unreachable: round 2: connection: could not connect to "
+                    "tools.example.com:443 (after 3 attempts)")
 
 
 def _digest_answer(team: str) -> str:
@@ -249,6 +249,16 @@ def _attempts(count: int, started: float, *, code: int = 200,
             for i in range(count)]
 
 
+def _executor_calls(started: float) -> list[dict[str, Any]]:
+    """A digest row's executor calls: round 1 answered; round 2 found the executor down
+    three times (the first try and two retries)."""
+    down = "connection: could not connect to tools.example.com:443"
+    return [{"round": number, "executor": "http", "status_code": None, "error": error,
+             "duration_ms": ms, "started_at": _iso_ms(started + at)}
+            for number, error, ms, at in ((1, None, 212, 0.5), (2, down, 3, 1.5),
+                                          (2, down, 2, 1.8), (2, down, 3, 2.4))]
+
+
 def _completion(message: dict[str, Any], *, finish: str = "stop", calls: int = 1,
                 summary: dict[str, Any] | None = None) -> dict[str, Any]:
     usage = _usage(*range(1, calls + 1))
@@ -268,7 +278,8 @@ def _row_detail(job: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
                               "custom_id": custom_id, "status": "completed",
                               "model": "gpt-4o-mini", "attempts": 1, "error": None,
                               "error_code": None, "dead_letter": False,
-                              "transcript": [], "attempt_log": _attempts(1, started)}
+                              "transcript": [], "attempt_log": _attempts(1, started),
+                              "executor_calls": []}
     if job["id"] == _DIGEST:
         n = int(custom_id.split("-")[1])
         team, rounds = _TEAMS[n - 1], _DIGEST_ROUNDS[n - 1]
@@ -281,11 +292,12 @@ def _row_detail(job: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
                                                         "parameters": {"type": "object"}}}
                       for name, about in _DIGEST_TOOLS],
             "openrelay": {"tool_config": dict(_DIGEST_CONFIG)}}
-        if rounds is None:
+        if rounds is None:  # the executor went down in round 2: dead-lettered
             detail.update(status="failed", error=_EXECUTOR_FAILED,
-                          error_code="tool_executor_error", response=None,
-                          transcript=_transcript(team, 2, cut_at=2),
-                          attempt_log=_attempts(2, started), attempts=2)
+                          error_code="tool_executor_unreachable", response=None,
+                          dead_letter=True, transcript=_transcript(team, 2, cut_at=2),
+                          attempt_log=_attempts(2, started), attempts=2,
+                          executor_calls=_executor_calls(started))
         else:
             count, exhausted, errors = rounds
             if exhausted:
@@ -339,7 +351,7 @@ def _flow(custom_id: str, status: str, *, text: str, max_steps: int,
         "object": "batch.row", "batch_id": WORKFLOW_JOB, "custom_id": custom_id,
         "status": status, "model": "gpt-4o-mini", "attempts": 0, "error": None,
         "error_code": None, "dead_letter": False, "response": None, "tool_rounds": 0,
-        "transcript": [], "attempt_log": [],
+        "transcript": [], "attempt_log": [], "executor_calls": [],
         "body": {"model": "gpt-4o-mini", "messages": [
             {"role": "system", "content": "Summarise release notes for the changelog."},
             {"role": "user", "content": text}],

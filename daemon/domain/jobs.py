@@ -242,6 +242,8 @@ class RowRecord:
     dead_letter: bool = False
     model: str | None = None
     attempt_log: tuple[dict[str, Any], ...] = ()
+    # A tool-calling record's calls to its executor, as stored (`ExecutorCall`'s fields)
+    executor_calls: tuple[dict[str, Any], ...] = ()
     redriven_to: str | None = None  # the job a dead-letter retry sent it to
     discarded_at: float | None = None  # an operator took it off the dead-letter list
     finished_seq: int | None = None  # its place in the job's finish order (None: pending)

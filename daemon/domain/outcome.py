@@ -24,6 +24,20 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class ExecutorCall:
+    """One call of a tool-calling record to its tool executor (`openrelay.tool_config`):
+    a round's tool calls (`round` from 1) or the discovery of its tools (`round` 0),
+    each retry a call of its own."""
+
+    round: int
+    executor: str  # the executor's protocol: "http" or "mcp"
+    status_code: int | None  # the executor's HTTP status when it failed with one
+    error: str | None  # None when it gave results
+    duration_ms: int
+    started_at: float  # unix seconds
+
+
+@dataclass(frozen=True)
 class Usage:
     """Tokens one or more model calls took, as upstream chat completions report them
     (`usage.prompt_tokens_details.cached_tokens`,
@@ -69,6 +83,7 @@ class RowOutcome:
     cost_nano_usd: int = 0  # the row's price, set by the supervisor from the model's pricing
     turns: tuple[Turn, ...] = ()  # every model call, for a row that took several
     never_ran: bool = False  # the job's ending stopped it before its first call went out
+    executor_calls: tuple[ExecutorCall, ...] = ()  # a tool-calling record's, in order
 
     @property
     def model_calls(self) -> tuple[tuple[str, Usage], ...]:

@@ -57,16 +57,17 @@ def results_of(reply: OutboundReply) -> list[ToolResult]:
     if not reply.ok:
         raise ToolCallFailed(f"the executor answered {reply.status}{_said(reply.body)}",
                              transient=is_retryable_answer(reply.status),
-                             retry_after=reply.headers.get("Retry-After"))
+                             retry_after=reply.headers.get("Retry-After"),
+                             status_code=reply.status)
     try:
         body = json.loads(reply.body)
     except (ValueError, RecursionError):
         raise ToolCallFailed(f"the executor answered {reply.status} with a body that is not "
-                             "JSON", transient=False) from None
+                             "JSON", transient=False, status_code=reply.status) from None
     results = body.get("results") if isinstance(body, dict) else None
     if not isinstance(results, list) or not all(_is_result(r) for r in results):
         raise ToolCallFailed("the executor's answer is not {\"results\": [{\"tool_call_id\", "
-                             "\"content\"}]}", transient=False)
+                             "\"content\"}]}", transient=False, status_code=reply.status)
     return [ToolResult(r["tool_call_id"], _text(r["content"])) for r in results]
 
 

@@ -35,7 +35,7 @@ from daemon.domain import ids
 from daemon.domain.errors import first_few
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowWork
-from daemon.domain.outcome import Attempt, RowOutcome, Turn, Usage
+from daemon.domain.outcome import Attempt, ExecutorCall, RowOutcome, Turn, Usage
 from daemon.domain.record_size import (
     MB,
     RECORD_TOO_LARGE,
@@ -90,11 +90,12 @@ class ToolCallFailed(Exception):
     """An executor call that did not give results: `transient` ones are retried."""
 
     def __init__(self, message: str, *, transient: bool, retry_after: str | None = None,
-                 ) -> None:
+                 status_code: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.transient = transient
         self.retry_after = retry_after
+        self.status_code = status_code  # the executor's HTTP status, when it answered one
 
 
 class ToolCaller(Protocol):
@@ -134,6 +135,7 @@ class Transcript:
     turns: list[Turn] = field(default_factory=list)  # every model call that answered
     rounds: int = 0  # rounds with their tool results
     attempts: list[Attempt] = field(default_factory=list)
+    executor_calls: list[ExecutorCall] = field(default_factory=list)  # this run's
     tool_errors: list[str] = field(default_factory=list)
     model: str | None = None  # the alias the last call answered on
     pending: dict[str, Any] | None = None  # a stored turn whose tool calls have no results
@@ -198,7 +200,8 @@ class ToolLoopExecutor:
         caller = self.callers[config.type]
         try:
             tools = record.chat.get("tools") or await self._retried(
-                lambda: caller.tools(config, job_seq=work.job_seq), lane)
+                lambda: caller.tools(config, job_seq=work.job_seq), lane,
+                Calls(done, config.type, 0))
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, "tools/list")
         while True:
@@ -253,7 +256,8 @@ class ToolLoopExecutor:
                                                if str(c["id"]) not in refused),
                               guard=lane.guard(work))
         try:
-            answered = matched(await self._retried(lambda: caller.call(config, request), lane),
+            answered = matched(await self._retried(lambda: caller.call(config, request), lane,
+                                                   Calls(done, config.type, number)),
                                request.tool_calls) if request.tool_calls else []
         except ToolCallFailed as exc:
             return _executor_failed(exc, done, f"round {request.round}")
@@ -285,15 +289,18 @@ class ToolLoopExecutor:
                 raise Halted("its job was stopped while a round waited for the store")
         saving.result()
 
-    async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane) -> T:
+    async def _retried(self, attempt: Callable[[], Awaitable[T]], lane: Lane,
+                       calls: Calls) -> T:
         """`attempt()`, again after a transient failure, with the router's backoff and
         attempt count; not again once the job is stopping (a cancel also cuts the
         backoff short: `Halted`), so a cancelled record ends within one attempt's
-        timeout."""
+        timeout. Each try is one of the row's executor calls (`calls`)."""
         for tries in range(1, self.retry.attempts + 1):
+            started = self.clock()
             try:
-                return await attempt()
+                answer = await attempt()
             except ToolCallFailed as exc:
+                calls.add(started, self.clock(), exc)
                 if lane.stopping:
                     raise Halted("its job is being stopped") from exc
                 if not exc.transient or tries == self.retry.attempts:
@@ -303,11 +310,31 @@ class ToolLoopExecutor:
                     rng=self.rng)))
                 if lane.stopping:
                     raise Halted("its job is being stopped") from exc
+            else:
+                calls.add(started, self.clock(), None)
+                return answer
         raise AssertionError("unreachable: retry.attempts is at least 1")
 
     async def release(self, job_seq: int) -> None:
         for caller in self.callers.values():
             await caller.release(job_seq)
+
+
+@dataclass(frozen=True)
+class Calls:
+    """Where one executor call's tries are written down: the row's transcript, the
+    protocol and the round (0: the discovery of the executor's tools)."""
+
+    done: Transcript
+    executor: str
+    round: int
+
+    def add(self, started: float, ended: float, failure: ToolCallFailed | None) -> None:
+        self.done.executor_calls.append(ExecutorCall(
+            round=self.round, executor=self.executor,
+            status_code=failure.status_code if failure is not None else None,
+            error=failure.message if failure is not None else None,
+            duration_ms=max(round((ended - started) * 1000), 0), started_at=started))
 
 
 def matched(results: Sequence[ToolResult],
@@ -322,7 +349,7 @@ def matched(results: Sequence[ToolResult],
 
 def _gave_up(exc: ToolCallFailed, tries: int) -> ToolCallFailed:
     return ToolCallFailed(f"{exc.message} (after {tries} attempt{'s' if tries > 1 else ''})",
-                          transient=exc.transient)
+                          transient=exc.transient, status_code=exc.status_code)
 
 
 def mismatch(results: Sequence[ToolResult], wanted: Sequence[str]) -> str:
@@ -372,35 +399,41 @@ def _finished(answer: RowOutcome, done: Transcript, *, exhausted: bool, record: 
         return replace(answer, ok=False, response=None, response_text=None,
                        error=f"{INVALID}: {answer.model} answered with {exc}",
                        error_code=INVALID, error_body=answer.response, dead_letter=False,
-                       usage=usage, attempts=tuple(done.attempts), turns=tuple(done.turns))
+                       usage=usage, attempts=tuple(done.attempts),
+                       executor_calls=tuple(done.executor_calls), turns=tuple(done.turns))
     return replace(answer, response={**shaped, EXTENSIONS: summary}, response_text=None,
-                   usage=usage, attempts=tuple(done.attempts), turns=tuple(done.turns))
+                   usage=usage, attempts=tuple(done.attempts),
+                   executor_calls=tuple(done.executor_calls), turns=tuple(done.turns))
 
 
 def _with_transcript(answer: RowOutcome, done: Transcript) -> RowOutcome:
     """A model call that failed for good: the record fails, billed for what answered."""
     where = f" (tool round {done.rounds + 1})" if done.rounds else ""
     return replace(answer, error=f"{answer.error}{where}", usage=done.usage,
-                   attempts=tuple(done.attempts), turns=tuple(done.turns))
+                   attempts=tuple(done.attempts),
+                   executor_calls=tuple(done.executor_calls), turns=tuple(done.turns))
 
 
 def _executor_failed(exc: ToolCallFailed, done: Transcript, where: str) -> RowOutcome:
     code = "tool_executor_unreachable" if exc.transient else "tool_executor_error"
     return RowOutcome(ok=False, model=done.model, error=f"{code}: {where}: {exc.message}",
                       error_code=code, dead_letter=exc.transient,
-                      attempts=tuple(done.attempts), usage=done.usage, turns=tuple(done.turns))
+                      attempts=tuple(done.attempts), executor_calls=tuple(done.executor_calls),
+                      usage=done.usage, turns=tuple(done.turns))
 
 
 def _too_large(exc: RecordTooLarge, done: Transcript) -> RowOutcome:
     """Nothing past the cap was stored or sent; billed for what answered."""
     return RowOutcome(ok=False, model=done.model, error=f"{RECORD_TOO_LARGE}: {exc}",
                       error_code=RECORD_TOO_LARGE, attempts=tuple(done.attempts),
+                      executor_calls=tuple(done.executor_calls),
                       usage=done.usage, turns=tuple(done.turns))
 
 
 def _stopped(done: Transcript) -> RowOutcome:
     return RowOutcome(ok=False, model=done.model, error=f"stopped after {done.rounds} tool "
                       "rounds", error_code=STOPPED, attempts=tuple(done.attempts),
+                      executor_calls=tuple(done.executor_calls),
                       usage=done.usage, turns=tuple(done.turns))
 
 

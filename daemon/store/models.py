@@ -178,6 +178,24 @@ class AttemptModel(BaseModel):
         table_name = "attempt"
 
 
+class ExecutorCallModel(BaseModel):
+    """One call of a tool-calling row to its tool executor (v15): a round's tool calls
+    (`round` from 1) or the discovery of its tools (0), each retry a call of its own."""
+
+    row_id: int
+    id = AutoField()
+    row = ForeignKeyField(RowModel, backref="executor_calls", on_delete="CASCADE")
+    round = IntegerField()
+    executor = TextField()  # "http" or "mcp"
+    status_code = IntegerField(null=True)
+    error = TextField(null=True)
+    duration_ms = IntegerField()
+    started_at = FloatField()
+
+    class Meta:
+        table_name = "executor_call"
+
+
 class RoundModel(BaseModel):
     """One finished tool round of a row: the model's turn and the tool results."""
 
@@ -283,7 +301,8 @@ class SpendModel(BaseModel):
 
 # Every table, each after the tables it refers to.
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
-          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel, SpendModel]
+          WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel, SpendModel,
+          ExecutorCallModel]
 
 
 def bind(db: Database) -> dict[str, type[BaseModel]]:

@@ -37,6 +37,7 @@ from daemon.store.schema import (
     Migration,
     budgets,
     deleted_jobs,
+    executor_calls,
     finish_order,
     lease_tokens,
     leases,
@@ -51,7 +52,7 @@ SCHEMA_LOCK = int.from_bytes(b"relay")  # the advisory lock key of schema change
 # PostgreSQL support starts at schema version 10: the database is created there. Each
 # later change adds its step here (N: from N-1 to N), as sqlite.py does.
 MIGRATIONS: dict[int, Migration] = {11: leases, 12: lease_tokens, 13: deleted_jobs,
-                                 14: finish_order, 15: budgets}
+                                 14: finish_order, 15: budgets, 16: executor_calls}
 
 
 class _Database(PostgresqlDatabase):

@@ -64,12 +64,14 @@ def file_record(r: FileModel) -> FileRecord:
                       status=r.status, expires_at=r.expires_at)
 
 
-def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = ()) -> RowRecord:
+def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = (),
+               executor_calls: tuple[dict[str, Any], ...] = ()) -> RowRecord:
     return RowRecord(
         id=r.id, position=r.position, custom_id=r.custom_id, status=cast(RowStatus, r.status),
         body=json.loads(r.body), attempts=r.attempts, response=loads(r.response),
         status_code=r.status_code, error=r.error, error_code=r.error_code,
         dead_letter=bool(r.dead_letter),
-        model=r.answered_by or r.model, attempt_log=attempt_log, redriven_to=r.redriven_to,
+        model=r.answered_by or r.model, attempt_log=attempt_log,
+        executor_calls=executor_calls, redriven_to=r.redriven_to,
         discarded_at=r.discarded_at, finished_seq=r.finished_seq,
     )

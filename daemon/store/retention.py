@@ -23,7 +23,7 @@ from daemon.domain.retention import (
 from daemon.store.models import JobModel
 from daemon.store.sql import SqlBase
 
-_ROW_CHILDREN = ("attempt", "round", "workflow_result", "workflow")
+_ROW_CHILDREN = ("attempt", "executor_call", "round", "workflow_result", "workflow")
 
 
 class RetentionQueries(SqlBase):

@@ -35,6 +35,7 @@ from daemon.store.models import RoundModel, RowModel
 from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
     ATTEMPT_COLUMNS,
+    EXECUTOR_CALL_COLUMNS,
     FINISHED_ROWS,
     PENDING_ROWS,
     ROW_COLUMNS,
@@ -127,6 +128,7 @@ class RowQueries(SqlBase):
                               sum(1 for _, o in done if not o.ok and o.dead_letter), fenced)
             self._update_rows(done, now=now, after_seq=last)
             self._insert_attempts(done)
+            self._insert_executor_calls(done)
             usage = sum((o.usage for _, o in done), Usage())
             cost = sum(o.cost_nano_usd for _, o in done)
             never_ran = sum(1 for _, o in done if _never_ran(o))
@@ -195,6 +197,12 @@ class RowQueries(SqlBase):
             (rid, a.model, a.status_code, a.error, a.duration_ms, a.started_at, bool(a.transient))
             for rid, o in done for a in o.attempts
         ])
+
+    def _insert_executor_calls(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
+        calls = [(rid, c.round, c.executor, c.status_code, c.error, c.duration_ms,
+                  c.started_at) for rid, o in done for c in o.executor_calls]
+        if calls:
+            self.insert_many("executor_call", EXECUTOR_CALL_COLUMNS, calls)
 
     def save_rounds(self, rounds: Sequence[tuple[int, int, Turn]], *,
                     leases: Mapping[int, int] | None = None) -> set[int]:
@@ -283,8 +291,11 @@ class RowQueries(SqlBase):
             len(found) > limit
 
     def _with_attempts(self, selected: Iterable[RowModel]) -> list[RowRecord]:
+        """The rows with their attempt logs and executor calls (a query of each per
+        chunk of rows, never one per row)."""
         rows = list(selected)
         log: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
+        calls: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
         for part in chunks(list(log)):
             attempts = (self.AttemptModel.select()
                         .where(self.AttemptModel.row.in_(list(part)))
@@ -294,7 +305,16 @@ class RowQueries(SqlBase):
                     "model": a.model, "status_code": a.status_code, "error": a.error,
                     "duration_ms": a.duration_ms, "started_at": a.started_at,
                 })
-        return [row_record(r, attempt_log=tuple(log[r.id])) for r in rows]
+            for c in (self.ExecutorCallModel.select()
+                      .where(self.ExecutorCallModel.row.in_(list(part)))
+                      .order_by(self.ExecutorCallModel.id)):
+                calls[c.row_id].append({
+                    "round": c.round, "executor": c.executor, "status_code": c.status_code,
+                    "error": c.error, "duration_ms": c.duration_ms,
+                    "started_at": c.started_at,
+                })
+        return [row_record(r, attempt_log=tuple(log[r.id]), executor_calls=tuple(calls[r.id]))
+                for r in rows]
 
 
 def finished_record(values: Sequence[Any]) -> RowRecord:

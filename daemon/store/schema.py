@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 Migration = Callable[[Database], None]
 
@@ -126,6 +126,23 @@ def budgets(db: Database) -> None:
         'FROM "row" r JOIN job j ON j.seq = r.job_id '
         "WHERE r.cost_nano_usd > 0 AND r.finished_at IS NOT NULL "
         f"GROUP BY j.workspace_id, {day}")
+
+
+def executor_calls(db: Database) -> None:
+    """Version 16, on every backend: each call of a tool-calling row to its tool
+    executor (its round, protocol, status, error, duration, start), which the row's
+    detail and dead-letter entry show beside its model attempts."""
+    # In each backend's types, as a new database has them (PostgreSQL: BIGINT, BIGSERIAL).
+    key, whole, real = (("BIGSERIAL", "BIGINT", "DOUBLE PRECISION")
+                        if isinstance(db, PostgresqlDatabase) else ("INTEGER", "INTEGER", "REAL"))
+    db.execute_sql(
+        f'CREATE TABLE IF NOT EXISTS "executor_call" ("id" {key} NOT NULL PRIMARY KEY, '
+        f'"row_id" {whole} NOT NULL, "round" {whole} NOT NULL, "executor" TEXT NOT NULL, '
+        f'"status_code" {whole}, "error" TEXT, "duration_ms" {whole} NOT NULL, '
+        f'"started_at" {real} NOT NULL, '
+        'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "executorcallmodel_row_id" '
+                   'ON "executor_call" ("row_id")')
 
 
 def version(store: SqlBase) -> int:

@@ -27,6 +27,8 @@ ROW_COLUMNS = ("job_id", "position", "custom_id", "model", "body", "status", "er
                "completion_tokens", "cost_nano_usd", "finished_seq")
 ATTEMPT_COLUMNS = ("row_id", "model", "status_code", "error", "duration_ms", "started_at",
                    "transient")
+EXECUTOR_CALL_COLUMNS = ("row_id", "round", "executor", "status_code", "error", "duration_ms",
+                         "started_at")
 COPY_ROWS = (
     'INSERT INTO "row" (job_id, position, custom_id, model, body, status, attempts, '
     "dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
@@ -87,6 +89,7 @@ class SqlBase:
     ProbeModel: type[models.ProbeModel]
     NodeModel: type[models.NodeModel]
     SpendModel: type[models.SpendModel]
+    ExecutorCallModel: type[models.ExecutorCallModel]
     # Appended to a subquery choosing rows to lease: nodes leasing at once skip each
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the
     # whole database (SQLite).

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, LoadingIndicator, Static
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
+from relaytui.rows import attempts_cell, attempts_text
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable, plain
 from relaytui.widgets.confirm import ConfirmScreen
@@ -70,12 +71,8 @@ class DeadLetterScreen(RelayScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        columns = [("mark", "✓", 1), ("custom_id", "custom_id", 24),
-                   ("attempts", "Attempts", 8), ("models", "Models tried", 20),
-                   ("state", "State", 14), ("error", "Last error", 66)]
-        if self.workspace_wide:
-            columns.insert(1, ("job", "Job", 24))
-        for key, label, width in columns:
+        for key, label, width in dead_letter_columns(self.app.size.width,
+                                                     workspace_wide=self.workspace_wide):
             table.add_column(label, key=key, width=width)
         table.display = False
         self._load()
@@ -108,7 +105,7 @@ class DeadLetterScreen(RelayScreen):
         for entry in entries:
             cells: list[Any] = [Text("✓" if self.key_of(entry) in self.marked else " ",
                                      style="bold"), plain(entry.get("custom_id")),
-                                Text(str(entry.get("attempts", "")), justify="right"),
+                                Text(attempts_cell(entry), justify="right"),
                                 plain(", ".join(entry.get("models") or [])),
                                 state_text(entry), plain(entry.get("last_error"))]
             if self.workspace_wide:
@@ -259,6 +256,19 @@ def is_open(entry: dict[str, Any]) -> bool:
     return entry.get("state", "open") == "open" and not entry.get("redriven_to")
 
 
+def dead_letter_columns(width: int, *, workspace_wide: bool) -> list[tuple[str, str, int]]:
+    """The table's columns (key, label, width) for a terminal `width` wide: from 120
+    columns, room for each; below, the names and models narrower (cut with `…`), so
+    the state and the start of the last error stay on screen at 80."""
+    roomy = width >= 120
+    columns = [("mark", "✓", 1), ("custom_id", "custom_id", 24 if roomy else 14),
+               ("attempts", "Attempts", 8), ("models", "Models tried", 20 if roomy else 12),
+               ("state", "State", 14 if roomy else 10), ("error", "Last error", 66)]
+    if workspace_wide:
+        columns.insert(1, ("job", "Job", 24 if roomy else 14))
+    return columns
+
+
 def state_text(entry: dict[str, Any]) -> Text:
     """`open`, `→ 3f9c2a1b…` (the job it was re-driven to) or `discarded`."""
     if entry.get("redriven_to"):
@@ -290,7 +300,7 @@ class AttemptsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield Static(f"[b]{escape(self.entry['custom_id'])}[/b]  "
-                         f"{self.entry.get('attempts')} attempts", classes="question")
+                         f"{escape(attempts_text(self.entry))}", classes="question")
             with VerticalScroll(classes="messages"):
                 yield Static(self._messages())
             yield AttemptTable(id="attempts")
@@ -307,4 +317,4 @@ class AttemptsScreen(ModalScreen[None]):
         return "\n".join(lines) or "[dim](no messages: an OpenAI record, see its body)[/dim]"
 
     def on_mount(self) -> None:
-        self.query_one(AttemptTable).show(self.entry.get("attempt_log") or [])
+        self.query_one(AttemptTable).show(self.entry)

@@ -21,6 +21,7 @@ from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
 from relaytui.widgets.footer import RelayFooter
+from relaytui.widgets.hanging import HangingText
 
 # Keys the widgets bring (tables, trees, inputs) that an operator should know about.
 MOVING = [Binding("up,down", "", "", tooltip="Move through rows (also j k, page up/down, "
@@ -53,6 +54,13 @@ def sections() -> list[tuple[str, list[BindingType]]]:
     ]
 
 
+KEYS_WIDTH = 16  # the keys' column, then a space and the description
+
+
+def _under_description(plain: str) -> int:
+    return 2 + KEYS_WIDTH + 1 if plain.startswith("  ") else 2
+
+
 class HelpScreen(RelayScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "app.pop_screen", "Close")]
@@ -61,7 +69,8 @@ class HelpScreen(RelayScreen):
         yield Static("[b]Keys[/b] — every screen's keys; ctrl+p finds any action by name",
                      classes="screen-title")
         with VerticalScroll(id="help"):
-            yield Static(self._text())
+            # a key's description, wrapped, goes on under its description
+            yield HangingText(self._text().split("\n"), at=_under_description)
         yield RelayFooter()
 
     def _text(self) -> str:
@@ -76,7 +85,7 @@ class HelpScreen(RelayScreen):
             about = binding.tooltip or binding.description
             if self.read_only and binding.action in WRITES:
                 about += " — off: read-only"
-            lines.append(f"  [b]{escape(keys):<16}[/b] {escape(about)}")
+            lines.append(f"  [b]{escape(keys):<{KEYS_WIDTH}}[/b] {escape(about)}")
         return "\n".join(lines) + "\n"
 
     def _key(self, key: str) -> str:

@@ -21,7 +21,7 @@ from relaytui.board import Change, JobBoard
 from relaytui.client import RelayError
 from relaytui.health import EVERY_S, HealthWatch, StoreHealth
 from relaytui.live import Connection, JobEvent, JobsListed, LiveFeed, Workspace
-from relaytui.messages import FeedUpdate, HealthUpdate, StatsUpdate
+from relaytui.messages import FeedUpdate, HealthUpdate, KeyRefused, StatsUpdate
 from relaytui.models import STATUS_FILTERS, JobView, clock_text
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
@@ -38,6 +38,7 @@ from relaytui.widgets.stats_header import StatsHeader, header_mode
 
 STALE_STATES = frozenset({"down", "refused"})  # the feed delivers nothing: numbers age
 DUE_EVERY_S = 5.0  # a template past its next run is fetched again at most this often
+STATS_NUDGE_S = 1.0  # stats behind the live feed are asked again at most this often
 _ENDED: dict[str, SeverityLevel] = {"completed": "information", "canceled": "warning",
                                     "failed": "error", "expired": "error"}
 
@@ -68,11 +69,11 @@ class JobsScreen(RelayScreen):
                 tooltip="The header's window: the last 15 min, 60 min, 6 h or 24 h"),
     ]
 
-    def __init__(self, client: RelayApi, *, url: str, workspace: str,
-                 clock: Callable[[], float], start_dir: Path,
+    def __init__(self, client: RelayApi, *, url: str, key: str, clock: Callable[[], float],
+                 start_dir: Path,
                  health_every: float = EVERY_S, stats_every: float = EVERY_S) -> None:
         super().__init__()
-        self.client, self.url, self.workspace = client, url, workspace
+        self.client, self.url, self.key = client, url, key  # the key's public prefix
         self.clock, self.start_dir = clock, start_dir
         self.board = JobBoard()
         self.feed = LiveFeed(client, lambda update: self.post_message(FeedUpdate(update)),
@@ -83,13 +84,14 @@ class JobsScreen(RelayScreen):
         self.stats_watch = StatsWatch(client, lambda s: self.post_message(StatsUpdate(s)),
                                       every=stats_every)
         self.stats: WorkspaceStats | None = None
+        self._stats_nudged = -STATS_NUDGE_S  # when the stats were last asked early
         self._due_asked: dict[str, float] = {}  # template id -> when it was last fetched
         self.listed = False
         self.status_filter = "all"
         self.stale_since: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield ConnectionBar(self.url, self.workspace, clock=self.clock,
+        yield ConnectionBar(self.url, key=self.key, clock=self.clock,
                             read_only=self.read_only, id="connection")
         with Vertical(id="jobs-main"):
             yield StoreBanner(id="store-banner")
@@ -137,8 +139,14 @@ class JobsScreen(RelayScreen):
     def _feed(self, message: FeedUpdate) -> None:
         update = message.update
         if isinstance(update, Connection):
+            refused = update.state == "refused" and \
+                self.query_one(ConnectionBar).connection.state != "refused"
             self.query_one(ConnectionBar).show(update)
             self._stale(update.state in STALE_STATES)
+            if refused and not self.read_only and self.app.screen is self:
+                # ask for another key at once (the top line keeps saying so, and K
+                # asks again, if the dialog is closed)
+                self.post_message(KeyRefused(f"relayd refused this key: {update.detail}"))
         elif isinstance(update, Workspace):
             bar = self.query_one(ConnectionBar)
             bar.show_target(bar.url, update.name)
@@ -148,6 +156,7 @@ class JobsScreen(RelayScreen):
             change = self.board.apply_event(update.type, update.data, at=update.at)
             if change is not None:
                 self._changed(change, ended=update.type == "job.ended")
+                self._stats_lag(change)
             template = update.data.get("template_id")
             if update.type == "job.created" and isinstance(template, str) \
                     and template in self.board:
@@ -182,6 +191,16 @@ class JobsScreen(RelayScreen):
                         timeout=10)
         for model in recovered:
             self.notify(f"{model} is no longer failing.", title="A model recovered")
+
+    def _stats_lag(self, change: Change) -> None:
+        """The header says no row finished in the window while this job's rows just
+        ran: its stats were made before they did; ask again now (at most every
+        STATS_NUDGE_S), rather than contradict the table until the next answer."""
+        now = self.clock()
+        if self.stats is not None and self.stats.lags(change.before, change.view) \
+                and now - self._stats_nudged >= STATS_NUDGE_S:
+            self._stats_nudged = now
+            self.stats_watch.ask_now()
 
     def _listed(self, listed: JobsListed) -> None:
         views = [JobView.from_batch(j) for j in listed.jobs]

@@ -22,6 +22,7 @@ from relaytui.nodes import EVERY_S, NodeList, NodesWatch, NodeView
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.colours import theme_style
 from relaytui.widgets.footer import RelayFooter
+from relaytui.widgets.hanging import HangingText
 
 COLUMNS = (("node", "Node", 30), ("address", "Address", 26), ("health", "Health", 11),
            ("version", "Version", 9), ("heartbeat", "Heartbeat", 10), ("up", "Up", 5),
@@ -57,7 +58,7 @@ class NodesScreen(RelayScreen):
                      "it[/dim]", classes="screen-title")
         yield LoadingIndicator()
         yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="node-jobs")
+        yield HangingText(id="node-jobs")
         yield Static("", id="nodes-summary", classes="summary")
         yield RelayFooter()
 
@@ -122,9 +123,9 @@ class NodesScreen(RelayScreen):
     @on(DataTable.RowHighlighted, "#nodes")
     def _show_jobs(self) -> None:
         node = self.listed.node(self.highlighted_id())
-        pane = self.query_one("#node-jobs", Static)
+        pane = self.query_one("#node-jobs", HangingText)
         pane.display = node is not None
-        pane.update("" if node is None else jobs_text(node))
+        pane.show_lines([] if node is None else jobs_text(node).split("\n"))
 
 
 def jobs_text(node: NodeView) -> str:

@@ -18,7 +18,7 @@ from textual.widgets import LoadingIndicator, Static
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
-from relaytui.rows import error_text, summary_text, tool_summary
+from relaytui.rows import attempt_lines, attempts_text, error_text, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.footer import RelayFooter
@@ -40,7 +40,7 @@ def facts_text(detail: dict[str, Any]) -> str:
     parts = [f"[b {colour}]{escape(label)}[/]",
              f"model [b]{escape(str(detail.get('model') or '—'))}[/b]"]
     if attempts or not workflow:  # a workflow's requests are not attempts of the row
-        parts.append(f"{attempts} attempt{'s' if attempts != 1 else ''}")
+        parts.append(escape(attempts_text(detail)))
     summary = tool_summary({"response": {"body": detail.get("response")}})
     if workflow:
         parts.append(escape(facts_part(detail)))
@@ -105,8 +105,8 @@ class RowDetailScreen(RelayScreen):
         self.detail, self.problem = detail, None
         self.query_one("#row-facts", Static).update(facts_text(detail))
         self.query_one(RowTranscript).show(detail)
-        attempts = detail.get("attempt_log") or []
-        self.query_one(AttemptTable).show(attempts)
+        attempts = attempt_lines(detail)
+        self.query_one(AttemptTable).show(detail)
         self._shown(True)
         if is_workflow(detail):
             self.query_one("#row-scroll").border_title = "Workflow"

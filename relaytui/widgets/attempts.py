@@ -1,6 +1,7 @@
-"""The attempts of one row, one line each: the model tried, what it answered, how long
-it took, when it started and the error. The dead-letter inspector and a row's detail
-show them so."""
+"""The calls of one row, one line each: its model attempts and, for a tool-calling row,
+its executor calls, in the order made: what was called (the model, or the executor and
+the round), what it answered, how long it took, when it started and the error. The
+dead-letter inspector and a row's detail show them so."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from relaytui.models import clock_text, parse_time
+from relaytui.rows import attempt_lines
 
 
 def plain(value: Any) -> Text:
@@ -21,12 +23,16 @@ def plain(value: Any) -> Text:
 class AttemptTable(DataTable[Any]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self.add_columns("#", "Model", "Status", "Duration", "Started", "Error")
+        self.add_columns("#", "Call", "Status", "Duration", "Started", "Error")
 
-    def show(self, attempt_log: list[dict[str, Any]]) -> None:
+    def show(self, detail: dict[str, Any]) -> None:
+        """The calls of a row detail or a dead-letter entry (`attempt_log`, and
+        `executor_calls` where relayd gives them)."""
         self.clear()
-        for n, attempt in enumerate(attempt_log, start=1):
-            self.add_row(str(n), plain(attempt.get("model")), plain(attempt.get("status_code")),
-                         Text(f"{attempt.get('duration_ms', '—')} ms", justify="right"),
-                         clock_text(parse_time(attempt.get("started_at"))),
-                         plain(attempt.get("error")))
+        for n, line in enumerate(attempt_lines(detail), start=1):
+            started = clock_text(parse_time(line["started_at"]))
+            self.add_row(str(n), plain(line["call"]), plain(line["status"]),
+                         Text(f"{line['duration_ms'] if line['duration_ms'] is not None else '—'}"
+                              " ms", justify="right"),
+                         started[11:] if started != "—" else started,
+                         plain(line["error"]))

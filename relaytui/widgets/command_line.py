@@ -12,6 +12,8 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from relaytui.keys import colon_hint
+
 
 class CommandLine(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Close")]
@@ -19,7 +21,7 @@ class CommandLine(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="command-bar"):
             yield Static(":", id="colon")
-            yield Input(placeholder="jobs · dead · help · key · q", id="command-line")
+            yield Input(placeholder=colon_hint(), id="command-line")
 
     @on(Input.Submitted)
     def _run(self, event: Input.Submitted) -> None:

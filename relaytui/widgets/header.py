@@ -1,13 +1,14 @@
-"""The top line: which relayd, which workspace (the key's prefix until the event stream
-names the workspace), and whether the live feed is connected, polling, or down and
-retrying when; below it, a red banner while relayd's store cannot write, and one while
-a model is failing (from `GET /v1/stats`)."""
+"""The top line: which relayd, which workspace (until the event stream names it, the
+key, by its public prefix), and whether the live feed is connected, polling, or down
+and retrying when, fitted to one line; below it, a red banner while relayd's store
+cannot write, and one while a model is failing (from `GET /v1/stats`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from rich.cells import cell_len
+from textual.content import Content
 from textual.markup import escape
 from textual.widgets import Static
 
@@ -26,12 +27,14 @@ _STATES = {
 
 
 class ConnectionBar(Static):
-    """Shows a `Connection`; counts down to the next retry once a second."""
+    """Shows a `Connection`; counts down to the next retry once a second. It is one
+    line: what does not fit leaves, the least needed first (see `lines`)."""
 
-    def __init__(self, url: str, workspace: str, *, clock: Callable[[], float],
-                 read_only: bool = False, id: str | None = None) -> None:
+    def __init__(self, url: str, workspace: str | None = None, *, key: str = "",
+                 clock: Callable[[], float], read_only: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
-        self.url, self.workspace, self.clock = url, workspace, clock
+        self.url, self.workspace, self.key, self.clock = url, workspace, key, clock
         self.read_only = read_only
         self.connection = Connection("connecting")
         self._retry_at: float | None = None
@@ -47,7 +50,10 @@ class ConnectionBar(Static):
         self.set_class(connection.state in ("down", "refused"), "-down")
         self._redraw()
 
-    def show_target(self, url: str, workspace: str) -> None:
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def show_target(self, url: str, workspace: str | None) -> None:
         self.url, self.workspace = url, workspace
         self._redraw()
 
@@ -58,27 +64,43 @@ class ConnectionBar(Static):
         return max(round(self._retry_at - self.clock()), 0)
 
     def _redraw(self) -> None:
+        width = self.content_region.width or 10_000  # before the first layout: all of it
+        lines = self.lines()
+        self.update(next((line for line in lines
+                          if Content.from_markup(line).cell_length <= width), lines[-1]))
+
+    def lines(self) -> list[str]:
+        """The top line, from the whole of it to the least of it: the detail of the
+        connection shortens, then leaves; then the word "Relay"; the URL, who and the
+        state always stay (cut at the end, if even they do not fit)."""
         colour, label = _STATES.get(self.connection.state, ("$text-warning", "?"))
-        where = (f"[b]Relay[/b]  {escape(self.url)}  [dim]workspace[/dim] "
-                 f"{escape(self.workspace)}  [{colour}]{label}[/]")
+        who = (f"[dim]workspace[/dim] {escape(self.workspace)}" if self.workspace
+               else f"[dim]key[/dim] {escape(self.key)}")
+        where = f"{escape(self.url)}  {who}  [{colour}]{label}[/]"
         if self.read_only:
             where += "  [b $text-warning]read-only[/]"
-        self.update(where + self._detail())
+        lines = [f"[b]Relay[/b]  {where}{detail}" for detail in self._details()]
+        return [*lines, f"[b]Relay[/b]  {where}", where]
 
-    def _detail(self) -> str:
+    def _details(self) -> list[str]:
+        """The connection's detail, longest first."""
         c = self.connection
         if c.state == "down":
             wait = self.retry_in
             when = "retrying now…" if not wait else f"retrying in {wait}s"
-            return f"  [$text-error]{escape(c.detail)}, {when}[/]"
+            return [f"  [$text-error]{escape(c.detail)}, {when}[/]",
+                    f"  [$text-error]{when}[/]"]
         if c.state == "refused":
-            how = ("restart relay with another --key" if self.read_only
-                   else "press [b]K[/b] to enter a key")
-            return (f"  [$text-error]{escape(c.detail)}[/] — {how} "
-                    f"(retrying in {self.retry_in or 0}s)")
+            how, short = (("restart relay with another --key", "restart with another --key")
+                          if self.read_only else ("press [b]K[/b] to enter a key",
+                                                  "[b]K[/b]: another key"))
+            return [f"  [$text-error]{escape(c.detail)}[/] — {how} "
+                    f"(retrying in {self.retry_in or 0}s)",
+                    f"  [$text-error]{escape(c.detail)}[/] — {short}", f"  {how}",
+                    f"  {short}"]
         if c.state == "polling":
-            return f"  [dim]{escape(c.detail)}[/dim]"
-        return ""
+            return [f"  [dim]{escape(c.detail)}[/dim]"]
+        return []
 
 
 class StoreBanner(Static):

@@ -12,6 +12,7 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.markup import escape
 from textual.timer import Timer
 from textual.widgets import Sparkline, Static
@@ -38,6 +39,31 @@ from relaytui.workflows import counters_text
 
 RECENT_RUNS = 4  # as many as the pane has lines for
 WORKFLOWS_EVERY = 5.0  # seconds between fetches of a running job's workflow counters
+NARROW = 100  # below this many columns inside the pane: one column, no sparkline
+GAP, DOT = "   ", " · "  # between facts on a line; between the parts of one fact
+
+# A line of the pane: its facts (markup, each kept whole) and what goes between them.
+Line = tuple[list[str], str]
+
+
+def flow(lines: list[Line], width: int) -> str:
+    """The pane's lines, each wrapped to `width` between its facts, never inside one
+    (`webhook none set`, `priority std` stay whole); a wrapped line goes on indented.
+    A fact wider than the line is left for the widget to fold."""
+    out: list[str] = []
+    for facts, sep in lines:
+        line, used = "", 0
+        for fact in facts:
+            size = Content.from_markup(fact).cell_length
+            if line and used + len(sep) + size > width:
+                out.append(line)
+                line, used = "  " + fact, 2 + size
+            elif line:
+                line, used = line + sep + fact, used + len(sep) + size
+            else:
+                line, used = fact, size
+        out.append(line)
+    return "\n".join(out)
 
 
 class JobDetail(Vertical):
@@ -68,6 +94,20 @@ class JobDetail(Vertical):
     def on_mount(self) -> None:
         self.border_title = "Job"
         self._draw()
+
+    def on_resize(self) -> None:
+        self.set_class(self.narrow, "-narrow")
+        self.call_after_refresh(self._draw)
+
+    @property
+    def narrow(self) -> bool:
+        """Too narrow for two columns: the facts take the pane, the rate and the
+        webhook go among them, and the sparkline leaves."""
+        return 0 < self.content_region.width < NARROW
+
+    def _width(self, part: str) -> int:
+        width = self.query_one(part).content_region.width
+        return width if width > 0 else 10_000  # before the first layout: drawn again
 
     def show(self, job_id: str | None, *, refetch: bool = False) -> None:
         """Draw `job_id` from the board; fetch its webhook and runs when it is new."""
@@ -159,39 +199,47 @@ class JobDetail(Vertical):
             extra.update("")
             self.query_one(Sparkline).display = False
             return
-        facts.update(self._facts(view))
+        narrow = self.narrow
+        lines = self._facts(view, narrow=narrow)
+        if narrow:  # one column: the rate by the name, the extra lines at the end
+            lines[0][0].append(self._rate_line(view))
+            lines += self._extra(view)
+        facts.update(flow(lines, self._width("#facts")))
         label.update(self._rate_line(view))
         samples = self.board.samples(view.id)[-60:]
         sparkline = self.query_one(Sparkline)
         sparkline.display = len(samples) > 1
         sparkline.data = samples
-        extra.update(self._extra(view))
+        extra.update("" if narrow else flow(self._extra(view), self._width("#extra")))
 
-    def _facts(self, v: JobView) -> str:
+    def _facts(self, v: JobView, *, narrow: bool = False) -> list[Line]:
         now = self.clock()
         ended = clock_text(v.finished_at)
         if v.finished_at and v.started_at:
             ended += f"  (ran {duration_text(v.finished_at - v.started_at)})"
         dead = "—" if v.dead_letter is None else v.dead_letter
-        lines = [
-            f"[b]{escape(v.name or v.id)}[/b]   {escape(_status_text(v))}",
-            f"[dim]id[/dim] {v.id}   [dim]dialect[/dim] {v.dialect}   "
-            f"[dim]model[/dim] {escape(v.model)}   [dim]priority[/dim] {v.priority_text}",
-            f"[dim]rows[/dim] {v.total} total · {v.completed} completed · "
-            f"{v.failed} failed{_never_ran(v)} · {dead} dead-letter{_open(v)}",
+        lines: list[Line] = [
+            ([f"[b]{escape(v.name or v.id)}[/b]", escape(_status_text(v))], GAP),
+            ([f"[dim]id[/dim] {v.id}", f"[dim]dialect[/dim] {v.dialect}",
+              f"[dim]model[/dim] {escape(v.model)}",
+              f"[dim]priority[/dim] {v.priority_text}"], GAP),
+            ([f"[dim]rows[/dim] {v.total} total", f"{v.completed} completed",
+              f"{v.failed} failed{_never_ran(v)}", f"{dead} dead-letter{_open(v)}"], DOT),
             *self._usage_line(v),
             *self._workflows_line(v),
-            f"[dim]created[/dim] {clock_text(v.created_at)}  "
-            f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
-            f"[dim]started[/dim] {clock_text(v.started_at)}",
-            f"[dim]ended  [/dim] {ended}",
         ]
+        times = [f"[dim]created[/dim] {clock_text(v.created_at)}  "
+                 f"({age_text(now - v.created_at) if v.created_at else '—'} ago)",
+                 f"[dim]started[/dim] {clock_text(v.started_at)}",
+                 f"[dim]ended{'' if narrow else '  '}[/dim] {ended}"]
+        # one line where the pane is narrow (wrapped between them); else one each
+        lines += [(times, GAP)] if narrow else [([t], GAP) for t in times]
         error = v.error or (self._fetched.error if self._fetched else None)
         if error:
-            lines.append(f"[$text-error]error: {escape(error)}[/]")
-        return "\n".join(lines)
+            lines.append(([f"[$text-error]error: {escape(error)}[/]"], GAP))
+        return lines
 
-    def _usage_line(self, v: JobView) -> list[str]:
+    def _usage_line(self, v: JobView) -> list[Line]:
         """`usage 12k in · 3.4k out tokens · $0.042`: the job's own (its batch object and
         events carry them), else what the workspace stats say of it."""
         usage = Usage.of_job(v)
@@ -199,15 +247,20 @@ class JobDetail(Vertical):
             usage = self.stats.usage_of(v.id)
         if usage is None:
             return []
-        return [f"[dim]usage[/dim] {tokens_text(usage)} · {cost_text(usage.cost_usd)}"]
+        tokens = tokens_text(usage).split(DOT)
+        return [([f"[dim]usage[/dim] {tokens[0]}", *tokens[1:], cost_text(usage.cost_usd)],
+                 DOT)]
 
-    def _workflows_line(self, v: JobView) -> list[str]:
+    def _workflows_line(self, v: JobView) -> list[Line]:
         """`workflows 1 running · 1 waiting · 1 ended · 7 steps · …`, or nothing for a
         job without workflow records (or whose counters could not be fetched)."""
         if self._workflows is None or self._workflows[0] != v.id:
             return []
         text = counters_text(self._workflows[1])
-        return [f"[dim]workflows[/dim] {escape(text)}"] if text else []
+        if not text:
+            return []
+        first, *rest = text.split(DOT)
+        return [([f"[dim]workflows[/dim] {escape(first)}", *map(escape, rest)], DOT)]
 
     def _rate_line(self, v: JobView) -> str:
         if v.status in ("queued", "scheduled"):
@@ -217,45 +270,51 @@ class JobDetail(Vertical):
         tail = f" · ETA {duration_text(eta)}" if eta is not None else ""
         return f"[dim]throughput[/dim] {rate_text(rate)} rows/s{tail}"
 
-    def _extra(self, v: JobView) -> str:
+    def _extra(self, v: JobView) -> list[Line]:
+        """The webhook outcome; a template's cron, next run and recent runs; the
+        template a run came from: each a line of facts."""
         if self._problem:
-            return f"[$text-error]details unavailable: {escape(self._problem)}[/]"
+            return [([f"[$text-error]details unavailable: {escape(self._problem)}[/]"], GAP)]
         if self.loaded_id != v.id or self._fetched is None:
-            return "[dim]loading details…[/dim]"
-        lines = [line for line in [self._webhook_line(self._fetched)] if line]
+            return [(["[dim]loading details…[/dim]"], GAP)]
+        hook = self._webhook_line(self._fetched)
+        lines: list[Line] = [(hook, " ")] if hook else []
         if v.is_template:
             lines += self._template_lines(v)
         elif v.template_id:
-            lines.append(f"[dim]run of template[/dim] {v.template_id}")
-        return "\n".join(lines)
+            lines.append((["[dim]run of template[/dim]", v.template_id], " "))
+        return lines
 
     @staticmethod
-    def _webhook_line(fetched: JobView) -> str:
+    def _webhook_line(fetched: JobView) -> list[str]:
         hook = fetched.webhook
         if not hook:
             if fetched.webhook_url:
-                return f"[dim]webhook[/dim] {escape(fetched.webhook_url)} — not sent yet"
-            return "[dim]webhook[/dim] none set" if fetched.dialect == "relay" else ""
-        url = escape(str(hook.get("url") or ""))
+                return [f"[dim]webhook[/dim] {escape(fetched.webhook_url)}", "— not sent yet"]
+            return ["[dim]webhook[/dim] none set"] if fetched.dialect == "relay" else []
+        url = f"[dim]webhook[/dim] {escape(str(hook.get('url') or ''))}"
         if hook.get("state") == "sending":
-            return f"[dim]webhook[/dim] {url} sending…"
+            return [url, "sending…"]
         status = hook.get("status_code")
         at = escape(str(hook.get("attempted_at") or ""))
         if hook.get("error"):
             outcome = f"[$text-error]{escape(str(hook['error']))}[/]"
         else:
             outcome = f"[$text-success]{status}[/]"
-        return f"[dim]webhook[/dim] {url} → {outcome} at {at}"
+        return [url, f"→ {outcome}", f"at {at}"]
 
-    def _template_lines(self, v: JobView) -> list[str]:
-        lines = [f"[dim]cron[/dim] {escape(v.cron or '')} (UTC)",
-                 f"[dim]next run[/dim] {next_run_text(v.next_run_at, self.clock())}",
-                 "[dim]recent runs[/dim]" if self._runs else "[dim]recent runs[/dim] none yet"]
-        for run in self._runs:
-            lines.append(f"  {escape(LABELS.get(run.status, run.status))}  "
-                         f"{run.done}/{run.total}  {clock_text(run.created_at)}  "
-                         f"[dim]{run.id[:8]}…[/dim]")
-        return lines
+    def _template_lines(self, v: JobView) -> list[Line]:
+        when, _, ahead = next_run_text(v.next_run_at, self.clock()).partition(" (")
+        lines: list[Line] = [
+            ([f"[dim]cron[/dim] {escape(v.cron or '')} (UTC)"], GAP),
+            ([f"[dim]next run[/dim] {when}", *([f"({ahead}"] if ahead else [])], " ")]
+        runs = [f"{escape(LABELS.get(run.status, run.status))}  {run.done}/{run.total}  "
+                f"{clock_text(run.created_at)}  [dim]{run.id[:8]}…[/dim]" for run in self._runs]
+        if not runs:
+            return [*lines, (["[dim]recent runs[/dim] none yet"], GAP)]
+        if self.narrow:  # as many as the pane's last lines hold, after the heading
+            return [*lines, (["[dim]recent runs[/dim]", *runs], GAP)]
+        return [*lines, (["[dim]recent runs[/dim]"], GAP), *(([f"  {r}"], GAP) for r in runs)]
 
 
 def _status_text(v: JobView) -> str:

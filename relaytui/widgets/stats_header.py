@@ -22,6 +22,7 @@ from relaytui.stats_text import (
     clock_ticks,
     cost_text,
     count_text,
+    empty_models_text,
     latency_text,
     models_line,
     nonzero_runs,
@@ -187,7 +188,7 @@ def _models(stats: WorkspaceStats) -> str:
     for model in stats.models_in_order():
         lines.append(_model_row(model, model.model in failing))
     if not stats.models:
-        lines.append("[dim]no upstream calls in the window[/dim]")
+        lines.append(f"[dim]{escape(empty_models_text(stats))}[/dim]")
     return "\n".join(lines)
 
 

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from textual.markup import escape
-from textual.widgets import Static
 
 from relaytui.rows import (
     call_text,
@@ -27,6 +26,7 @@ from relaytui.rows import (
     tool_summary,
     usage_text,
 )
+from relaytui.widgets.hanging import HangingText
 from relaytui.workflows import (
     callback_text,
     history,
@@ -194,13 +194,14 @@ def _output(detail: dict[str, Any]) -> list[str]:
             *_block("output", output_text(output))]
 
 
-class RowTranscript(Static):
-    """Shows one `batch.row` (see `relaytui.client.RelayClient.row`)."""
+class RowTranscript(HangingText):
+    """Shows one `batch.row` (see `relaytui.client.RelayClient.row`); a wrapped line
+    hangs under its own (a message's text under its role)."""
 
     def show(self, detail: dict[str, Any]) -> None:
         body = detail.get("body") if isinstance(detail.get("body"), dict) else {}
         if is_workflow(detail):
-            self.update("\n".join(_request(body or {}) + _workflow(detail) + _output(detail)))
+            self.show_lines(_request(body or {}) + _workflow(detail) + _output(detail))
             return
         response = detail.get("response")
         summary = tool_summary({"response": {"body": response}})
@@ -213,4 +214,4 @@ class RowTranscript(Static):
             lines += ["", f"{INDENT}[dim](no tool rounds: the model answered without "
                       "tools)[/dim]"]
         lines += _ending(detail, summary)
-        self.update("\n".join(lines))
+        self.show_lines(lines)

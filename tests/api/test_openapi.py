@@ -86,7 +86,10 @@ def test_row_details_with_a_transcript_and_a_workflow_match_the_document() -> No
               endpoint=CHAT, status="running", priority=0, created_at=0.0, seq=1)
     row = RowRecord(id=1, position=0, custom_id="w-1", status="pending",
                     body={"messages": [], "openrelay": {"tool_config": {
-                        "url": "https://t.example/x", "authorization": "secret"}}})
+                        "url": "https://t.example/x", "authorization": "secret"}}},
+                    executor_calls=({"round": 1, "executor": "http", "status_code": 503,
+                                     "error": "the executor answered 503", "duration_ms": 4,
+                                     "started_at": 1.5},))
     turns = [Turn(PRIMARY, Usage(3, 2), ({"role": "assistant", "content": "x"},
                                          {"role": "tool", "content": "y"}))]
     workflow = {"state": {"phase": "waiting", "step": 2, "requests_total": 3,

@@ -6,7 +6,9 @@ from peewee import Database
 
 
 def undo_version_15(db: Database) -> None:
-    """Take away what schema version 15 added: budgets, spend, paused jobs."""
+    """Take away what schema versions 16 and 15 added: the rows' executor calls, then
+    budgets, spend and paused jobs."""
+    db.execute_sql('DROP TABLE "executor_call"')
     for statement in ('DROP TABLE "spend"', "ALTER TABLE job DROP COLUMN budget_paused_at",
                       "ALTER TABLE job DROP COLUMN paused_at",
                       "ALTER TABLE workspace DROP COLUMN budget_period",
@@ -15,7 +17,7 @@ def undo_version_15(db: Database) -> None:
 
 
 def undo_version_14(db: Database) -> None:
-    """Take away what schema versions 15 and 14 added: the finish order of rows."""
+    """Take away what schema versions 16 to 14 added: the finish order of rows."""
     undo_version_15(db)
     for statement in ('DROP INDEX "rowmodel_job_id_finished_seq"',
                       'ALTER TABLE "row" DROP COLUMN finished_seq',
@@ -24,19 +26,19 @@ def undo_version_14(db: Database) -> None:
 
 
 def undo_version_13(db: Database) -> None:
-    """Take away what schema versions 14 and 13 added: jobs' deletion time."""
+    """Take away what schema versions 16 to 13 added: jobs' deletion time."""
     undo_version_14(db)
     db.execute_sql("ALTER TABLE job DROP COLUMN deleted_at")
 
 
 def undo_version_12(db: Database) -> None:
-    """Take away what schema versions 14 to 12 added: rows' lease tokens."""
+    """Take away what schema versions 16 to 12 added: rows' lease tokens."""
     undo_version_13(db)
     db.execute_sql('ALTER TABLE "row" DROP COLUMN lease_token')
 
 
 def undo_version_11(db: Database) -> None:
-    """Take away what schema versions 14 to 11 added: nodes and row leases."""
+    """Take away what schema versions 16 to 11 added: nodes and row leases."""
     undo_version_12(db)
     for statement in ('DROP INDEX "row_lease_node"', 'ALTER TABLE "row" DROP COLUMN lease_node',
                       "ALTER TABLE job DROP COLUMN webhook_node",
@@ -45,7 +47,7 @@ def undo_version_11(db: Database) -> None:
 
 
 def undo_to_version_1(db: Database) -> None:
-    """Take away what schema versions 14 down to 2 added (SQLite: PostgreSQL starts at
+    """Take away what schema versions 16 down to 2 added (SQLite: PostgreSQL starts at
     version 10)."""
     undo_version_11(db)
     for statement in (

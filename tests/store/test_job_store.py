@@ -532,3 +532,28 @@ def test_rows_come_a_page_at_a_time_in_input_order(repo: Store, make_job: MakeJo
         "r-2", "r-3", "r-4"]
     assert [r.custom_id for r in repo.rows(job.seq, limit=4)] == [f"r-{i}" for i in range(1, 5)]
     assert list(repo.rows(job.seq, after_position=5)) == []
+
+
+def test_a_rows_executor_calls_are_stored_with_it_apart_from_its_attempts(
+        repo: Store, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+    """A tool-calling row's executor calls come back with the row (its detail, its
+    dead-letter entry), in order; its attempts stay the model's."""
+    from daemon.domain.outcome import ExecutorCall
+
+    job = make_job(repo, rows=2)
+    work = repo.pending_rows(job, after_id=0, limit=10)
+    calls = tuple(ExecutorCall(round=1, executor="http", status_code=503,
+                               error="the executor answered 503", duration_ms=12 + n,
+                               started_at=NOW + n) for n in range(3))
+    repo.save_outcomes(job.seq, [
+        (work[0].id, make_outcome(False, dead_letter=True, executor_calls=calls)),
+        (work[1].id, make_outcome())], now=NOW)
+
+    row = repo.row(job.seq, work[0].custom_id)
+    assert row is not None and len(row.attempt_log) == row.attempts == 1
+    assert [(c["round"], c["executor"], c["status_code"], c["duration_ms"])
+            for c in row.executor_calls] == [(1, "http", 503, 12), (1, "http", 503, 13),
+                                            (1, "http", 503, 14)]
+    assert [r.executor_calls for r in repo.dead_letter_rows(job.seq)] == [row.executor_calls]
+    other = repo.row(job.seq, work[1].custom_id)
+    assert other is not None and other.executor_calls == ()

@@ -20,6 +20,7 @@ from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.results import ResultsScreen
 from relaytui.screens.row_detail import RowDetailScreen
 from relaytui.screens.upload import UploadScreen
+from relaytui.widgets.attempts import AttemptTable
 from relaytui.widgets.header import ConnectionBar
 from relaytui.widgets.job_table import JobTable
 from tests.e2e.harness import Relayd, closed_port, rows, wait_for_status
@@ -352,13 +353,19 @@ async def test_a_tool_calling_row_shows_its_rounds_and_its_transcript(
                              what="the row")
         assert row.problem is None
         facts = str(row.query_one("#row-facts").render())
-        assert "✓ completed" in facts and "3 attempts · 2 tool rounds · 3 model calls" in facts
+        assert "✓ completed" in facts and "3 model attempts · 2 executor calls · 2 tool " \
+            "rounds · 3 model calls" in facts  # relayd keeps each executor call
         shown = str(row.query_one("#transcript").render())
         call = 'lookup({"q": "weather [sim:tool_rounds=2]"})'
         assert "authorization ***" in shown and "s3cret" not in shown
         assert shown.count(call) >= 2 and "Round 1" in shown and "Round 2" in shown
         assert shown.index("Round 2") < shown.index("Answer") < shown.index("Tool results: ")
-        assert row.query_one("#row-attempts").row_count == 3
+        calls = row.query_one("#row-attempts", AttemptTable)
+        assert calls.row_count == 5  # 3 model attempts, the executor's 2 calls between
+        assert [str(calls.get_row_at(n)[1]) for n in range(5)] == [
+            "gpt-4o-mini", "executor http · round 1", "gpt-4o-mini",
+            "executor http · round 2", "gpt-4o-mini"]
+        assert [str(calls.get_row_at(n)[2]) for n in (1, 3)] == ["ok", "ok"]
         await pilot.press("escape", "down", "enter")  # the plain row
         row = await wait_for(pilot, lambda: isinstance(app.screen, RowDetailScreen)
                              and app.screen.detail and app.screen, what="the plain row")

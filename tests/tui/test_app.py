@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from relaytui.api import RelayApi
 from relaytui.app import RelayApp, build_app
@@ -162,6 +162,24 @@ async def test_search_and_status_filters_narrow_the_table() -> None:
         assert table.row_count == len(canned_jobs())
 
 
+async def test_the_failed_rows_filter_finds_jobs_that_completed_with_errors() -> None:
+    """`f` to "failed rows": every job with a row that ran and failed, whatever its
+    status (a completed one reads "with errors"); "failed" is the job's own status."""
+    fake = FakeRelay(replay=False)
+    app = app_on(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        jobs = jobs_screen(app)
+        table = jobs.query_one(JobTable)
+        await wait_for(pilot, lambda: table.row_count == len(canned_jobs()))
+        with_failed_rows = {v.id for v in jobs.board.views() if v.failed_rows > 0}
+        assert any(jobs.board.get(i).status == "completed"  # type: ignore[union-attr]
+                   for i in with_failed_rows)
+        await pilot.press(*"f" * 5)  # running, queued, completed, failed, failed rows
+        assert jobs.status_filter == "failed rows"
+        assert {str(key.value) for key in table.rows} == with_failed_rows
+        assert "status: failed rows" in str(table.border_title)
+
+
 class ThousandJobs(FakeRelay):
     def __init__(self) -> None:
         super().__init__(replay=False)
@@ -229,6 +247,13 @@ async def test_a_refused_key_says_so_and_K_connects_with_another() -> None:
         bar = first.query_one("#connection")
         await wait_for(pilot, lambda: "key refused" in str(bar.render()))
         assert "Invalid API key." in str(bar.render()) and "press K" in str(bar.render())
+        assert "key rk_test_ke…" in str(bar.render())  # its prefix, not as the workspace
+        # the dialog opens by itself, saying why; closed, K opens it again
+        await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
+        assert "relayd refused this key: Invalid API key." in str(
+            app.screen.query_one(".hint", Static).render())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is first)
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConnectScreen))
         app.screen.query_one("#key", Input).value = "rk_better"

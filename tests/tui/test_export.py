@@ -62,3 +62,11 @@ def test_result_text_and_search() -> None:
                                                    "[0.1, 0.2]"]
     assert matches(ITEMS[1], "503") and matches(ITEMS[0], "R-1") and matches(ITEMS[0], " ")
     assert not matches(ITEMS[0], "negative")
+
+
+def test_a_non_text_result_reads_as_written_not_as_escapes(tmp_path: Path) -> None:
+    """A workflow's output (a JSON object) keeps its characters: `…`, not `\\u2026`."""
+    item = {"custom_id": "notes-1", "content": {"summary": "tents … and more", "n": 2}}
+    assert result_text(item) == '{"summary": "tents … and more", "n": 2}'
+    write_results(tmp_path / "out.csv", [item])
+    assert "tents … and more" in (tmp_path / "out.csv").read_text(encoding="utf-8")

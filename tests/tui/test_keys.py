@@ -9,7 +9,7 @@ from textual.widgets import Input
 
 from relaytui.app import RelayApp, build_app
 from relaytui.cli import build_parser
-from relaytui.keys import colon_action
+from relaytui.keys import COLON_COMMANDS, colon_action, colon_hint
 from relaytui.screens.connect import ConnectScreen
 from relaytui.screens.dead_letter import DeadLetterScreen
 from relaytui.screens.help import HelpScreen
@@ -30,6 +30,12 @@ def app_on(fake: FakeRelay, **options: Any) -> RelayApp:
 
 def notes(app: RelayApp) -> list[str]:
     return [n.message for n in app._notifications]
+
+
+def test_the_colon_prompt_hint_names_every_command_and_its_key() -> None:
+    hint = colon_hint()
+    assert hint == "jobs · dead · nodes (n) · help (?) · key (K) · q"
+    assert set(COLON_COMMANDS) - {"quit"} <= {w.split(" ")[0] for w in hint.split(" · ")}
 
 
 def test_colon_commands_are_read_loosely() -> None:

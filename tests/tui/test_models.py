@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from relaytui.models import (
+    FAILED_ROWS,
+    STATUS_FILTERS,
     JobView,
     Throughput,
     age_text,
@@ -218,3 +220,22 @@ def test_a_completed_job_with_failed_rows_reads_completed_with_errors() -> None:
     bad = JobView.from_batch({"id": "j", "status": "completed", "total": 300, "failed": 300})
     assert (ok.shown_status, bad.shown_status) == ("completed", "completed with errors")
     assert bad.status == "completed"  # filters and the API keep relayd's status
+
+
+@pytest.mark.parametrize(("status", "failed", "canceled", "shown"), [
+    ("completed", 3, 0, True),  # completed with errors
+    ("running", 1, 0, True),  # failing as it runs
+    ("failed", 2, 0, True),
+    ("canceled", 5, 3, True),  # 2 ran and failed, 3 never ran
+    ("canceled", 3, 3, False),  # every failed row is one the cancel never ran
+    ("completed", 0, 0, False),
+])
+def test_the_failed_rows_filter_shows_every_job_with_a_row_that_failed(
+        status: str, failed: int, canceled: int, shown: bool) -> None:
+    view = JobView(id="a" * 32, status=status, total=10, failed=failed, canceled=canceled)
+    assert view.matches(FAILED_ROWS, "") is shown
+    assert view.matches("failed", "") is (status == "failed")  # the job's own status
+
+
+def test_the_status_filter_cycles_through_failed_rows() -> None:
+    assert STATUS_FILTERS.index(FAILED_ROWS) == STATUS_FILTERS.index("failed") + 1

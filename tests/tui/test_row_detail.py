@@ -119,7 +119,17 @@ async def test_a_failed_row_shows_its_error_and_the_round_that_was_cut_short() -
         assert row.custom_id == "digest-07"
         facts = text(row, "#row-facts")
         assert "✗ failed" in facts and "2 tool rounds" in facts
-        assert "tool_executor_error: round 2:" in facts
+        assert "tool_executor_unreachable: round 2:" in facts
+        # the row's calls agree with its error: 2 model attempts, and the executor's
+        # 3 failed calls of round 2 (its error says "after 3 attempts") each a line
+        assert "2 model attempts · 4 executor calls, 3 failed" in facts
+        calls = row.query_one(AttemptTable)
+        lines = [[str(cell) for cell in calls.get_row_at(i)] for i in range(calls.row_count)]
+        assert [line[1:3] for line in lines] == [
+            ["gpt-4o-mini", "200"], ["executor http · round 1", "ok"],
+            ["gpt-4o-mini", "200"], *[["executor http · round 2", "—"]] * 3]
+        assert [line[5] for line in lines[3:]] == [
+            "connection: could not connect to tools.example.com:443"] * 3
         shown = text(row, "#transcript")
         assert "(no tool results: the row ended before the executor answered)" in shown
         assert "Answer" not in shown and "Error" in shown

@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.content import Content
 
 from relaytui.rows import (
+    attempt_lines,
+    attempts_cell,
+    attempts_text,
     call_text,
     clipped,
     content_text,
@@ -92,3 +96,57 @@ def test_the_request_names_its_tools_and_executor_never_the_secret() -> None:
     assert executor_text(config) == ("https://t.example/run (mcp, authorization ***, "
                                      "at most 3 rounds)")
     assert executor_text({"url": "https://t.example/run"}) == "https://t.example/run (http)"
+
+
+TOOL_ROW = {
+    "attempts": 1, "attempt_log": [{"model": "gpt-4o-mini", "status_code": 200, "error": None,
+                                    "duration_ms": 410,
+                                    "started_at": "2026-10-04T09:12:44.000Z"}],
+    "executor_calls": [
+        {"round": 0, "executor": "mcp", "status_code": None, "error": None,
+         "duration_ms": 30, "started_at": "2026-10-04T09:12:43.500Z"},
+        *({"round": 1, "executor": "http", "status_code": 503,
+           "error": "the executor answered 503", "duration_ms": 12,
+           "started_at": f"2026-10-04T09:12:45.{n}00Z"} for n in range(3))]}
+
+
+def test_a_tool_rows_calls_are_its_model_attempts_and_its_executor_calls_in_order() -> None:
+    lines = attempt_lines(TOOL_ROW)
+    assert [(line["call"], line["status"], line["error"]) for line in lines] == [
+        ("executor mcp · tools/list", "ok", None),
+        ("gpt-4o-mini", 200, None),
+        *[("executor http · round 1", 503, "the executor answered 503")] * 3]
+    assert attempts_text(TOOL_ROW) == "1 model attempt · 4 executor calls, 3 failed"
+    assert attempts_cell(TOOL_ROW) == "1+4"
+
+
+def test_a_row_without_executor_calls_counts_its_attempts() -> None:
+    row = {"attempts": 1, "attempt_log": TOOL_ROW["attempt_log"]}  # an older relayd too
+    assert attempts_text(row) == "1 attempt" and attempts_cell(row) == "1"
+    assert attempts_text({"attempts": 6, "executor_calls": []}) == "6 attempts"
+    assert [line["call"] for line in attempt_lines(row)] == ["gpt-4o-mini"]
+
+
+def test_a_wrapped_line_hangs_under_its_first() -> None:
+    from relaytui.widgets.hanging import hang
+
+    text = hang(["  [b]system[/b]: You write the morning digest of a support team.",
+                 "short"], 30).plain.split("\n")
+    assert text == ["  system: You write the", "    morning digest of a", "    support team.",
+                    "short"]
+    keys = hang(["  ?  Show every key of every screen"], 20, at=lambda _: 5).plain
+    assert keys.split("\n") == ["  ?  Show every key", "     of every screen"]
+
+
+def test_the_detail_pane_wraps_between_facts_never_inside_one() -> None:
+    from relaytui.widgets.job_detail import DOT, GAP, flow
+
+    lines = [(["[dim]id[/dim] 0123456789", "[dim]dialect[/dim] openai",
+               "[dim]priority[/dim] std"], GAP),
+             (["rows 9 total", "8 completed", "1 failed"], DOT),
+             (["[dim]webhook[/dim] none set"], GAP)]
+    plain = [Content.from_markup(line).plain for line in flow(lines, 30).split("\n")]
+    assert plain == ["id 0123456789   dialect openai", "  priority std",
+                     "rows 9 total · 8 completed", "  1 failed",
+                     "webhook none set"]
+    assert flow(lines, 200).count("\n") == 2  # room enough: a line each

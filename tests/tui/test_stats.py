@@ -4,11 +4,12 @@ that asks relayd (plain functions, no Textual)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from relaytui.client import RelayError
-from relaytui.models import next_run_text
+from relaytui.models import JobView, next_run_text
 from relaytui.stats import Failing, QueueLevel, StatsWatch, Usage, WorkspaceStats
 from relaytui.stats_text import (
     banner,
@@ -121,7 +122,23 @@ def test_the_narrow_header_says_it_in_two_lines() -> None:
     empty = WorkspaceStats()
     assert summary_line(empty) == ("60 min: 0 done, 0 failed · 0/min now · $0.00 · "
                                    "queue empty · 0 tokens")
-    assert models_line(empty) == "no upstream calls in the window"
+    assert models_line(empty) == "no row finished in the window"
+    made = WorkspaceStats.from_answer(answer(models=[], throughput=[]))
+    assert made.generated_at is not None
+    assert models_line(made) == "no row finished in the window as of 09:30:00Z"
+    cancelled = replace(made, completed=(0,), failed=(3,))  # rows that called no model
+    assert models_line(cancelled) == "no upstream calls in the window as of 09:30:00Z"
+
+
+def test_stats_that_saw_no_row_finish_lag_a_job_whose_rows_ran() -> None:
+    """The live feed moves a job on while the header's answer (asked every few seconds)
+    still says nothing finished: the jobs screen asks for the stats again."""
+    quiet = WorkspaceStats()
+    before = JobView(id="a" * 32, status="running", total=300)
+    after = replace(before, completed=33)
+    assert quiet.lags(before, after) and quiet.lags(None, after)
+    assert not quiet.lags(after, after)  # nothing new ran
+    assert not WorkspaceStats(completed=(33,)).lags(before, after)  # it knows of rows
 
 
 def test_the_time_axis_is_ticked_at_round_times() -> None:

@@ -255,3 +255,22 @@ async def test_the_header_shows_the_budget_against_its_spend() -> None:
         header = await header_of(pilot)
         assert "(budget $50.00 of $50.00 this month · spent: paused)" in text(
             header.query_one("#stats-lines"))
+
+
+async def test_a_header_that_saw_no_row_finish_asks_again_when_rows_run() -> None:
+    """The stats were made before the job's rows finished; the live feed says they did:
+    the header asks relayd again at once instead of contradicting the table for 5 s."""
+    from relaytui.live import JobEvent
+    from relaytui.testing import canned_jobs, job_event
+
+    fake = FakeRelay(replay=False)
+    fake.stats_answer = calm() | {"throughput": [], "models": []}
+    app = app_on(fake, stats_every=60.0)
+    async with app.run_test(size=NARROW) as pilot:
+        header = await header_of(pilot)
+        assert "no row finished in the window" in text(header.query_one("#stats-lines"))
+        asked = len(fake.stats_asked)
+        running = next(j for j in canned_jobs() if j["id"] == job_id(1))
+        progress = job_event(running) | {"completed": running["completed"] + 1}
+        jobs_screen(app).post_message(FeedUpdate(JobEvent("job.progress", progress, NOW)))
+        await wait_for(pilot, lambda: len(fake.stats_asked) > asked, what="a new ask")

@@ -157,6 +157,22 @@ def test_dead_letter_entry() -> None:
     assert entry["attempt_log"] == [a | {"started_at": at} for a, at in zip(log, (
         "2026-10-04T09:12:44.000Z", "2026-10-04T09:12:45.000Z", "2026-10-04T09:12:46.000Z"),
         strict=True)]  # ISO 8601, not the store's Unix seconds
+    assert entry["executor_calls"] == []  # not a tool-calling row
+
+
+def test_a_tool_rows_executor_calls_are_apart_from_its_attempts() -> None:
+    calls = tuple({"round": 1, "executor": "http", "status_code": None,
+                   "error": "connection: refused", "duration_ms": 3, "started_at": CREATED + n}
+                  for n in range(3))
+    row = make_row(custom_id="t-1", status="failed", response=None, attempts=1,
+                   dead_letter=True, executor_calls=calls,
+                   attempt_log=({"model": "gpt-4o-mini", "status_code": 200, "error": None,
+                                 "duration_ms": 5, "started_at": CREATED},))
+    entry = dead_letter_entry(row)
+    assert len(entry["attempt_log"]) == entry["attempts"] == 1
+    assert [c["started_at"] for c in entry["executor_calls"]] == [
+        "2026-10-04T09:12:44.000Z", "2026-10-04T09:12:45.000Z", "2026-10-04T09:12:46.000Z"]
+    assert entry["executor_calls"][0]["error"] == "connection: refused"
 
 
 def test_event_view() -> None:

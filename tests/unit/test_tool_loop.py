@@ -220,6 +220,34 @@ async def test_an_unreachable_executor_dead_letters_the_record() -> None:
     assert len(executor.requests) == 3
 
 
+async def test_every_executor_call_is_kept_as_one_of_its_own() -> None:
+    """Each try of a round's executor call is an `ExecutorCall` of the outcome, with its
+    round, protocol, status and error (the model's attempts are apart from them)."""
+    clock = iter(range(1000, 2000)).__next__
+    model = Model({"main": [model_reply(calls=1), model_reply(calls=1), model_reply()]})
+    executor = Executor([None, ToolCallFailed("the executor answered 503", transient=True,
+                                              status_code=503), None])
+
+    outcome = await loop(model, executor, Rounds(),
+                         clock=lambda: float(clock())).run(work(), Lane(4))
+
+    assert outcome.ok and len(outcome.attempts) == 3  # the model's calls
+    assert [(c.round, c.executor, c.status_code, c.error) for c in outcome.executor_calls] == [
+        (1, "http", None, None), (2, "http", 503, "the executor answered 503"),
+        (2, "http", None, None)]
+    assert all(c.duration_ms == 1000 for c in outcome.executor_calls)  # a tick each
+
+
+async def test_an_executor_that_stays_down_leaves_each_failed_call_with_its_error() -> None:
+    model = Model({"main": [model_reply(calls=1)]})
+    down = ToolCallFailed("connection: connection refused", transient=True)
+    outcome = await loop(model, Executor([down] * 3), Rounds()).run(work(type="mcp"), Lane(4))
+
+    assert outcome.dead_letter and len(outcome.attempts) == 1  # one model call answered
+    assert [(c.round, c.executor, c.error) for c in outcome.executor_calls] == [
+        (1, "mcp", "connection: connection refused")] * 3
+
+
 @pytest.mark.parametrize("failure", [
     ToolCallFailed("the executor answered 404", transient=False),
     ToolCallFailed("a body that is not JSON", transient=False),

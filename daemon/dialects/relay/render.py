@@ -9,6 +9,7 @@ from daemon.dialects.openai.shapes import BatchUsage
 from daemon.dialects.relay.shapes import (
     Attempt,
     DeadLetterEntry,
+    ExecutorCall,
     RelayContent,
     RelayFailure,
     RelayJob,
@@ -55,6 +56,13 @@ def attempt_log(row: RowRecord) -> list[Attempt]:
     return [cast(Attempt, attempt | {"started_at": iso_ms(attempt["started_at"])}
                  if isinstance(attempt.get("started_at"), int | float) else dict(attempt))
             for attempt in row.attempt_log]  # as the store kept them
+
+
+def executor_calls(row: RowRecord) -> list[ExecutorCall]:
+    """A tool-calling row's executor calls as clients read them (`started_at` in ISO
+    8601, as in the attempt log)."""
+    return [cast(ExecutorCall, call | {"started_at": iso_ms(call["started_at"])})
+            for call in row.executor_calls]
 
 
 def usage(job: Job) -> BatchUsage:
@@ -169,6 +177,7 @@ def dead_letter_entry(row: RowRecord) -> DeadLetterEntry:
         "messages": row.body.get("messages"),
         "body": redacted(row.body),
         "attempt_log": attempt_log(row),
+        "executor_calls": executor_calls(row),
         "redriven_to": row.redriven_to,
         "state": row.dead_letter_state,
         "discarded_at": iso(row.discarded_at),
@@ -204,6 +213,7 @@ def row_detail(job: Job, row: RowRecord, rounds: list[Turn],
                         "messages": list(turn.messages)}
                        for number, turn in enumerate(rounds, start=1)],
         "attempt_log": attempt_log(row),
+        "executor_calls": executor_calls(row),
     }
     if workflow is not None:
         detail["workflow"] = workflow_view(workflow)

@@ -166,6 +166,21 @@ class Attempt(TypedDict):
         extra_json_schema={"format": "date-time"})]
 
 
+class ExecutorCall(TypedDict):
+    """One call of a tool-calling row to its tool executor (`openrelay.tool_config`),
+    each retry a call of its own: its round (0: the discovery of the executor's tools),
+    protocol, HTTP status when it failed with one, and error (null: it gave results)."""
+
+    round: Count
+    executor: Annotated[str, Meta(description="The executor's protocol: http or mcp.")]
+    status_code: int | None
+    error: str | None
+    duration_ms: Count
+    started_at: Annotated[str, Meta(
+        description="UTC, ISO 8601 to the millisecond (2026-10-04T09:12:44.125Z).",
+        extra_json_schema={"format": "date-time"})]
+
+
 DeadLetterView = Annotated[DeadLetterState, Meta(description=(
     "open: still needs attention; redriven: a retry took it (redriven_to); discarded."))]
 
@@ -181,6 +196,9 @@ class DeadLetterEntry(TypedDict):
     messages: Annotated[Any, Meta(description="The row's messages (chat rows).")]
     body: Annotated[dict[str, Any], Meta(description="Secrets redacted.")]
     attempt_log: list[Attempt]
+    executor_calls: Annotated[list[ExecutorCall], Meta(description=(
+        "A tool-calling row's calls to its tool executor, in order; empty for any "
+        "other row."))]
     redriven_to: Annotated[str, Meta(description="The retry job the row went to.")] | None
     state: DeadLetterView
     discarded_at: Annotated[str, Meta(description="When it was discarded, ISO 8601."),
@@ -286,6 +304,9 @@ class RowDetail(TypedDict):
     tool_rounds: Count
     transcript: list[Round]
     attempt_log: list[Attempt]
+    executor_calls: Annotated[list[ExecutorCall], Meta(description=(
+        "A tool-calling row's calls to its tool executor, in order; empty for any "
+        "other row."))]
     workflow: NotRequired[WorkflowView]
 
 
