@@ -30,8 +30,16 @@ from daemon.dialects.anthropic.shapes import (
     MessageBatchIndividualResponse,
     MessageBatchPage,
 )
-from daemon.dialects.base import Capability, Intake, KeyScheme, Paging, Redrive
-from daemon.domain.errors import Conflict, RelayError
+from daemon.dialects.base import (
+    Capability,
+    Intake,
+    KeyScheme,
+    Paging,
+    Proposed,
+    Redrive,
+    row_problems,
+)
+from daemon.domain.errors import Conflict, InvalidRequest, RelayError
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
 from daemon.domain.pricing import STANDARD_DISCOUNT
@@ -125,6 +133,16 @@ class AnthropicDialect:
                                 dialect=NAME, now=intake.clock(),
                                 completion_window_s=intake.config.gateway.completion_window_s)
         return intake.repo.create_job(draft, submission.rows)
+
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        """Rows that would fail on the way in are problems, and are not estimated."""
+        try:
+            submission = parse.parse_create(body, models={m.alias for m in intake.config.models})
+        except InvalidRequest as exc:
+            return Proposed(rows=[], problems=[exc])
+        return Proposed(rows=[(r.model or submission.model, r.body) for r in submission.rows
+                              if r.error is None],
+                        discount=STANDARD_DISCOUNT, problems=row_problems(submission.rows))
 
     def new_id(self) -> str:
         return ids.batch_id()

@@ -10,12 +10,20 @@ from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.base import (
+    Bearer,
+    Capability,
+    Intake,
+    KeyScheme,
+    Proposed,
+    Redrive,
+    openai_error,
+)
 from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
 from daemon.domain import cron, ids
-from daemon.domain.errors import RelayError
+from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
 from daemon.domain.relay_input import Submission, parse_submission
@@ -72,14 +80,24 @@ class RelayDialect:
 
     def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
         """Parse, check, store: the job and all its rows in one transaction."""
+        sub = self._parsed(intake, body)
+        return intake.repo.create_job(self._draft(sub, workspace, now=intake.clock()), sub.rows)
+
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        try:
+            sub = self._parsed(intake, body)
+        except InvalidRequest as exc:
+            return Proposed(rows=[], problems=[exc])
+        return Proposed(rows=[(sub.model, r.body) for r in sub.rows])
+
+    def _parsed(self, intake: Intake, body: Any) -> Submission:
         now = intake.clock()
-        sub = parse_submission(
+        return parse_submission(
             body, models={m.alias for m in intake.config.models}, now=now,
             check_cron=cron.check,
             check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
                                   resolve=intake.resolve),
         )
-        return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
 
     def _draft(self, sub: Submission, workspace: WorkspaceRecord, *, now: float) -> JobDraft:
         """A submission with `cron` is a template (its runs are drafted by the store)."""
