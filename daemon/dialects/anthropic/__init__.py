@@ -43,7 +43,7 @@ from daemon.domain.errors import Conflict, InvalidRequest, RelayError
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
 from daemon.domain.pricing import STANDARD_DISCOUNT
-from daemon.domain.routes import Action, Media, Operation, Param, Route
+from daemon.domain.routes import DRY_RUN, Action, Media, Operation, Param, Route
 from daemon.store.interface import WorkspaceRecord
 
 NAME = "anthropic"
@@ -90,7 +90,7 @@ class AnthropicDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createMessageBatch", "Create a Message Batch", "Message Batches",
-                answer=MessageBatch, body=MessageBatchCreateParams, params=version,
+                answer=MessageBatch, body=MessageBatchCreateParams, params=(*version, DRY_RUN),
                 errors=(400, 404, 413, 429, 503, 507))),
             Route("GET", BATCHES, Action.LIST, Operation(
                 "listMessageBatches", "List Message Batches, newest first", "Message Batches",

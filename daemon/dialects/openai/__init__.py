@@ -44,7 +44,7 @@ from daemon.domain.openai_input import (
     parse_records,
 )
 from daemon.domain.pricing import STANDARD_DISCOUNT
-from daemon.domain.routes import Action, Operation, Route
+from daemon.domain.routes import DRY_RUN, Action, Operation, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
@@ -75,7 +75,8 @@ class OpenAIDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch", "Batches", answer=OpenAIBatch,
-                body=OpenAICreate, errors=(400, 404, 413, 429, 503, 507))),
+                body=OpenAICreate, errors=(400, 404, 413, 429, 503, 507),
+                params=(DRY_RUN,))),
             Route("GET", ONE, Action.GET, Operation(
                 "getBatch", "A job's status", "Batches", answer=OpenAIBatch,
                 errors=(401, 404), params=(JOB_ID,))),

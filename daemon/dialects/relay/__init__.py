@@ -27,7 +27,7 @@ from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
 from daemon.domain.relay_input import Submission, parse_submission
-from daemon.domain.routes import Action, Operation, Param, Route
+from daemon.domain.routes import DRY_RUN, Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
@@ -58,7 +58,7 @@ class RelayDialect:
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch in either dialect", "Batches",
                 answer=RelayJob, answer_description="The new job, in its dialect's shape.",
-                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507),
+                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507), params=(DRY_RUN,),
                 description="A body with endpoint, input_file_id or completion_window is "
                             "the OpenRelay batch API; any other is the Relay Batches API.")),
             Route("GET", ONE, Action.GET, Operation(
