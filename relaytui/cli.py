@@ -234,6 +234,9 @@ def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--webhook", metavar="URL", help="HTTPS URL told when the job ends")
     sub.add_argument("--column", metavar="NAME", help="a .csv's prompt column, named in its "
                      "header (default: the column named prompt, text or content)")
+    sub.add_argument("--dry-run", action="store_true",
+                     help="print the batch's estimate (rows, tokens, cost, drain time, "
+                     "problems) and create nothing")
     sub.add_argument("--wait", action="store_true",
                      help="show progress until the job ends; exit 1 unless it completed, "
                      "4 if it completed with failed rows")
@@ -289,6 +292,9 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
                    "(each run is a job of its own)")
     if args.template is not None:
+        if args.dry_run:
+            raise Stop(USAGE, "--dry-run does not go with --template (yet): estimate the "
+                       "records with --endpoint")
         return submit_table(client, args)
     table_only = [flag for flag, value in (
         ("--system", args.system), ("--id-column", args.id_column),
@@ -317,6 +323,9 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
         source = read_input(args.file, column=args.column)
     except InputFileError as exc:  # relay: FILE:LINE: reason
         raise Stop(USAGE, str(exc)) from None
+    if args.dry_run:
+        body = {"model": args.model, "requests": source.rows, "priority": args.priority}
+        return show_estimate(client.estimate(body), json_out=wants_json(args))
     try:
         job = client.submit(model=args.model, requests=source.rows, name=args.name,
                             priority=args.priority, cron=args.cron, webhook_url=args.webhook)
@@ -334,6 +343,36 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     else:
         print(f"{submitted} as job {job['id']} ({job['status']})")
     return OK
+
+
+def show_estimate(answer: dict[str, Any], *, json_out: bool) -> int:
+    """A dry run's answer: exit 0 if the submit would be taken, 1 if it would be
+    refused (its problems printed)."""
+    if json_out:
+        emit(answer)
+    else:
+        for line in estimate_lines(answer):
+            print(line)
+    return REFUSED if answer.get("problems") else OK
+
+
+def estimate_lines(answer: dict[str, Any]) -> list[str]:
+    lines = [f"estimate: {answer['rows']} rows, {answer['input_tokens']} input + "
+             f"{answer['output_tokens']} output tokens, ${answer['cost_usd']} "
+             f"(discount {answer['discount']}), drains in ~{answer['drain_s']:.0f}s"]
+    for model in answer.get("by_model", []):
+        sources = ", ".join(f"{n} {s}" for s, n in model["output_tokens"]["sources"].items())
+        lines.append(f"  {model['model']}: {model['rows']} rows, output from {sources}, "
+                     f"${model['cost_usd']}, {model['drain_s']:.0f}s ({model['drain_limit']})")
+    budget = answer.get("budget")
+    if budget is not None:
+        lines.append(f"  budget: ${budget.get('remaining_usd')} left, "
+                     f"{'covers it' if budget.get('covers') else 'does NOT cover it'}")
+    for problem in answer.get("problems", []):
+        error = problem.get("error", problem)
+        lines.append(f"  problem: {error.get('message')}"
+                     + (f" ({error['param']})" if error.get("param") else ""))
+    return lines
 
 
 def relay_job_options(args: argparse.Namespace) -> list[str]:
@@ -367,6 +406,10 @@ def submit_batch(client: RelayClient, args: argparse.Namespace,
     if args.name and len(args.name) > table_jobs.METADATA_VALUE:  # before the upload
         raise Stop(USAGE, f"--name is {len(args.name)} characters; a batch's name takes at "
                    f"most {table_jobs.METADATA_VALUE}")
+    if args.dry_run:  # the records inline: nothing is uploaded
+        return show_estimate(client.estimate({
+            "endpoint": endpoint, "completion_window": "24h", "requests": source.rows}),
+            json_out=wants_json(args))
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in source.rows)
     upload = client.upload(args.file.name, data.encode())
     batch = client.create_batch(upload["id"], endpoint=endpoint,

@@ -107,6 +107,13 @@ class RelayClient:
         body.update({k: v for k, v in optional.items() if v is not None})
         return self._call("POST", "/v1/batches", json=body)
 
+    def estimate(self, body: dict[str, Any], *,
+                 path: str = "/v1/batches") -> dict[str, Any]:
+        """A submit body's estimate (`?dry_run=true`): nothing is created."""
+        headers = {"anthropic-version": ANTHROPIC_VERSION} if "messages" in path else None
+        return self._call("POST", path, json=body, params={"dry_run": "true"},
+                          headers=headers)
+
     def upload(self, filename: str, data: bytes) -> dict[str, Any]:
         """A JSONL input file for an OpenAI-dialect batch (`POST /v1/files`)."""
         return self._call("POST", "/v1/files", files={"file": (filename, data)},

@@ -18,6 +18,7 @@ import msgspec
 import pykka
 from aiohttp import web
 
+from daemon.api import estimate as estimating
 from daemon.api import paging, respond
 from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
@@ -150,6 +151,9 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         if not services.accepting or not services.actors_alive():
             raise Unavailable("The daemon is shutting down; retry shortly.")
         body = await read_json(request)
+        if estimating.dry_run(request.query):
+            return respond.json(await asyncio.to_thread(
+                estimating.answer, services, workspace, detect(body, among), body))
         job = await asyncio.to_thread(detect(body, among).submit, services, workspace, body)
         announce(services, job)
         return respond.json(render(job, request))

@@ -14,15 +14,15 @@ nothing outside this package compares dialect names.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from daemon.config import Config, LimitsConfig
-from daemon.domain.errors import RelayError
+from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.files import FileRecord
-from daemon.domain.jobs import Job, RowRecord
+from daemon.domain.jobs import Job, RowDraft, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
 from daemon.domain.routes import Route
 from daemon.outbound.policy import Resolver
@@ -51,6 +51,17 @@ class Redrive:
 
     input_file: FileRecord | None = None  # written already; the store records it
     expires_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """What a submit body would run, read without storing anything (`?dry_run=true`):
+    each row's model and body, the batch's discount, and what the real submit would
+    refuse or fail (the whole body's refusal, or rows failed on the way in)."""
+
+    rows: list[tuple[str, Mapping[str, Any]]]
+    discount: Decimal = Decimal(0)
+    problems: list[RelayError] = field(default_factory=list)
 
 
 class Capability(StrEnum):
@@ -166,6 +177,10 @@ class Dialect(Protocol):
         """Check and store a submission (blocking; runs off the event loop). Raises
         `InvalidRequest` naming the field; nothing is stored on a refusal."""
 
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        """What `submit` would store, checked the same way, storing nothing (a file
+        batch's input file is read, not validated in the background)."""
+
     def new_id(self) -> str:
         """A fresh public job id in this dialect's form."""
 
@@ -203,6 +218,12 @@ class Dialect(Protocol):
                 now: float) -> Redrive:
         """The start of a dead-letter retry of `job` taking `rows` (blocking: it may
         write an input file)."""
+
+
+def row_problems(rows: Sequence[RowDraft]) -> list[RelayError]:
+    """Rows a submit would store failed already, as problems naming where they point."""
+    return [InvalidRequest(f"{r.custom_id}: {r.error}", code=r.error_code,
+                           param=r.error_path) for r in rows if r.error is not None]
 
 
 def openai_error(error: RelayError) -> dict[str, Any]:

@@ -41,6 +41,11 @@ class Param:
     required: bool | None = None  # path parameters always are
 
 
+DRY_RUN = Param("dry_run", "query", bool, "true: answer the batch's estimate (rows by "
+                "model, tokens, cost, drain time, budget, the problems a submit would "
+                "refuse) and store nothing (a Relay extension).", default=False)
+
+
 @dataclass(frozen=True)
 class Media:
     """A body that is not one JSON value: JSONL, server-sent events, a form, text."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon.domain.estimate import History, median
 from daemon.domain.jobs import (
     CANCELLING,
     FINALIZING,
     QUEUED,
+    ROW_COMPLETED,
     RUNNING,
     SCHEDULED,
     VALIDATING,
@@ -31,6 +33,7 @@ from daemon.domain.stats import (
 from daemon.store.sql import SqlBase
 
 USAGE_JOBS = 50  # jobs listed with their usage, newest first
+HISTORY_ROWS = 1000  # recent completed rows an estimate's median reads, per workspace
 
 # The jobs of one workspace alive in the window ({p}: workspace, since), and their rows.
 _WINDOW = ('FROM job j JOIN "row" r ON r.job_id = j.seq '
@@ -55,6 +58,9 @@ LATENCY = (  # nearest rank: the ceil(p * n)-th fastest success
     "COUNT(*) OVER (PARTITION BY a.model) AS n "
     + _WINDOW.replace("WHERE", "JOIN attempt a ON a.row_id = r.id WHERE")
     + " AND a.error IS NULL) AS ranked GROUP BY model, n")
+RECENT_COMPLETIONS = (  # the workspace's newest completed rows
+    "SELECT COALESCE(r.model, j.model), r.completion_tokens "
+    + _WINDOW + " AND r.status = {p} ORDER BY r.finished_at DESC LIMIT {p}")
 JOB_USAGE = (
     "SELECT id, name, model, input_tokens, output_tokens, cost_nano_usd FROM job "
     "WHERE workspace_id = {p} AND status != {p} AND (finished_at IS NULL OR finished_at >= {p}) "
@@ -115,6 +121,20 @@ class StatsQueries(SqlBase):
                    in self._all(QUEUE, (VALIDATING, QUEUED, workspace_id),
                                 where="AND j.workspace_id = {p}")],
         )
+
+    def model_history(self, workspace_id: int, *, since: float) -> dict[str, History]:
+        """Per model, the median completion tokens of the workspace's newest completed
+        rows since `since` (at most `HISTORY_ROWS`) and the p50 latency of its calls."""
+        window = (workspace_id, since, since)
+        completions: dict[str, list[int]] = {}
+        for model, tokens in self._all(RECENT_COMPLETIONS, (*window, ROW_COMPLETED,
+                                                            HISTORY_ROWS)):
+            if model and tokens:
+                completions.setdefault(model, []).append(int(tokens))
+        latency = {m: int(p50) / 1000 for m, _, p50, _ in self._all(LATENCY, window)
+                   if p50 is not None}
+        return {m: History(median(completions.get(m, [])), latency.get(m))
+                for m in {*completions, *latency}}
 
     def daemon_counts(self) -> DaemonCounts:
         rows = []

@@ -199,3 +199,28 @@ def test_a_non_integer_priority_is_a_usage_error(cli: Callable[..., Run],
     run = cli("submit", write("p.csv", "hello\n"), "--model", "m", "--priority", "high")
     assert run.code == 2
     assert "--priority: invalid int value" in run.err
+
+
+def test_dry_run_prints_the_estimate_and_creates_nothing(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path],
+        http: httpx.Client) -> None:
+    path = write("prompts.csv", MULTILINE_CSV)
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--dry-run")
+    assert run.code == 0, run.err
+    assert run.out.startswith("estimate: 3 rows, ")
+    assert "gpt-4o-mini: 3 rows, output from 3 default" in run.out
+    records = write("records.jsonl", openai_records(2))
+    estimate = relay("submit", records, "--endpoint", "/v1/chat/completions", "--dry-run",
+                     "--json")
+    assert estimate.code == 0, estimate.err
+    assert (estimate.json()["rows"], estimate.json()["discount"]) == (2, "0.5")
+    assert http.get("/v1/batches", params={"dialect": "all"}).json()["data"] == []
+    assert http.get("/v1/files").json()["data"] == []  # nothing uploaded either
+
+
+def test_dry_run_of_a_refused_batch_exits_1_naming_the_field(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
+    path = write("prompts.csv", "one\ntwo\n")
+    run = relay("submit", path, "--model", "no-such-model", "--dry-run")
+    assert run.code == 1
+    assert "problem: " in run.out and "(model)" in run.out

@@ -5,6 +5,7 @@ attempt log past a mark."""
 
 from __future__ import annotations
 
+from daemon.domain.estimate import History
 from daemon.domain.stats import AttemptCount, Latency, QueueDepth, Usage
 from daemon.store.interface import Store
 from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
@@ -74,3 +75,14 @@ def test_the_attempt_log_past_a_mark(repo: Store, make_job: MakeJob,
         ("ok", False), ("ok", False), ("5xx", False), ("5xx", True)]
     assert repo.last_attempt_id() == samples[-1].id
     assert repo.attempts_after(samples[1].id, limit=1) == [samples[2]]
+
+
+def test_the_model_history_an_estimate_reads(repo: Store, make_job: MakeJob,
+                                             make_outcome: MakeOutcome) -> None:
+    seq = ran(repo, make_job, make_outcome)
+    job = repo.job_by_seq(seq)
+    assert job is not None
+    history = repo.model_history(job.workspace_id, since=SINCE)
+    # completed rows took 5 and 3 completion tokens (the lower middle), calls 20 ms
+    assert history == {"gpt-4o-mini": History(median_completion_tokens=3, latency_s=0.02)}
+    assert repo.model_history(job.workspace_id, since=NOW + 60) == {}

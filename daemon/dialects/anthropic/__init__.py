@@ -31,13 +31,22 @@ from daemon.dialects.anthropic.shapes import (
     MessageBatchIndividualResponse,
     MessageBatchPage,
 )
-from daemon.dialects.base import Capability, Intake, KeyScheme, Paging, Redrive, row_cap
+from daemon.dialects.base import (
+    Capability,
+    Intake,
+    KeyScheme,
+    Paging,
+    Proposed,
+    Redrive,
+    row_cap,
+    row_problems,
+)
 from daemon.dialects.spending import check_budget, input_prices
-from daemon.domain.errors import Conflict, RelayError
+from daemon.domain.errors import Conflict, InvalidRequest, RelayError
 from daemon.domain.jobs import Job, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
 from daemon.domain.pricing import STANDARD_DISCOUNT
-from daemon.domain.routes import Action, Media, Operation, Param, Route
+from daemon.domain.routes import DRY_RUN, Action, Media, Operation, Param, Route
 from daemon.store.interface import WorkspaceRecord
 
 NAME = "anthropic"
@@ -85,7 +94,7 @@ class AnthropicDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createMessageBatch", "Create a Message Batch", "Message Batches",
-                answer=MessageBatch, body=MessageBatchCreateParams, params=version,
+                answer=MessageBatch, body=MessageBatchCreateParams, params=(*version, DRY_RUN),
                 errors=(400, 404, 413, 429, 503, 507))),
             Route("GET", BATCHES, Action.LIST, Operation(
                 "listMessageBatches", "List Message Batches, newest first", "Message Batches",
@@ -132,6 +141,16 @@ class AnthropicDialect:
                      model=None, discount=STANDARD_DISCOUNT, now=draft.created_at,
                      param="requests")
         return intake.repo.create_job(draft, submission.rows)
+
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        """Rows that would fail on the way in are problems, and are not estimated."""
+        try:
+            submission = parse.parse_create(body, models={m.alias for m in intake.config.models})
+        except InvalidRequest as exc:
+            return Proposed(rows=[], problems=[exc])
+        return Proposed(rows=[(r.model or submission.model, r.body) for r in submission.rows
+                              if r.error is None],
+                        discount=STANDARD_DISCOUNT, problems=row_problems(submission.rows))
 
     def new_id(self) -> str:
         return ids.batch_id()

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
-from daemon.dialects.base import Bearer, Capability, Intake, KeyScheme, Redrive, openai_error
+from daemon.dialects.base import (
+    Bearer,
+    Capability,
+    Intake,
+    KeyScheme,
+    Proposed,
+    Redrive,
+    openai_error,
+    row_problems,
+)
 from daemon.dialects.openai import render as render_openai
 from daemon.dialects.openai.shapes import Error, OpenAIBatch, OpenAICreate
 from daemon.dialects.relay import BATCHES, JOB_ID, ONE
@@ -36,7 +46,8 @@ from daemon.domain.openai_input import (
     parse_records,
 )
 from daemon.domain.pricing import STANDARD_DISCOUNT
-from daemon.domain.routes import Action, Operation, Route
+from daemon.domain.routes import DRY_RUN, Action, Operation, Route
+from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
 NAME = "openai"
@@ -67,7 +78,8 @@ class OpenAIDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch", "Batches", answer=OpenAIBatch,
-                body=OpenAICreate, errors=(400, 404, 413, 429, 503, 507))),
+                body=OpenAICreate, errors=(400, 404, 413, 429, 503, 507),
+                params=(DRY_RUN,))),
             Route("GET", ONE, Action.GET, Operation(
                 "getBatch", "A job's status", "Batches", answer=OpenAIBatch,
                 errors=(401, 404), params=(JOB_ID,))),
@@ -98,6 +110,25 @@ class OpenAIDialect:
         file_id = _input_file(intake, workspace, request, now=now)
         return intake.repo.create_job(self._draft(intake, workspace, request, file_id,
                                                   now=now), [])
+
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        """The records as the validator would read them (the input file read here,
+        nothing stored); a file-level or record-level error is a problem."""
+        try:
+            request = parse_create(body)
+            if request.tier == "expedited" and not workspace.expedited:
+                raise InvalidRequest("The expedited tier is disabled for this organization.",
+                                     param="priority", code="expedited_disabled")
+            parsed = _proposed_records(intake, workspace, request)
+        except InvalidRequest as exc:
+            return Proposed(rows=[], problems=[exc])
+        problems: list[RelayError] = [
+            InvalidRequest(e.message if e.line is None else f"line {e.line}: {e.message}",
+                           code=e.code, param=e.param) for e in parsed.errors]
+        return Proposed(rows=[(r.model or "", r.body) for r in parsed.rows if r.error is None],
+                        discount=STANDARD_DISCOUNT if request.tier == "standard"
+                        else Decimal(0),
+                        problems=problems + row_problems(parsed.rows))
 
     def _draft(self, intake: Intake, workspace: WorkspaceRecord, request: CreateRequest,
                file_id: str, *, now: float) -> JobDraft:
@@ -160,17 +191,40 @@ class OpenAIDialect:
         return Redrive(record, expires_at=now + intake.config.gateway.completion_window_s)
 
 
+def _proposed_records(intake: Intake, workspace: WorkspaceRecord,
+                      request: CreateRequest) -> ParsedRecords:
+    models = {m.alias for m in intake.config.models}
+    check = TargetCheck(allow_private=intake.config.security.allow_private_targets,
+                        resolve=intake.resolve)
+    if request.input_file_id is None:
+        return parse_records(enumerate(request.requests or [], 1), endpoint=request.endpoint,
+                             models=models, check_url=check, workflows=workspace.workflows)
+    record = _batch_file(intake, workspace, request.input_file_id, now=intake.clock())
+    try:
+        with Path(record.path).open("rb") as data:
+            return parse_records(jsonl_lines(data), endpoint=request.endpoint, models=models,
+                                 check_url=check, workflows=workspace.workflows)
+    except OSError as exc:
+        raise InvalidRequest(f"The input file {record.id!r} cannot be read.",
+                             param="input_file_id", code="file_not_found") from exc
+
+
+def _batch_file(intake: Intake, workspace: WorkspaceRecord, file_id: str, *,
+                now: float) -> FileRecord:
+    record = intake.repo.file(file_id, workspace_id=workspace.id)
+    if record is None or record.expired(now):
+        raise InvalidRequest(f"No file found with id '{file_id}'.",
+                             param="input_file_id", code="file_not_found")
+    if record.purpose != BATCH:
+        raise InvalidRequest(f"File '{record.id}' has purpose '{record.purpose}'; a batch "
+                             "input needs purpose 'batch'.", param="input_file_id")
+    return record
+
+
 def _input_file(intake: Intake, workspace: WorkspaceRecord, request: CreateRequest, *,
                 now: float) -> str:
     if request.input_file_id is not None:
-        record = intake.repo.file(request.input_file_id, workspace_id=workspace.id)
-        if record is None or record.expired(now):
-            raise InvalidRequest(f"No file found with id '{request.input_file_id}'.",
-                                 param="input_file_id", code="file_not_found")
-        if record.purpose != BATCH:
-            raise InvalidRequest(f"File '{record.id}' has purpose '{record.purpose}'; a batch "
-                                 "input needs purpose 'batch'.", param="input_file_id")
-        return record.id
+        return _batch_file(intake, workspace, request.input_file_id, now=now).id
     file_id = ids.file_id()
     path, size, _ = intake.files.write_jsonl(file_id, request.requests or [])
     intake.repo.add_file(FileRecord(id=file_id, workspace_id=workspace.id,

@@ -15,6 +15,7 @@ from daemon.dialects.base import (
     Capability,
     Intake,
     KeyScheme,
+    Proposed,
     Redrive,
     openai_error,
     row_cap,
@@ -24,11 +25,11 @@ from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
 from daemon.dialects.spending import check_budget, input_prices
 from daemon.domain import cron, ids
-from daemon.domain.errors import RelayError
+from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
 from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
 from daemon.domain.relay_input import MAX_ROWS, Submission, parse_submission
-from daemon.domain.routes import Action, Operation, Param, Route
+from daemon.domain.routes import DRY_RUN, Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
 from daemon.store.interface import WorkspaceRecord
 
@@ -60,7 +61,7 @@ class RelayDialect:
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch in either dialect", "Batches",
                 answer=RelayJob, answer_description="The new job, in its dialect's shape.",
-                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507),
+                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507), params=(DRY_RUN,),
                 description="A body with endpoint, input_file_id or completion_window is "
                             "the OpenRelay batch API; any other is the Relay Batches API.")),
             Route("GET", ONE, Action.GET, Operation(
@@ -82,17 +83,27 @@ class RelayDialect:
 
     def submit(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Job:
         """Parse, check, store: the job and all its rows in one transaction."""
+        sub, now = self._parsed(intake, body), intake.clock()
+        if not sub.cron:  # a template's runs are checked by nobody: each run is paused
+            check_budget(intake.repo, workspace.id, sub.rows, prices=input_prices(intake),
+                         model=sub.model, discount=Decimal(0), now=now, param="requests")
+        return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
+
+    def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
+        try:
+            sub = self._parsed(intake, body)
+        except InvalidRequest as exc:
+            return Proposed(rows=[], problems=[exc])
+        return Proposed(rows=[(sub.model, r.body) for r in sub.rows])
+
+    def _parsed(self, intake: Intake, body: Any) -> Submission:
         now = intake.clock()
-        sub = parse_submission(
+        return parse_submission(
             body, models={m.alias for m in intake.config.models}, now=now,
             check_cron=cron.check, max_rows=row_cap(self, intake.config.limits),
             check_url=TargetCheck(allow_private=intake.config.security.allow_private_targets,
                                   resolve=intake.resolve),
         )
-        if not sub.cron:  # a template's runs are checked by nobody: each run is paused
-            check_budget(intake.repo, workspace.id, sub.rows, prices=input_prices(intake),
-                         model=sub.model, discount=Decimal(0), now=now, param="requests")
-        return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
 
     def _draft(self, sub: Submission, workspace: WorkspaceRecord, *, now: float) -> JobDraft:
         """A submission with `cron` is a template (its runs are drafted by the store)."""
