@@ -11,6 +11,7 @@ from daemon.api.middleware import status_of
 from daemon.dialects import Dialect
 from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.estimate import ModelLimits, estimate
+from daemon.domain.stamps import iso
 from daemon.store.interface import WorkspaceRecord
 
 HISTORY_S = 7 * 24 * 3600.0  # how far back the workspace's rows count as recent
@@ -52,7 +53,23 @@ def answer(services: Services, workspace: WorkspaceRecord, dialect: Dialect,
     problems += [InvalidRequest(f"model: {m.model!r} is not configured here.",
                                 param="model", code="model_not_found")
                  for m in found.models if not m.known]
-    return {"object": "batch.estimate", "dry_run": True, **found.view(),
-            "budget": None,  # {remaining_usd, covers} once workspace budgets exist
+    view = found.view()
+    return {"object": "batch.estimate", "dry_run": True, **view,
+            "budget": budget_cover(services, workspace, int(view["cost_nano_usd"])),
             "problems": [dialect.error_body(p, dialect.error_status(status_of(p)))
                          for p in problems]}
+
+
+def budget_cover(services: Services, workspace: WorkspaceRecord,
+                 cost_nano_usd: int) -> dict[str, Any] | None:
+    """What the workspace's budget has left and whether it covers the estimated cost;
+    None when the workspace has no budget."""
+    state = services.repo.budget_state(workspace.id, now=services.clock())
+    if state is None:
+        return None
+    resets = state.resets_at
+    return {"remaining_nano_usd": state.remaining_nano_usd,
+            "remaining_usd": state.remaining_nano_usd / 1e9,
+            "covers": state.covers(cost_nano_usd),
+            "period": state.budget.period,
+            "resets_at": iso(resets) if resets is not None else None}

@@ -160,3 +160,20 @@ async def _paused(relay: Relay, job_id: str, why: str) -> bool:
 async def _unpaused_by_budget(relay: Relay, job_id: str) -> bool:
     job = await asyncio.to_thread(relay.services.repo.get_job, job_id)
     return job is not None and job.budget_paused_at is None
+
+
+async def test_a_dry_run_says_whether_the_budget_covers_the_estimate(
+        make_relay: MakeRelay) -> None:
+    relay = await priced(make_relay)
+    await set_budget(relay, 10**12)  # $1,000
+    status, answer = await relay.call("POST", "/v1/batches?dry_run=true",
+                                      json=batch("one", "two"))
+    assert status == 200, answer
+    budget = answer["budget"]
+    assert budget["covers"] is True and budget["remaining_nano_usd"] == 10**12
+    assert (budget["remaining_usd"], budget["period"]) == (1000.0, "month")
+    assert budget["resets_at"].endswith("Z")
+    await set_budget(relay, answer["cost_nano_usd"] - 1)  # a nano-dollar short
+    status, answer = await relay.call("POST", "/v1/batches?dry_run=true",
+                                      json=batch("one", "two"))
+    assert status == 200 and answer["budget"]["covers"] is False
