@@ -69,6 +69,7 @@ class RowOutcome:
     cost_nano_usd: int = 0  # the row's price, set by the supervisor from the model's pricing
     turns: tuple[Turn, ...] = ()  # every model call, for a row that took several
     never_ran: bool = False  # the job's ending stopped it before its first call went out
+    validation: str | None = None  # a checked answer: valid, repaired or invalid (output_check)
 
     @property
     def model_calls(self) -> tuple[tuple[str, Usage], ...]:

@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 Migration = Callable[[Database], None]
 
@@ -101,6 +101,14 @@ def finish_order(db: Database) -> None:
     db.execute_sql("UPDATE job SET finished_seq = total")
     db.execute_sql('CREATE INDEX IF NOT EXISTS "rowmodel_job_id_finished_seq" '
                    'ON "row" ("job_id", "finished_seq")')
+
+
+def output_checks(db: Database) -> None:
+    """Version 15, on every backend: each job's counts of checked answers (valid at
+    once, repaired, still invalid)."""
+    kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
+    for column in ("outputs_valid", "outputs_repaired", "outputs_invalid"):
+        db.execute_sql(f"ALTER TABLE job ADD COLUMN {column} {kind} NOT NULL DEFAULT 0")
 
 
 def version(store: SqlBase) -> int:
