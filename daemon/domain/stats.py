@@ -95,6 +95,7 @@ class WorkspaceStats:
     jobs: Sequence[JobUsage]  # the window's jobs, newest first
     total: Usage  # every job of the workspace, summed
     queue: Sequence[QueueDepth] = field(default_factory=tuple)
+    outputs: tuple[int, int, int] = (0, 0, 0)  # checked answers: valid, repaired, invalid
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class DaemonCounts:
     rows: Sequence[tuple[str, str, str, int]] = ()  # (workspace, model, outcome, rows)
     pending: Sequence[tuple[str, int]] = ()  # (workspace, rows left in running jobs)
     webhooks: Sequence[tuple[str, str, int]] = ()  # (workspace, delivered|failed|pending, n)
+    outputs: Sequence[tuple[str, str, int]] = ()  # (workspace, valid|repaired|invalid, n)
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ def render(stats: WorkspaceStats, workspace: str,
         "usage": {"total": _usage(stats.total),
                   "jobs": [{"id": j.id, "name": j.name, "model": j.model, **_usage(j.usage)}
                            for j in stats.jobs]},
+        "outputs": dict(zip(("valid", "repaired", "invalid"), stats.outputs, strict=True)),
         "queue": [{"priority": q.priority, "jobs": q.jobs, "rows": q.rows}
                   for q in stats.queue],
     }

@@ -105,6 +105,7 @@ class Directive:
     json_bad: bool = False
     json_wrong: bool = False
     json_valid_on: int = 0
+    json_sleep_ms: float = 0.0  # every call of the conversation after the first waits
     # The answer's usage as given, whatever it is (an untrusted upstream's numbers):
     # `usage.prompt_tokens` / `completion_tokens` (total_tokens their sum).
     usage_prompt: int | None = None
@@ -157,7 +158,8 @@ def parse_directive(text: str) -> Directive | None:
     answer (`response_format` or `text.format` asks for one) `json_bad` (not JSON),
     `json_wrong` (JSON that violates the schema) and `json_valid_on=K` (1–10: the bad
     answer until the K-th call of the conversation, then a valid one; read from the
-    first user message, so a repair's follow-up still counts).
+    first user message, so a repair's follow-up still counts), `json_sleep=MS` (every
+    call of that conversation after the first waits MS first: a slow repair).
     In a token that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
     `[sim:tool_fail=503 times=2]` reads as it looks; likewise in a token that names
     `wf_http` but neither `fail` nor `tool_fail`, `times=N` means `wf_times=N`. Several
@@ -231,6 +233,7 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "wf_sleep": ("wf_sleep_ms", _sleep_value),
     "wf_pad": ("wf_pad_kb", lambda k, v: _int_value(k, v, 0, 1024)),
     "json_valid_on": ("json_valid_on", lambda k, v: _int_value(k, v, 1, 10)),
+    "json_sleep": ("json_sleep_ms", _sleep_value),
     "wf_stall": ("wf_stall", lambda k, v: _int_value(k, v, 0, 256)),
     "prompt_tokens": ("usage_prompt", lambda k, v: _int_value(k, v, -USAGE_BOUND, USAGE_BOUND)),
     "completion_tokens": ("usage_completion",

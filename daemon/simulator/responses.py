@@ -92,7 +92,8 @@ def response_body(call: Call, n: int, now: int) -> dict[str, Any]:
     if isinstance(reply, ToolTurn):
         output, outputs = _function_calls(reply), reply.texts
     else:
-        text, reason, _ = finish(call.json.answer(reply) if call.json is not None and call.json.marked
+        marked = call.json is not None and call.json.marked
+        text, reason, _ = finish(call.json.answer(reply) if call.json is not None and marked
                                  else _formatted(reply, call.echo["text"]["format"]),
                                  max_tokens=call.max_tokens)
         cut = reason == "max_tokens"

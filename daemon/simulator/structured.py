@@ -8,7 +8,8 @@ follow-up is the last one): `json_bad` answers text that is not JSON, `json_wron
 JSON that violates the schema (an array where an object is asked for, else an object),
 `json_valid_on=K` the bad answer (`json_bad`'s if given, else `json_wrong`'s) on every
 call before the K-th of the conversation (its assistant turns so far, plus one), then a
-valid one. A valid answer is an instance of the schema (`tools.arguments_for`; a
+valid one; `json_sleep=MS` makes every call after the first wait (a slow repair, for
+kill tests). A valid answer is an instance of the schema (`tools.arguments_for`; a
 property whose `enum` holds the canned reply, a sentiment label, takes that).
 """
 
@@ -33,6 +34,11 @@ class JsonAsk:
     bad: bool = False
     wrong: bool = False
     valid_on: int = 0
+    sleep_ms: float = 0.0  # json_sleep: the wait of every call after the first
+
+    @property
+    def delay_s(self) -> float:
+        return self.sleep_ms / 1000 if self.call > 1 else 0.0
 
     @property
     def marked(self) -> bool:
@@ -64,7 +70,8 @@ def json_ask(form: Any, messages: Sequence[Mapping[str, Any]], first_user: str,
     if directive is None:
         return JsonAsk(schema if isinstance(schema, dict) else None, calls)
     return JsonAsk(schema if isinstance(schema, dict) else None, calls,
-                   directive.json_bad, directive.json_wrong, directive.json_valid_on)
+                   directive.json_bad, directive.json_wrong, directive.json_valid_on,
+                   directive.json_sleep_ms)
 
 
 def _instance(schema: Mapping[str, Any] | None, reply: str) -> Any:

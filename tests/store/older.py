@@ -5,8 +5,15 @@ from __future__ import annotations
 from peewee import Database
 
 
+def undo_version_15(db: Database) -> None:
+    """Take away what schema version 15 added: jobs' counts of checked answers."""
+    for column in ("outputs_valid", "outputs_repaired", "outputs_invalid"):
+        db.execute_sql(f"ALTER TABLE job DROP COLUMN {column}")
+
+
 def undo_version_14(db: Database) -> None:
-    """Take away what schema version 14 added: the finish order of rows."""
+    """Take away what schema versions 15 and 14 added: the finish order of rows."""
+    undo_version_15(db)
     for statement in ('DROP INDEX "rowmodel_job_id_finished_seq"',
                       'ALTER TABLE "row" DROP COLUMN finished_seq',
                       "ALTER TABLE job DROP COLUMN finished_seq"):
