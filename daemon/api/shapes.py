@@ -264,7 +264,7 @@ class Stats(TypedDict):
         "Models whose recent attempts (rows finished in the last 5 minutes) failed at "
         "least half the time for the upstream's sake."))]
     usage: StatsUsage
-    outputs: StatsOutputs
+    outputs: NotRequired[StatsOutputs]
     queue: Annotated[list[QueueLevel], Meta(
         description="Jobs waiting to run, highest priority first.")]
 

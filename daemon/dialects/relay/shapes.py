@@ -84,7 +84,7 @@ class RelayJob(TypedDict):
     canceled: Annotated[int, Meta(ge=0, description=(
         "Of the failed rows, those that never ran: the job was cancelled (or expired) "
         "before they started."))]
-    outputs: OutputCounts
+    outputs: NotRequired[OutputCounts]
     created_at: Stamp
     started_at: Stamp | None
     completed_at: Stamp | None
