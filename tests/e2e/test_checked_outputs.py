@@ -174,3 +174,27 @@ def test_a_kill_between_a_failed_check_and_its_repair_asks_nothing_again(
     assert sim.stats()["requests"] - before == 3
     got = results(client, job)["slow"]
     assert got["openrelay"]["repairs"] == 1 and got["openrelay"]["valid"] is True
+
+
+def test_an_anthropic_request_is_checked_against_its_openrelay_schema(
+        pair: tuple[Relayd, Simulator]) -> None:
+    """No response format reaches the model (the schema is Relay's alone): the simulator
+    answers text, which fails, is repaired once, and the request errors invalid_output."""
+    relayd, sim = pair
+    headers = {"x-api-key": relayd.key("anthropic"), "anthropic-version": "2023-06-01"}
+    before = sim.stats()["requests"]
+    created = httpx.post(relayd.url + "/v1/messages/batches", headers=headers, json={
+        "requests": [{"custom_id": "a", "params": {
+            "model": "gpt-4o-mini", "max_tokens": 50,
+            "messages": [{"role": "user", "content": "Classify: fine"}],
+            "openrelay": {"validation": {"schema": SCHEMA, "max_repairs": 1}}}}]})
+    assert created.status_code == 200, created.text
+    batch = created.json()["id"]
+    wait_until(lambda: httpx.get(f"{relayd.url}/v1/messages/batches/{batch}",
+                                 headers=headers).json()["processing_status"] == "ended")
+    assert sim.stats()["requests"] - before == 2
+    (line,) = [json.loads(text) for text in httpx.get(
+        f"{relayd.url}/v1/messages/batches/{batch}/results",
+        headers=headers).text.splitlines()]
+    assert line["result"]["type"] == "errored"
+    assert "invalid_output" in line["result"]["error"]["error"]["message"]
