@@ -22,8 +22,8 @@ FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5, "partial-read": 3, "r
              "many-jobs": 3}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "partial-read": 1, "status": 1, "small-jobs": 1,
               "submit": 2, "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2,
-              "rate-limit": 1, "rate-learned": 1, "capacity": 1, "cluster": 1,
-              "retention": 1, "many-jobs": 1}
+              "validation": 1, "rate-limit": 1, "rate-learned": 1, "capacity": 1,
+              "cluster": 1, "retention": 1, "many-jobs": 1}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",

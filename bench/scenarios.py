@@ -14,7 +14,7 @@ from functools import partial
 
 import httpx
 
-from bench import cluster, jobs, limited, many_jobs, profile, reference, retention
+from bench import cluster, jobs, limited, many_jobs, profile, reference, retention, validation
 from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
@@ -79,6 +79,7 @@ def figures() -> dict[str, Figure]:
         Figure("workflow_cpu_ms_per_step", "workflows",
                "relayd CPU per step, beyond its requests", "ms"),
         *client_figures(),
+        *validation.figures(),
         *limited.figures(),
         *cluster.figures(),
         *retention.figures(),
@@ -436,6 +437,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "tools": tools,
     "workflows": workflows,
     "clients": clients,
+    "validation": validation.validation,
     "rate-limit": limited.rate_limit,
     "rate-learned": limited.rate_learned,
     "capacity": limited.capacity,

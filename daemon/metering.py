@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from daemon.domain.jobs import STATUSES, RowWork
 from daemon.domain.outcome import RowOutcome
+from daemon.domain.output_check import OUTCOMES
 from daemon.domain.stats import OK, AttemptSample, DaemonCounts
 from daemon.domain.tool_config import ToolConfig
 from daemon.executors import RowExecutor
@@ -74,7 +75,12 @@ class ScrapedCounts(Collector):
         for ws, period, nano, spent in counts.budgets:  # per workspace, whatever the flag
             spend.add_metric([ws, period], spent)
             budget.add_metric([ws, period], nano)
-        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks, spend, budget)
+        outputs = self._family(CounterMetricFamily, "relay_output_validation",
+                               "Checked answers (a JSON schema or json_object) by outcome: "
+                               "valid at once, repaired, still invalid (invalid_output).",
+                               ["outcome"], [((o,), 0) for o in OUTCOMES]
+                               + [((o,), n, ws) for ws, o, n in counts.outputs])
+        yield from (jobs, queue_jobs, queue_rows, rows, pending, hooks, spend, budget, outputs)
 
     def _family(self, kind: type[GaugeMetricFamily | CounterMetricFamily], name: str,
                 doc: str, labels: list[str], samples: Iterable[tuple[Any, ...]]) -> Metric:

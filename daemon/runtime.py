@@ -41,6 +41,7 @@ from daemon.executors.mcp_tools import McpToolCaller
 from daemon.executors.store_calls import StoreCalls
 from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
+from daemon.executors.validated import ValidatedExecutor
 from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
 from daemon.metering import MeteredExecutor, MeteredToolCaller, Meters
 from daemon.notify import NotifySocket, Watchdog, message, serving, watchdog_every
@@ -310,9 +311,11 @@ class Daemon:
             max_record_bytes=record_bytes)
         tool_loop = ToolLoopExecutor(self.router, callers, RoundLog(self.repo, calls),
                                      self.config.retry, max_record_bytes=record_bytes)
+        checked = ValidatedExecutor(self.router, RoundLog(self.repo, calls))
         return Executors(chat=MeteredExecutor(ChatExecutor(self.router), self.meters),
                          tools=MeteredExecutor(tool_loop, self.meters),
-                         workflows=MeteredExecutor(workflows, self.meters))
+                         workflows=MeteredExecutor(workflows, self.meters),
+                         checked=MeteredExecutor(checked, self.meters))
 
     def _start_supervisor(self, job: Job, scheduler: SchedulerProxy) -> SupervisorProxy:
         return SupervisorProxy.of(JobSupervisor.start(

@@ -6,7 +6,9 @@ The batches: `reviews.jsonl` (three rows are rigged to dead-letter), `tools.json
 record rigged to an executor that is down), `workflows.jsonl` (workflow records on
 the simulator's map-reduce callback, one waiting 5 s, one over its step budget; the
 demo workspace is enabled for them), `responses.jsonl` (Responses API records, one
-calling tools, one refused for its `previous_response_id`), `anthropic_batch.json` (an
+calling tools, one refused for its `previous_response_id`), `structured.jsonl` (records
+with a JSON Schema checked by Relay, one answered wrongly at first and repaired),
+`anthropic_batch.json` (an
 Anthropic Message Batch, translated to the simulator's chat route), a cron template
 (a few rows of `reviews.csv` every 5 minutes) and a long job (3,000 rows of
 `reviews.csv`, a minute or two against the simulator), so the TUI has live work to
@@ -252,6 +254,9 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
     answers = responses_batch(client, samples / "responses.jsonl", ports)
     print(f"submitted responses.jsonl: Responses API records (/v1/responses) as "
           f"OpenAI-dialect batch {answers}")
+    checked = file_batch(client, samples / "structured.jsonl", ports, endpoint=CHAT)
+    print(f"submitted structured.jsonl: records with a JSON Schema, checked (one needs a "
+          f"repair), as OpenAI-dialect batch {checked}")
     message = client.create_message_batch(
         json.loads((samples / "anthropic_batch.json").read_text(encoding="utf-8")))
     print(f"submitted anthropic_batch.json: {message['request_counts']['processing']} "
@@ -261,6 +266,7 @@ def submit_samples(client: RelayClient, *, ports: Ports, samples: Path = SAMPLES
     print(f"submitted {LONG_NAME!r}: {long['total']} rows as job {long['id']}")
     return DemoJobs(watched={"reviews.jsonl": dead["id"], "tools.jsonl": tools["id"],
                              "workflows.jsonl": flows, "responses.jsonl": answers,
+                             "structured.jsonl": checked,
                              "anthropic_batch": message["id"],
                              "long job": long["id"]},
                     template=template)

@@ -95,6 +95,7 @@ class JobView:
     # Why it is held back: "operator" or "budget"; "" not paused; None not told (an
     # OpenAI or Anthropic shape: their events tell)
     paused: str | None = None
+    outputs: dict[str, Any] | None = None  # checked answers: valid, repaired, invalid (Relay)
 
     @classmethod
     def from_event(cls, data: dict[str, Any]) -> JobView:
@@ -141,6 +142,7 @@ class JobView:
             finished_at=parse_time(obj.get("completed_at")), cron=obj.get("cron"),
             next_run_at=parse_time(obj.get("next_run_at")),
             template_id=obj.get("template_id"), last_run_id=obj.get("last_run_id"),
+            outputs=obj.get("outputs") if isinstance(obj.get("outputs"), dict) else None,
             error=obj.get("error"), webhook_url=obj.get("webhookUrl"),
             webhook=obj.get("webhook"), input_tokens=_used(obj, "input_tokens"),
             output_tokens=_used(obj, "output_tokens"),

@@ -239,6 +239,14 @@ class StatsUsage(TypedDict):
                                                       "50).")]
 
 
+class StatsOutputs(TypedDict):
+    """Checked answers (records with a JSON schema or json_object), every job summed."""
+
+    valid: Count
+    repaired: Count
+    invalid: Count
+
+
 class QueueLevel(TypedDict):
     priority: int
     jobs: Count
@@ -277,6 +285,7 @@ class Stats(TypedDict):
         "Models whose recent attempts (rows finished in the last 5 minutes) failed at "
         "least half the time for the upstream's sake."))]
     usage: StatsUsage
+    outputs: NotRequired[StatsOutputs]
     queue: Annotated[list[QueueLevel], Meta(
         description="Jobs waiting to run, highest priority first.")]
     budget: Annotated[BudgetView, Meta(description=(

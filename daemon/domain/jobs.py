@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal, get_args
 
 from daemon.domain.outcome import Turn
+from daemon.domain.output_check import wants_check
 from daemon.domain.tool_config import raw_tool_config
 from daemon.domain.workflow_config import raw_workflow
 
@@ -137,6 +138,9 @@ class Job(JobDraft):
     cached_tokens: int = 0  # of the input tokens, read from an upstream's prompt cache
     reasoning_tokens: int = 0  # of the output tokens, spent reasoning
     cost_nano_usd: int = 0
+    outputs_valid: int = 0  # checked answers (output_check) valid at once
+    outputs_repaired: int = 0  # valid after one or more repairs
+    outputs_invalid: int = 0  # still invalid once repairs ran out: failed invalid_output
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
@@ -201,7 +205,7 @@ class RowWork:
     rounds: tuple[Turn, ...] = ()  # tool rounds a previous run of the row finished
     workspace_id: int = 0
     workflow: dict[str, Any] | None = None  # where an earlier run of a workflow left it
-    kind: str = ""  # CHAT_ROW, TOOL_ROW or WORKFLOW_ROW: read from the body when not given
+    kind: str = ""  # CHAT_ROW, TOOL_ROW, WORKFLOW_ROW, CHECKED_ROW: read from the body if not given
     token: int = 0  # the row's lease token when this node leased it (fencing)
     epoch: int = 0  # this node's lease epoch then: a later epoch may have lost the lease
 
@@ -216,13 +220,16 @@ class RowWork:
 
 
 CHAT_ROW, TOOL_ROW, WORKFLOW_ROW = "chat", "tools", "workflow"
+CHECKED_ROW = "checked"  # its answer is checked against a schema (`output_check`)
 
 
 def row_kind(body: Any) -> str:
     """What running a row means, from the extension its body carries (if any)."""
     if raw_workflow(body) is not None:
         return WORKFLOW_ROW
-    return TOOL_ROW if raw_tool_config(body) is not None else CHAT_ROW
+    if raw_tool_config(body) is not None:
+        return TOOL_ROW
+    return CHECKED_ROW if wants_check(body) else CHAT_ROW
 
 
 @dataclass(frozen=True)

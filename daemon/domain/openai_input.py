@@ -19,6 +19,14 @@ from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.extensions import EXTENSIONS as RESERVED
 from daemon.domain.files import lifetime_from_json
 from daemon.domain.jobs import RowDraft
+from daemon.domain.output_check import (
+    CHECKED_ENDPOINTS,
+    INVALID_VALIDATION,
+    VALIDATION,
+    OutputCheckError,
+    output_check,
+    wants_check,
+)
 from daemon.domain.record_bodies import Problem, moderation_problem, responses_problem
 from daemon.domain.tool_config import TOOL_CONFIG, ToolConfigError, parse_tool_config
 from daemon.domain.workflow_config import WORKFLOW, WorkflowConfigError, parse_workflow
@@ -296,7 +304,7 @@ def record_failure(body: Any, *, endpoint: str, models: Collection[str],
         return Refusal("tool_config_moved", "A top-level 'tool_config' is the retired "
                        "spelling; move it to body.openrelay.tool_config.", "tool_config")
     refusal = _extensions_refusal(body.get(RESERVED), endpoint=endpoint, check_url=check_url,
-                                  workflows=workflows)
+                                  workflows=workflows) or check_refusal(body, endpoint)
     if refusal is not None:
         return refusal
     model = body.get("model")
@@ -339,6 +347,29 @@ def _extensions_refusal(extensions: Any, *, endpoint: str, check_url: CheckUrl |
             _check_target(config.url, check_url)
     except ToolConfigError as exc:
         return Refusal("invalid_tool_config", f"{exc.path}: {exc.message}", exc.path)
+    return None
+
+
+def check_refusal(body: dict[str, Any], endpoint: str) -> Refusal | None:
+    """A checked structured output (`output_check`) that cannot be set up: a schema that
+    is not JSON Schema (`invalid_schema`), a malformed `openrelay.validation`."""
+    extensions = body.get(RESERVED)
+    if not isinstance(extensions, dict):
+        extensions = {}
+    asked = VALIDATION in extensions
+    if asked and (TOOL_CONFIG in extensions or WORKFLOW in extensions):
+        return Refusal(INVALID_VALIDATION, f"{RESERVED}.{VALIDATION}: checked answers are for "
+                       "records without tool_config or workflow.", f"{RESERVED}.{VALIDATION}")
+    if asked and endpoint not in CHECKED_ENDPOINTS:
+        return Refusal(INVALID_VALIDATION, f"{RESERVED}.{VALIDATION}: is for "
+                       f"{', '.join(CHECKED_ENDPOINTS)} records, not {endpoint}.",
+                       f"{RESERVED}.{VALIDATION}")
+    if not wants_check(body) or endpoint not in CHECKED_ENDPOINTS:
+        return None
+    try:
+        output_check(body)
+    except OutputCheckError as exc:
+        return Refusal(exc.code, exc.message, exc.path)
     return None
 
 

@@ -84,6 +84,7 @@ class RowOutcome:
     turns: tuple[Turn, ...] = ()  # every model call, for a row that took several
     never_ran: bool = False  # the job's ending stopped it before its first call went out
     executor_calls: tuple[ExecutorCall, ...] = ()  # a tool-calling record's, in order
+    validation: str | None = None  # a checked answer: valid, repaired or invalid (output_check)
 
     @property
     def model_calls(self) -> tuple[tuple[str, Usage], ...]:

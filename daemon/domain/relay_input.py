@@ -12,15 +12,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daemon.domain.errors import InvalidRequest, first_few, shown
+from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowDraft
-from daemon.domain.openai_input import CHAT, FileError, is_text, record_row
+from daemon.domain.openai_input import CHAT, FileError, check_refusal, is_text, record_row
+from daemon.domain.output_check import VALIDATION
+from daemon.domain.tool_config import TOOL_CONFIG
 
 MAX_ROWS = 50_000
 MAX_NAME = 256
 MAX_CUSTOM_ID = 512
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-_TOP_LEVEL = frozenset({"name", "model", "requests", "priority", "webhookUrl", "cron"})
-_ROW_KEYS = frozenset({"custom_id", "messages"})
+_TOP_LEVEL = frozenset({"name", "model", "requests", "priority", "webhookUrl", "cron",
+                        "response_format", "validation"})
+_ROW_KEYS = frozenset({"custom_id", "messages", "response_format"})
 
 
 @dataclass(frozen=True)
@@ -52,21 +56,67 @@ def parse_submission(
     cron = _cron(body.get("cron"), check_cron)
     webhook = _webhook(body.get("webhookUrl"), check_url)
     model = _model(body.get("model"), models)
+    defaults = _check_defaults(body.get("response_format"), body.get("validation"))
     return Submission(
         name=_name(body.get("name"), now),
         model=model,
         rows=parse_rows(body.get("requests"), models=models, model=model, check_url=check_url,
-                        max_rows=max_rows),
+                        max_rows=max_rows, defaults=defaults),
         priority=_priority(body.get("priority")),
         webhook_url=webhook,
         cron=cron,
     )
 
 
+def _check_defaults(response_format: Any, validation: Any) -> dict[str, Any]:
+    """The job's `response_format` and `validation`, checked alone (a fault names the
+    top-level field), as the body fields each row takes unless it has its own."""
+    defaults: dict[str, Any] = {}
+    if response_format is not None:
+        _checked({"response_format": response_format}, "")
+        defaults["response_format"] = response_format
+    if validation is not None:
+        _checked({"response_format": {"type": "json_object"},
+                  EXTENSIONS: {VALIDATION: validation}}, "",
+                 rename=(f"{EXTENSIONS}.{VALIDATION}", "validation"))
+        defaults[EXTENSIONS] = {VALIDATION: validation}
+    return defaults
+
+
+def _checked(body: dict[str, Any], where: str, *,
+             rename: tuple[str, str] | None = None) -> None:
+    """Refuse a body whose checked output cannot be set up, naming the field."""
+    refusal = check_refusal(body, CHAT)
+    if refusal is None:
+        return
+    path, message = refusal.path or "", refusal.message
+    if rename is not None:
+        path, message = path.replace(*rename, 1), message.replace(*rename, 1)
+    raise InvalidRequest(message, param=f"{where}.{path}" if where else path,
+                         code=refusal.code)
+
+
+def _with_defaults(body: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """A row's body with the job's defaults where it has none of its own."""
+    if not defaults or not isinstance(body, dict):
+        return body
+    added = dict(body)
+    if "response_format" in defaults and "response_format" not in added \
+            and "text" not in added:
+        added["response_format"] = defaults["response_format"]
+    if EXTENSIONS in defaults:
+        own = added.get(EXTENSIONS)
+        own = own if isinstance(own, dict) else {}
+        if VALIDATION not in own and TOOL_CONFIG not in own:
+            added[EXTENSIONS] = {**own, **defaults[EXTENSIONS]}
+    return added
+
+
 def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str] = (),
                model: str | None = None,
                check_url: Callable[[str, str], object] | None = None,
-               max_rows: int = MAX_ROWS) -> list[RowDraft]:
+               max_rows: int = MAX_ROWS,
+               defaults: dict[str, Any] | None = None) -> list[RowDraft]:
     """Relay rows `{custom_id?, messages}`; a row may also be an OpenAI chat record
     `{custom_id, method, url, body}` (an uploaded OpenAI JSONL), read by the OpenAI
     dialect's own parser."""
@@ -80,14 +130,16 @@ def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str
         raise InvalidRequest(
             f"'requests' has {len(requests)} rows; at most {max_rows} are allowed.", param=param
         )
-    rows = [_record(i, r, f"{param}[{i}]", models=models, model=model, check_url=check_url)
-            if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]")
+    given = defaults or {}
+    rows = [_record(i, {**r, "body": _with_defaults(r["body"], given)}, f"{param}[{i}]",
+                    models=models, model=model, check_url=check_url)
+            if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]", given)
             for i, r in enumerate(requests)]
     _reject_duplicates(rows, param)
     return rows
 
 
-def _row(index: int, row: Any, where: str) -> RowDraft:
+def _row(index: int, row: Any, where: str, defaults: dict[str, Any]) -> RowDraft:
     if not isinstance(row, dict):
         raise InvalidRequest("Each row must be an object with 'messages'.", param=where)
     for key in row:
@@ -100,7 +152,12 @@ def _row(index: int, row: Any, where: str) -> RowDraft:
             f"'custom_id' must be a non-empty string of at most {MAX_CUSTOM_ID} characters.",
             param=f"{where}.custom_id",
         )
-    return RowDraft(custom_id=custom_id, body={"messages": _messages(row.get("messages"), where)})
+    body: dict[str, Any] = {"messages": _messages(row.get("messages"), where)}
+    if row.get("response_format") is not None:
+        body["response_format"] = row["response_format"]
+    body = _with_defaults(body, defaults)
+    _checked(body, where)
+    return RowDraft(custom_id=custom_id, body=body)
 
 
 def _record(index: int, record: dict[str, Any], where: str, *, models: Collection[str],

@@ -95,6 +95,7 @@ class WorkspaceStats:
     jobs: Sequence[JobUsage]  # the window's jobs, newest first
     total: Usage  # every job of the workspace, summed
     queue: Sequence[QueueDepth] = field(default_factory=tuple)
+    outputs: tuple[int, int, int] = (0, 0, 0)  # checked answers: valid, repaired, invalid
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class DaemonCounts:
     webhooks: Sequence[tuple[str, str, int]] = ()  # (workspace, delivered|failed|pending, n)
     # (workspace, period, budget, spent this period), nano-USD, of those with a budget
     budgets: Sequence[tuple[str, str, int, int]] = ()
+    outputs: Sequence[tuple[str, str, int]] = ()  # (workspace, valid|repaired|invalid, n)
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ def render(stats: WorkspaceStats, workspace: str,
         "usage": {"total": _usage(stats.total),
                   "jobs": [{"id": j.id, "name": j.name, "model": j.model, **_usage(j.usage)}
                            for j in stats.jobs]},
+        "outputs": dict(zip(("valid", "repaired", "invalid"), stats.outputs, strict=True)),
         "queue": [{"priority": q.priority, "jobs": q.jobs, "rows": q.rows}
                   for q in stats.queue],
     }

@@ -8,6 +8,9 @@ a `RowOutcome`, however many model calls (turns) the row took.
   (`mcp_tools.py`).
 - `WorkflowExecutor`: a record with `openrelay.workflow`: steps of requests that the
   user's callback asks for (`workflow.py`).
+- `ValidatedExecutor`: a record whose answer must be JSON or meet a JSON Schema
+  (`response_format`, `text.format`, `openrelay.validation`): the check, and the repair
+  calls that ask the model again (`validated.py`).
 
 Every executor runs its row in its job's `Lane`: the job's `batch_concurrency` slots,
 which every upstream request takes while it is on the wire (so the setting counts
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from daemon.domain.jobs import TOOL_ROW, WORKFLOW_ROW, RowWork
+from daemon.domain.jobs import CHECKED_ROW, TOOL_ROW, WORKFLOW_ROW, RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.executors.chat import ChatExecutor
 from daemon.executors.lane import Lane
@@ -44,16 +47,20 @@ class Executors:
     """Chooses the executor for each row."""
 
     def __init__(self, *, chat: RowExecutor, tools: Releasing | None = None,
-                 workflows: Releasing | None = None) -> None:
+                 workflows: Releasing | None = None,
+                 checked: RowExecutor | None = None) -> None:
         self.chat = chat
         self.tools = tools
         self.workflows = workflows
+        self.checked = checked
 
     def for_row(self, work: RowWork) -> RowExecutor:
         if self.workflows is not None and work.kind == WORKFLOW_ROW:
             return self.workflows
         if self.tools is not None and work.kind == TOOL_ROW:
             return self.tools
+        if self.checked is not None and work.kind == CHECKED_ROW:
+            return self.checked
         return self.chat
 
     async def release(self, job_seq: int) -> None:

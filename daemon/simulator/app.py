@@ -262,6 +262,8 @@ async def _serve(request: web.Request, state: SimState, call: Call,
             await asyncio.sleep(outcome.delay_s)
         finally:
             state.in_flight -= 1
+    if call.json is not None and call.json.delay_s:
+        await asyncio.sleep(call.json.delay_s)  # [sim:json_sleep=MS]: a slow repair
     if outcome.kind == "huge":
         body = ENDPOINTS[call.endpoint].answer(call, next(state.ids), int(time.time()))
         return await _padded_response(request, body, outcome.huge_mb * MB)

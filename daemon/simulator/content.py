@@ -19,6 +19,7 @@ from daemon.simulator.faults import (
     DIRECTIVE_PATTERN,
     parse_directive,
 )
+from daemon.simulator.structured import JsonAsk, json_ask
 from daemon.simulator.tools import (
     ToolContext,
     ToolTurn,
@@ -53,6 +54,7 @@ class Call:
     # What the answer repeats of the request: a Response's parameters, a moderation
     # input's kinds.
     echo: Mapping[str, Any] = field(default_factory=dict)
+    json: JsonAsk | None = None  # the request asks for a JSON answer (structured.py)
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -102,7 +104,9 @@ def parse_chat(body: dict[str, Any]) -> Call:
                            turns=_read_tool_turns(messages, texts),
                            choice=lambda: read_tool_choice(body, tools,
                                                            named=_chat_choice_name))
-    return Call("chat", model, users[-1] if users else "", texts, tooling)
+    return Call("chat", model, users[-1] if users else "", texts, tooling,
+                json=json_ask(body.get("response_format"), messages,
+                              users[0] if users else ""))
 
 
 ToolChoice = tuple[str | None, bool, bool]  # (the tool forced, "none", calls in parallel)
@@ -343,6 +347,8 @@ def chat_body(call: Call, n: int, now: int) -> dict[str, Any]:
                    "tool_calls": openai_tool_calls(reply)}
         replies = reply.texts
     else:
+        if call.json is not None:
+            reply = call.json.answer(reply)
         message = {"role": "assistant", "content": reply, "refusal": None}
         replies = [reply]
     return {

@@ -56,7 +56,7 @@ MAX_HUGE_MB = 4096
 USAGE_BOUND = 10**30 - 1  # [sim:prompt_tokens=N]: up to 30 digits, either sign
 DIRECTIVE_PATTERN = re.compile(r"\[sim:([^\]]*)\]")
 _FLAGS = {"garbage", "huge", "reset", "timeout", "tool_bad_args", "tool_garbage",
-          "tool_mismatch", "wf_fail", "wf_garbage"}
+          "tool_mismatch", "wf_fail", "wf_garbage", "json_bad", "json_wrong"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,12 @@ class Directive:
     wf_sleep_ms: float = 0.0  # before every answer
     wf_stall: int = 0  # map requests (the first K) that carry [sim:sleep=3000]
     wf_pad_kb: int = 0  # each map request's prompt padded by this many KB (a state grows)
+    # A JSON answer (response_format, text.format; structured.py): not JSON, JSON that
+    # violates the schema, or valid only from the K-th call of the conversation on.
+    json_bad: bool = False
+    json_wrong: bool = False
+    json_valid_on: int = 0
+    json_sleep_ms: float = 0.0  # every call of the conversation after the first waits
     # The answer's usage as given, whatever it is (an untrusted upstream's numbers):
     # `usage.prompt_tokens` / `completion_tokens` (total_tokens their sum).
     usage_prompt: int | None = None
@@ -148,7 +154,12 @@ def parse_directive(text: str) -> Directive | None:
     `wf_times=N`, `wf_steps=N` (0–10000 extra steps), `wf_sleep=MS`, `wf_stall=K` (0–256),
     `wf_pad=KB` (0–1024: each map request's prompt that many KB longer); for the answer's
     usage `prompt_tokens=N` and `completion_tokens=N` (any integer of up to 30 digits,
-    negative too: reported as is, with `model=NAME` only on that model).
+    negative too: reported as is, with `model=NAME` only on that model); for a JSON
+    answer (`response_format` or `text.format` asks for one) `json_bad` (not JSON),
+    `json_wrong` (JSON that violates the schema) and `json_valid_on=K` (1–10: the bad
+    answer until the K-th call of the conversation, then a valid one; read from the
+    first user message, so a repair's follow-up still counts), `json_sleep=MS` (every
+    call of that conversation after the first waits MS first: a slow repair).
     In a token that names `tool_fail` but not `fail`, `times=N` means `tool_times=N`, so
     `[sim:tool_fail=503 times=2]` reads as it looks; likewise in a token that names
     `wf_http` but neither `fail` nor `tool_fail`, `times=N` means `wf_times=N`. Several
@@ -221,6 +232,8 @@ _VALUES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "wf_steps": ("wf_steps", lambda k, v: _int_value(k, v, 0, 10_000)),
     "wf_sleep": ("wf_sleep_ms", _sleep_value),
     "wf_pad": ("wf_pad_kb", lambda k, v: _int_value(k, v, 0, 1024)),
+    "json_valid_on": ("json_valid_on", lambda k, v: _int_value(k, v, 1, 10)),
+    "json_sleep": ("json_sleep_ms", _sleep_value),
     "wf_stall": ("wf_stall", lambda k, v: _int_value(k, v, 0, 256)),
     "prompt_tokens": ("usage_prompt", lambda k, v: _int_value(k, v, -USAGE_BOUND, USAGE_BOUND)),
     "completion_tokens": ("usage_completion",

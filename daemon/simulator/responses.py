@@ -48,6 +48,7 @@ from daemon.simulator.content import (
     read_tool_choice,
     tool_context,
 )
+from daemon.simulator.structured import json_ask
 from daemon.simulator.tools import ToolTurn, arguments_for, openai_tool_calls
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -76,9 +77,12 @@ def parse_responses(body: dict[str, Any]) -> Call:
     choice = read_tool_choice(body, tools, named=_choice_name)  # repeated: checked always
     tooling = tool_context(users[0] if users else "", tools=tools,
                            turns=_read_tool_turns(items), param="input", choice=lambda: choice)
+    echo = _echo(body, instructions=instructions, tools=tools)
     return Call("responses", model, users[-1] if users else "", texts, tooling,
-                max_tokens=_max_output_tokens(body.get("max_output_tokens")),
-                echo=_echo(body, instructions=instructions, tools=tools))
+                max_tokens=_max_output_tokens(body.get("max_output_tokens")), echo=echo,
+                json=json_ask(echo["text"]["format"],
+                              [i for i in items if i["type"] == "message"],
+                              users[0] if users else ""))
 
 
 def response_body(call: Call, n: int, now: int) -> dict[str, Any]:
@@ -88,7 +92,9 @@ def response_body(call: Call, n: int, now: int) -> dict[str, Any]:
     if isinstance(reply, ToolTurn):
         output, outputs = _function_calls(reply), reply.texts
     else:
-        text, reason, _ = finish(_formatted(reply, call.echo["text"]["format"]),
+        marked = call.json is not None and call.json.marked
+        text, reason, _ = finish(call.json.answer(reply) if call.json is not None and marked
+                                 else _formatted(reply, call.echo["text"]["format"]),
                                  max_tokens=call.max_tokens)
         cut = reason == "max_tokens"
         output, outputs = [_message_item(n, text, cut=cut)], [text]

@@ -42,6 +42,7 @@ from daemon.store.schema import (
     lease_tokens,
     leases,
     migrate,
+    output_checks,
 )
 from daemon.store.sql import Query
 
@@ -52,7 +53,8 @@ SCHEMA_LOCK = int.from_bytes(b"relay")  # the advisory lock key of schema change
 # PostgreSQL support starts at schema version 10: the database is created there. Each
 # later change adds its step here (N: from N-1 to N), as sqlite.py does.
 MIGRATIONS: dict[int, Migration] = {11: leases, 12: lease_tokens, 13: deleted_jobs,
-                                 14: finish_order, 15: budgets, 16: executor_calls}
+                                 14: finish_order, 15: budgets, 16: executor_calls,
+                                 17: output_checks}
 
 
 class _Database(PostgresqlDatabase):

@@ -13,6 +13,7 @@ from peewee import Case, fn
 
 from daemon.domain import codec
 from daemon.domain.jobs import (
+    CHECKED_ROW,
     DL_DISCARDED,
     DL_OPEN,
     DL_REDRIVEN,
@@ -80,7 +81,8 @@ def works(store: SqlBase, job: Job,
         body = codec.loads(text)
         found.append((rid, custom_id, model, body, token, row_kind(body)))
     # Only rows with an extension can have progress stored: a plain job asks nothing.
-    tools = [rid for rid, *_, kind in found if kind == TOOL_ROW]
+    # A checked row's repair turns are stored as rounds too.
+    tools = [rid for rid, *_, kind in found if kind in (TOOL_ROW, CHECKED_ROW)]
     flows = [rid for rid, *_, kind in found if kind == WORKFLOW_ROW]
     rounds = rounds_of(store, tools) if tools else {}
     workflows = workflows_of(store, flows) if flows else {}
@@ -90,6 +92,17 @@ def works(store: SqlBase, job: Job,
                     workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind,
                     token=token)
             for rid, custom_id, model, body, token, kind in found]
+
+
+def _checked(store: SqlBase, done: Sequence[tuple[int, RowOutcome]]) -> dict[str, Any]:
+    """The job's counts of checked answers (`output_check`) that `done` adds to."""
+    counts: dict[str, int] = {}
+    for _, outcome in done:
+        if outcome.validation is not None:
+            counts[outcome.validation] = counts.get(outcome.validation, 0) + 1
+    model = store.JobModel
+    return {f"outputs_{kind}": getattr(model, f"outputs_{kind}") + n
+            for kind, n in counts.items()}
 
 
 def rounds_of(store: SqlBase, row_ids: list[int]) -> dict[int, list[Turn]]:
@@ -144,6 +157,7 @@ class RowQueries(SqlBase):
                 reasoning_tokens=_added(self.JobModel.reasoning_tokens, usage.reasoning_tokens),
                 cost_nano_usd=_added(self.JobModel.cost_nano_usd, cost),
                 finished_seq=last + len(done),
+                **_checked(self, done),
             ).where(self.JobModel.seq == job_seq).execute()
             add_spend(self, job_seq, cost, now=now)  # the workspace's, for its budget
         return flushed

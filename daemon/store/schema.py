@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 Migration = Callable[[Database], None]
 
@@ -143,6 +143,14 @@ def executor_calls(db: Database) -> None:
         'FOREIGN KEY ("row_id") REFERENCES "row" ("id") ON DELETE CASCADE)')
     db.execute_sql('CREATE INDEX IF NOT EXISTS "executorcallmodel_row_id" '
                    'ON "executor_call" ("row_id")')
+
+
+def output_checks(db: Database) -> None:
+    """Version 17, on every backend: each job's counts of checked answers (valid at
+    once, repaired, still invalid)."""
+    kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
+    for column in ("outputs_valid", "outputs_repaired", "outputs_invalid"):
+        db.execute_sql(f"ALTER TABLE job ADD COLUMN {column} {kind} NOT NULL DEFAULT 0")
 
 
 def version(store: SqlBase) -> int:

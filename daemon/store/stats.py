@@ -68,6 +68,12 @@ JOB_USAGE = (
 TOTAL_USAGE = (
     "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
     "COALESCE(SUM(cost_nano_usd), 0) FROM job WHERE workspace_id = {p}")
+OUTPUTS = (
+    "SELECT COALESCE(SUM(outputs_valid), 0), COALESCE(SUM(outputs_repaired), 0), "
+    "COALESCE(SUM(outputs_invalid), 0) FROM job WHERE workspace_id = {p}")
+OUTPUTS_BY_WORKSPACE = (
+    "SELECT w.name, SUM(j.outputs_valid), SUM(j.outputs_repaired), SUM(j.outputs_invalid) "
+    "FROM job j JOIN workspace w ON w.id = j.workspace_id GROUP BY w.name")
 QUEUE = (
     "SELECT w.name, j.priority, COUNT(*), SUM(j.total - j.completed - j.failed) "
     "FROM job j JOIN workspace w ON w.id = j.workspace_id "
@@ -97,6 +103,11 @@ ATTEMPTS_AFTER = (
     "WHERE a.id > {p} ORDER BY a.id LIMIT {p}")
 
 
+def _three(values: tuple[Any, ...]) -> tuple[int, int, int]:
+    valid, repaired, invalid = (int(v or 0) for v in values)
+    return valid, repaired, invalid
+
+
 class StatsQueries(SqlBase):
     """Aggregates for the operator's numbers."""
 
@@ -120,6 +131,7 @@ class StatsQueries(SqlBase):
             queue=[QueueDepth(int(p), int(n), int(rows or 0)) for _, p, n, rows
                    in self._all(QUEUE, (VALIDATING, QUEUED, workspace_id),
                                 where="AND j.workspace_id = {p}")],
+            outputs=_three(self._all(OUTPUTS, (workspace_id,))[0]),
         )
 
     def model_history(self, workspace_id: int, *, since: float) -> dict[str, History]:
@@ -151,6 +163,10 @@ class StatsQueries(SqlBase):
                      self._all(PENDING, (RUNNING, FINALIZING, CANCELLING))],
             webhooks=[(ws, o, int(n)) for ws, o, n in self._all(
                 WEBHOOKS, (), webhook_error=self.json_text("j.webhook", "error"))],
+            outputs=[(ws, outcome, int(n or 0)) for ws, *counts in
+                     self._all(OUTPUTS_BY_WORKSPACE, ())
+                     for outcome, n in zip(("valid", "repaired", "invalid"), counts,
+                                           strict=True)],
         )
 
     def attempts_after(self, after_id: int, *, limit: int) -> list[AttemptSample]:

@@ -2,8 +2,10 @@
 
 `messages_request` turns a chat completions request into a Messages API request
 (`POST {base_url}/v1/messages`); `chat_answer` turns the `Message` into the chat
-completion the row stores. Pure. What Anthropic's Messages API cannot say (`n` > 1,
-`logprobs`, `response_format`, `seed`, penalties, audio, ...) raises `Untranslatable`:
+completion the row stores. Pure. A `json_schema` or `json_object` `response_format`
+becomes a system instruction (Anthropic has no response format; Relay checks the answer
+itself, `output_check`). What Anthropic's Messages API cannot say (`n` > 1,
+`logprobs`, another `response_format`, `seed`, penalties, audio, ...) raises `Untranslatable`:
 never dropped, the row fails on this model without calling it. A parameter at its
 no-op value (`n: 1`, `logprobs: false`, a zero penalty) is not a refusal. Only an
 image's `detail` hint is dropped: Anthropic sizes images by itself.
@@ -54,8 +56,11 @@ UNSHOWN = {"thinking", "redacted_thinking"}  # reasoning blocks: not part of a c
 def messages_request(body: Mapping[str, Any], model: ModelConfig) -> dict[str, Any]:
     """The Messages request for a chat completions request, on `model`; a row without
     `max_tokens` takes the model's `default_max_tokens` (Anthropic requires one)."""
+    body, asked = _json_format(body)
     _refuse_extras(body)
     system, messages = _conversation(body.get("messages"))
+    if asked is not None:
+        system = [*system, {"type": "text", "text": asked}]
     sent: dict[str, Any] = {"model": model.model, "max_tokens": _max_tokens(body, model),
                             "messages": messages}
     if system:
@@ -70,6 +75,23 @@ def messages_request(body: Mapping[str, Any], model: ModelConfig) -> dict[str, A
     if body.get("user") is not None:
         sent["metadata"] = {"user_id": as_text(body["user"], "user")}
     return sent
+
+
+def _json_format(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """Anthropic takes no `response_format`: a `json_schema` or `json_object` one is said
+    in the system prompt instead (Relay checks the answer itself: `output_check`)."""
+    form = body.get("response_format")
+    kind = form.get("type") if isinstance(form, dict) else None
+    if kind not in ("json_schema", "json_object"):
+        return body, None
+    assert isinstance(form, dict)
+    rest = {k: v for k, v in body.items() if k != "response_format"}
+    spec = form.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if kind == "json_schema" and isinstance(schema, dict):
+        return rest, ("Answer with only a JSON value, no other text, that is valid against "
+                      f"this JSON Schema: {json.dumps(schema, separators=(',', ':'))}")
+    return rest, "Answer with only a JSON object, and no other text."
 
 
 def _refuse_extras(body: Mapping[str, Any]) -> None:

@@ -27,6 +27,7 @@ from relaytui.client import RelayError
 from relaytui.export import FORMATS, ExportError, is_error, matches, result_text, write_results
 from relaytui.models import JobView
 from relaytui.progress import ENDED
+from relaytui.repairs import repair_summary, repairs_cell, repairs_text
 from relaytui.rows import needs_a_look, rounds_cell, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.screens.row_detail import RowDetailScreen
@@ -154,7 +155,8 @@ class ResultsScreen(RelayScreen):
     def _loaded(self, items: list[dict[str, Any]]) -> None:
         self.items = items
         self.with_rounds = any(tool_summary(item) is not None
-                               or workflow_summary(item) is not None for item in items)
+                               or workflow_summary(item) is not None
+                               or repair_summary(item) is not None for item in items)
         self._columns()
         self.query_one(LoadingIndicator).display = False
         self.query_one(DataTable).display = True
@@ -184,7 +186,8 @@ class ResultsScreen(RelayScreen):
         cells = [Text(str(item.get("custom_id", "")), no_wrap=True, end="")]
         if self.with_rounds:
             summary = tool_summary(item)
-            cell = rounds_cell(summary) or steps_cell(workflow_summary(item))
+            cell = (rounds_cell(summary) or steps_cell(workflow_summary(item))
+                    or repairs_cell(repair_summary(item)))
             cells.append(Text(cell, no_wrap=True, end="",
                               style=look_style if needs_a_look(summary) else ""))
         cells.append(Text(text, style=error_style if is_error(item) else "",
@@ -242,6 +245,8 @@ class ResultsScreen(RelayScreen):
             label += f" · [{colour}]⟳ {escape(summary_text(summary))}[/]"
         elif (totals := workflow_summary(item)) is not None:
             label += f" · [$text-muted]▸ workflow: {escape(totals_text(totals))}[/]"
+        elif (repairs := repair_summary(item)) is not None:  # its repair history
+            label += f" · [$text-muted]{escape(repairs_text(repairs))}[/]"
         text.update(f"[b]{escape(str(item.get('custom_id')))}[/b] {label}\n{body}")
 
     def _highlighted(self) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from textual.widgets import LoadingIndicator, Static
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
 from relaytui.models import JobView
+from relaytui.repairs import repair_summary, repairs_text
 from relaytui.rows import attempt_lines, attempts_text, error_text, summary_text, tool_summary
 from relaytui.screens.base import RelayScreen
 from relaytui.widgets.attempts import AttemptTable
@@ -46,6 +47,8 @@ def facts_text(detail: dict[str, Any]) -> str:
         parts.append(escape(facts_part(detail)))
     elif summary is not None:
         parts.append(escape(summary_text(summary)))
+    elif (repairs := repair_summary({"response": {"body": detail.get("response")}})):
+        parts.append(escape(repairs_text(repairs)))
     elif detail.get("tool_rounds"):
         parts.append(f"{detail['tool_rounds']} tool round"
                      f"{'s' if detail['tool_rounds'] != 1 else ''}")

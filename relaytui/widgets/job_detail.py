@@ -31,6 +31,7 @@ from relaytui.models import (
     next_run_text,
     rate_text,
 )
+from relaytui.repairs import outputs_line
 from relaytui.stats import Usage, WorkspaceStats
 from relaytui.stats_text import cost_text, tokens_text
 from relaytui.widgets.failures import report_failure
@@ -226,6 +227,7 @@ class JobDetail(Vertical):
             ([f"[dim]rows[/dim] {v.total} total", f"{v.completed} completed",
               f"{v.failed} failed{_never_ran(v)}", f"{dead} dead-letter{_open(v)}"], DOT),
             *self._usage_line(v),
+            *self._outputs_line(v),
             *self._workflows_line(v),
         ]
         times = [f"[dim]created[/dim] {clock_text(v.created_at)}  "
@@ -284,6 +286,13 @@ class JobDetail(Vertical):
         elif v.template_id:
             lines.append((["[dim]run of template[/dim]", v.template_id], " "))
         return lines
+
+    def _outputs_line(self, v: JobView) -> list[str]:
+        """Checked answers (valid, repaired, invalid), from the job as last fetched."""
+        fetched = self._fetched if self._fetched is not None and self._fetched.id == v.id \
+            else v
+        line = outputs_line(v.outputs or fetched.outputs)
+        return [line] if line else []
 
     @staticmethod
     def _webhook_line(fetched: JobView) -> list[str]:

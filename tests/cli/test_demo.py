@@ -93,6 +93,9 @@ def test_the_samples_are_submitted_and_the_cron_template_is_reused(
             "status"] == "completed" and job, timeout=30)
         answers = wait_until(lambda: (job := client.job(jobs.watched["responses.jsonl"]))[
             "status"] == "completed" and job, timeout=30)
+        checked = wait_until(lambda: (job := client.job(jobs.watched["structured.jsonl"]))[
+            "status"] == "completed" and job, timeout=30)
+    assert checked["request_counts"] == {"total": 4, "completed": 4, "failed": 0}
     # Each record ran or was refused; which ones answer depends on the router (translated
     # to chat, or passed to a simulator that serves /v1/responses): see test_openai_sdk.
     assert answers["endpoint"] == "/v1/responses" and answers["request_counts"]["total"] == 6
@@ -186,8 +189,8 @@ def test_a_whole_run_opens_the_tui_on_live_jobs_then_stops_everything(
     assert seen["jobs"]["Demo: long job"] in ("queued", "running")
     assert set(seen["jobs"]) == {"Demo: reviews.jsonl", "Demo: tools.jsonl",
                                  "Demo: workflows.jsonl", "Demo: responses.jsonl",
-                                 "Demo: every 5 minutes", "Demo: long job",
-                                 "message batch of 5 requests"}
+                                 "Demo: structured.jsonl", "Demo: every 5 minutes",
+                                 "Demo: long job", "message batch of 5 requests"}
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{seen['url']}/healthz", timeout=2)
     out = capsys.readouterr().out

@@ -132,7 +132,7 @@ def test_an_assistant_turn_with_text_and_calls() -> None:
     ({"n": 2}, "n = 2"),
     ({"logprobs": True}, "logprobs = True"),
     ({"top_logprobs": 3}, "top_logprobs"),
-    ({"response_format": {"type": "json_object"}}, "response_format = {'type': 'json_object'}"),
+    ({"response_format": {"type": "grammar"}}, "response_format = {'type': 'grammar'}"),
     ({"seed": 7}, "seed"),
     ({"presence_penalty": 0.5}, "presence_penalty = 0.5"),
     ({"logit_bias": {"50256": -100}}, "logit_bias"),
@@ -235,3 +235,19 @@ def test_answers_that_cannot_be_a_chat_completion(message: dict[str, Any],
                                                   problem: str) -> None:
     with pytest.raises(BadAnswer, match=problem):
         chat_answer(message, usage=Usage(), sent={}, now=0.0)
+
+
+def test_a_json_response_format_becomes_a_system_instruction() -> None:
+    """Anthropic has no response format: the schema is asked for in the system prompt,
+    and Relay checks the answer itself (output_check)."""
+    schema = {"type": "object", "required": ["a"]}
+    sent = messages_request({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                       "response_format": {"type": "json_schema",
+                                           "json_schema": {"name": "x", "schema": schema}}},
+                      MODEL)
+    assert "response_format" not in sent
+    assert sent["system"] == ('Answer with only a JSON value, no other text, that is valid '
+                              'against this JSON Schema: {"type":"object","required":["a"]}')
+    loose = messages_request({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                        "response_format": {"type": "json_object"}}, MODEL)
+    assert loose["system"] == "Answer with only a JSON object, and no other text."

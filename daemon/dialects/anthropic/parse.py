@@ -19,6 +19,8 @@ from daemon.dialects.anthropic.shapes import MAX_REQUESTS
 from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import QUEUED, JobDraft, RowDraft
+from daemon.domain.openai_input import check_refusal
+from daemon.domain.output_check import VALIDATION
 
 MESSAGES = "/v1/messages"  # every row's endpoint
 MAX_BODY_MB = 256  # this dialect's body limit, beside `[server] max_body_mb`
@@ -91,7 +93,23 @@ def _row(request: Any, where: str, models: Collection[str] | None) -> RowDraft:
                                  param=f"{where}.{key}")
     custom_id = _custom_id(request.get("custom_id"), f"{where}.custom_id")
     params = _params(request.get("params"), f"{where}.params")
+    _check_output(params, f"{where}.params")
     return _drafted(custom_id, params, models)
+
+
+def _check_output(params: dict[str, Any], where: str) -> None:
+    """`openrelay.validation` (a checked answer, `output_check`) is the one extension a
+    Message Batch takes; a schema that cannot be used refuses the batch, naming it."""
+    extensions = params.get(EXTENSIONS)
+    if not (isinstance(extensions, dict) and set(extensions) == {VALIDATION}):
+        return
+    refusal = check_refusal(params, MESSAGES)
+    if refusal is not None:
+        path = f"{where}.{refusal.path}" if refusal.path else where
+        message = refusal.message.removeprefix(f"{refusal.path}: ") if refusal.path \
+            else refusal.message
+        raise InvalidRequest(f"{path}: {message} ({refusal.code})", param=path,
+                             code=refusal.code)
 
 
 def _custom_id(value: Any, where: str) -> str:
@@ -127,7 +145,9 @@ def _drafted(custom_id: str, params: dict[str, Any],
              models: Collection[str] | None) -> RowDraft:
     """The row to store: failed already when it cannot run in a batch."""
     model = params["model"]
-    if EXTENSIONS in params:
+    extensions = params.get(EXTENSIONS)
+    if EXTENSIONS in params and not (isinstance(extensions, dict)
+                                     and set(extensions) == {VALIDATION}):
         return RowDraft(custom_id=custom_id, body=params, model=model,
                         error=f"{EXTENSIONS}: Relay's record extensions (tool-calling and "
                               "workflow records) are not available in a Message Batch; "

@@ -34,6 +34,7 @@ from daemon.domain.jobs import (
     RowRecord,
     StatusView,
 )
+from daemon.domain.output_check import INVALID_OUTPUT
 
 OPENAI_VIEW = StatusView({QUEUED: "in_progress", RUNNING: "in_progress"})
 openai_status = OPENAI_VIEW.name
@@ -107,8 +108,14 @@ def output_line(job: Job, row: RowRecord) -> OutputLine:
 
 def error_line(job: Job, row: RowRecord) -> OutputLine:
     """A failed record's line of the error file: the upstream's non-2xx answer when
-    there was one, otherwise `{code, message}`."""
+    there was one, otherwise `{code, message}`; an answer that stayed invalid against its
+    schema (`invalid_output`) has both: the last answer, and the validation errors."""
     line_id, request_id = _line_ids(job, row)
+    if row.error_code == INVALID_OUTPUT and row.response is not None:  # paid for: kept
+        return {"id": line_id, "custom_id": row.custom_id,
+                "response": {"status_code": row.status_code or 200, "request_id": request_id,
+                             "body": cast(LineBody, row.response)},
+                "error": {"code": INVALID_OUTPUT, "message": row.error or INVALID_OUTPUT}}
     if row.status_code and not 200 <= row.status_code < 300 and row.response is not None:
         return {"id": line_id, "custom_id": row.custom_id,
                 "response": {"status_code": row.status_code, "request_id": request_id,

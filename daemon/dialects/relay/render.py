@@ -36,6 +36,7 @@ from daemon.domain.jobs import (
     StatusView,
 )
 from daemon.domain.outcome import Turn
+from daemon.domain.output_check import INVALID_OUTPUT
 from daemon.domain.stamps import iso, iso_ms
 from daemon.domain.tool_config import redacted
 
@@ -93,6 +94,8 @@ def relay_job(job: Job) -> RelayJob:
         "dead_letter": job.dead_letter,
         "dead_letter_open": job.dead_letter_open,
         "canceled": job.canceled,
+        "outputs": {"valid": job.outputs_valid, "repaired": job.outputs_repaired,
+                    "invalid": job.outputs_invalid},
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
         "completed_at": iso(job.finished_at),
@@ -122,7 +125,11 @@ def relay_result(row: RowRecord) -> RelayResult:
         if isinstance(summary, dict):
             result["openrelay"] = summary
         return result
-    return RelayFailure(custom_id=row.custom_id, error=row.error or "failed")
+    failure = RelayFailure(custom_id=row.custom_id, error=row.error or "failed")
+    summary = (row.response or {}).get(EXTENSIONS)
+    if row.error_code == INVALID_OUTPUT and isinstance(summary, dict):  # the last answer
+        failure["openrelay"] = {**summary, "last_answer": assistant_content(row.response)}
+    return failure
 
 
 def assistant_content(response: dict[str, Any] | None) -> Any:

@@ -56,6 +56,15 @@ class RelaySubmit(TypedDict):
         description="Receives the completion summary.", min_length=1)] | None]
 
 
+class OutputCounts(TypedDict):
+    """The job's checked answers (records with a JSON schema or `json_object`)."""
+
+    valid: Annotated[int, Meta(ge=0, description="Valid at the first call.")]
+    repaired: Annotated[int, Meta(ge=0, description="Valid after one or more repairs.")]
+    invalid: Annotated[int, Meta(ge=0, description=(
+        "Still invalid when repairs ran out: failed invalid_output."))]
+
+
 class RelayJob(TypedDict):
     """A job of the Relay Batches API."""
 
@@ -75,6 +84,7 @@ class RelayJob(TypedDict):
     canceled: Annotated[int, Meta(ge=0, description=(
         "Of the failed rows, those that never ran: the job was cancelled (or expired) "
         "before they started."))]
+    outputs: NotRequired[OutputCounts]
     created_at: Stamp
     started_at: Stamp | None
     completed_at: Stamp | None
@@ -109,10 +119,12 @@ class RelayContent(TypedDict):
 
 
 class RelayFailure(TypedDict):
-    """A row that failed: why."""
+    """A row that failed: why (an answer that stayed invalid against its schema also
+    carries `openrelay`: its repairs, errors and last answer)."""
 
     custom_id: str
     error: str
+    openrelay: NotRequired[dict[str, Any]]
 
 
 RelayResult = Annotated[RelayContent | RelayFailure, Named("RelayResult")]
