@@ -25,7 +25,7 @@ from tests.e2e.harness import Relayd, rows
 
 pytestmark = pytest.mark.e2e
 
-ROWS, SLEEP_MS = 160, 500  # 8 at a time: ~10 s of running, read while it moves
+ROWS, SLEEP_MS = 320, 500  # 8 at a time: ~20 s of running (canceled at the end)
 WAIT_S = 20.0
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -103,17 +103,24 @@ async def drive(url: str, executable: str, tmp_path: Path) -> Path:
                                message="the page's terminal")
 
         # The jobs table, the running job's Done/Total moving.
-        first = await until(page, r"web-slow.*?(\d+)/160", "the job in the jobs table")
-        await until(page, r"web-slow.*?(\d+)/160", "its progress to move",
-                    differs=first.group(1))
+        progress = rf"running\s+web-slow.*?(\d+)/{ROWS}"
+        first = await until(page, progress, "the running job in the jobs table")
+        await until(page, progress, "its progress to move", differs=first.group(1))
 
-        # The finished job's results (a running one's come when it ends), then back.
-        await page.press("j")
-        await until(page, r"─ Job ─.*\n│ web-done ", "the finished job selected")
+        # The finished job's results (a running one's come when it ends), found with
+        # the search (the table's order follows the jobs' states), then back.
+        await page.press("/")
+        await until(page, r"filter by name, id or model", "the search field")
+        await page.type_text("web-done")
+        await page.press("Enter")
+        await until(page, r"Jobs — 1 of 2 jobs.*(?:\n.*)*─ Job ─.*\n│ web-done ",
+                    "the search to leave the finished job alone, selected")
         await page.press("v")
         await until(page, r"done-2", "the job's results")
         await page.press("Escape")
-        await until(page, r"web-slow.*?\d+/160", "the jobs table again")
+        await until(page, r"Jobs — 1 of 2 jobs", "the jobs again")
+        await page.press("Escape")
+        await until(page, r"Jobs — 2 of 2 jobs", "the search cleared")
 
         # Read-only: the cancel key says why it does nothing.
         await page.press("c")

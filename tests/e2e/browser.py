@@ -67,7 +67,8 @@ def chromium_path() -> str | None:
 
 # Keys that are not a letter: DOM `code`, Windows virtual key code, text typed.
 KEYS = {"Escape": ("Escape", 27, ""), "Enter": ("Enter", 13, "\r"),
-        "?": ("Slash", 191, "?"), ":": ("Semicolon", 186, ":")}
+        "/": ("Slash", 191, "/"), "?": ("Slash", 191, "?"), ":": ("Semicolon", 186, ":"),
+        "-": ("Minus", 189, "-")}
 
 
 class CdpError(Exception):
@@ -135,11 +136,18 @@ class Page:
         """Type one key into the terminal, as a user does: a keydown (with the key's text
         for a printable one) and a keyup. `key` is a character or a name in KEYS."""
         await self.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+        if key not in KEYS and not (len(key) == 1 and key.isalpha()):
+            raise ValueError(f"press() knows letters and {', '.join(KEYS)}; not {key!r}")
         code, key_code, text = KEYS.get(key) or (f"Key{key.upper()}", ord(key.upper()), key)
         event = {"key": key, "code": code, "windowsVirtualKeyCode": key_code}
         await self.call("Input.dispatchKeyEvent", type="keyDown" if text else "rawKeyDown",
                         **event, **({"text": text} if text else {}))
         await self.call("Input.dispatchKeyEvent", type="keyUp", **event)
+
+    async def type_text(self, text: str) -> None:
+        """Type `text` into the terminal as the browser's text input (as a paste of it)."""
+        await self.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+        await self.call("Input.insertText", text=text)
 
     async def screenshot(self, path: Path) -> Path:
         shot = await self.call("Page.captureScreenshot", format="png")
