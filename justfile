@@ -19,7 +19,7 @@ cluster n="3" url="postgresql://postgres@127.0.0.1:5432/test" *ARGS:
 # test file on one of them (`just test -n 0` runs it in one process). Three on two
 # cores: the end-to-end tests wait on their processes much of the time.
 test *ARGS:
-    python -m pytest -q -n 3 --dist loadfile {{ARGS}}
+    python -m pytest -q -rs -n 3 --dist loadfile {{ARGS}}
 
 # Run the daemon (default: the demo config, pointing at the simulator).
 serve config="sample_data/demo.toml":

@@ -1,7 +1,8 @@
-"""`relay`: with no command, the operator TUI; otherwise one scripting command against
-relayd (submit, ls, status, cancel, pause, resume, results, dead-letter, nodes). `submit`
-sends a .jsonl whose every line is an OpenAI record as an OpenAI batch of the endpoint
-they name, and `submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
+"""`relay`: with no command, the operator TUI (`relay web`: the same TUI served to a
+browser, `relaytui.web`); otherwise one scripting command against relayd (submit, ls,
+status, cancel, pause, resume, results, dead-letter, nodes). `submit` sends a .jsonl
+whose every line is an OpenAI record as an OpenAI batch of the endpoint they name, and
+`submit --endpoint` any .jsonl of records or bare bodies for that endpoint;
 `submit --template` a table's rows (CSV, JSONL, Parquet) as one, and `results --join` /
 `--failed-only` give the table back with its answers (the rules: `relaytui.table_batch`).
 
@@ -110,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = resolve(getattr(args, "url", None), getattr(args, "key", None))
     if args.command is None:
         return open_tui(settings, read_only=args.read_only)
+    if args.command == "web":
+        return open_web(settings, args)
     json_out = wants_json(args)
     try:
         return run_command(args.run, args, settings)
@@ -132,6 +135,22 @@ def open_tui(settings: Settings, *, read_only: bool = False) -> int:
             "The scripting commands work: see `relay --help`.")
         return REFUSED
     return run(url=settings.url, key=settings.key, read_only=read_only)
+
+
+def open_web(settings: Settings, args: argparse.Namespace) -> int:
+    """`relay web`: the TUI served to a browser (`relaytui.web`), on the connection
+    resolved here."""
+    try:
+        from relaytui import web  # textual-serve loads only for `relay web`
+    except ImportError as exc:
+        say(f"relay: the browser console is not available in this build ({exc}).")
+        return REFUSED
+    try:
+        return web.serve(settings, host=args.host, port=args.port,
+                         read_only=args.read_only, public=args.public_url)
+    except OSError as exc:  # the port taken, an address not of this machine
+        say(f"relay: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}")
+        return UNREACHABLE
 
 
 def run_command(command: Command, args: argparse.Namespace, settings: Settings) -> int:
@@ -209,7 +228,31 @@ def build_parser() -> argparse.ArgumentParser:
                                   description=help_text)
         add_options(sub)
         sub.set_defaults(run=command)
+    web_help = ("serve the TUI in a browser (loopback only unless --host says otherwise: "
+                "whoever opens the page uses your key)")
+    web_options(commands.add_parser("web", parents=[shared], help=web_help,
+                                    description=web_help))
     return parser
+
+
+def web_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--port", type=port_number, default=8070,
+                     help="the port to serve on (default 8070)")
+    sub.add_argument("--host", default="127.0.0.1",
+                     help="the address to bind (default 127.0.0.1; any other prints a "
+                     "warning: there is no login, the page drives the TUI with your key)")
+    sub.add_argument("--public-url", metavar="URL",
+                     help="the address browsers open, when it is not the bound one (a "
+                     "proxy in front); sessions are taken only from its page")
+    sub.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                     help="watch only, as `relay --read-only`")
+
+
+def port_number(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be 1–65535; got {value}")
+    return value
 
 
 def positive(text: str) -> int:

@@ -287,12 +287,13 @@ class JobDetail(Vertical):
             lines.append((["[dim]run of template[/dim]", v.template_id], " "))
         return lines
 
-    def _outputs_line(self, v: JobView) -> list[str]:
-        """Checked answers (valid, repaired, invalid), from the job as last fetched."""
+    def _outputs_line(self, v: JobView) -> list[Line]:
+        """Checked answers (valid, repaired, invalid), from the job as last fetched: one
+        fact each, so the line wraps between them."""
         fetched = self._fetched if self._fetched is not None and self._fetched.id == v.id \
             else v
         line = outputs_line(v.outputs or fetched.outputs)
-        return [line] if line else []
+        return [(line.split(DOT), DOT)] if line else []
 
     @staticmethod
     def _webhook_line(fetched: JobView) -> list[str]:
