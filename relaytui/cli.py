@@ -19,6 +19,7 @@ All HTTP goes through `RelayClient`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -283,6 +284,10 @@ def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--wait", action="store_true",
                      help="show progress until the job ends; exit 1 unless it completed, "
                      "4 if it completed with failed rows")
+    sub.add_argument("--no-idempotency", action="store_true",
+                     help="send no Idempotency-Key (by default one is derived from the "
+                     "file's hash and the options, so re-running the same command within "
+                     "24 hours answers the first job instead of submitting it again)")
     table = sub.add_argument_group("from a table (a .csv with a header, a .jsonl of "
                                    "objects or a .parquet file), as an OpenAI batch")
     table.add_argument("--template", metavar="TEXT", help="each row's prompt: {column} "
@@ -371,7 +376,8 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
         return show_estimate(client.estimate(body), json_out=wants_json(args))
     try:
         job = client.submit(model=args.model, requests=source.rows, name=args.name,
-                            priority=args.priority, cron=args.cron, webhook_url=args.webhook)
+                            priority=args.priority, cron=args.cron, webhook_url=args.webhook,
+                            idempotency_key=idempotency_key(args, "relay"))
     except RelayError as exc:
         raise in_file_terms(exc, source, args.file) from None
     if args.wait:
@@ -418,6 +424,29 @@ def estimate_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
+# The options a submit's idempotency key is derived from, beside the file's bytes.
+KEYED_OPTIONS = ("model", "endpoint", "name", "priority", "cron", "webhook", "column",
+                 "template", "system", "id_column", "settings", "response_format")
+
+
+def idempotency_key(args: argparse.Namespace, step: str) -> str | None:
+    """The `Idempotency-Key` of one create of `relay submit` (`step`: which), from the
+    file's and the options' hash: the same command re-run within 24 hours (after a
+    network error, say) gets the first answer rather than a second job. None with
+    `--no-idempotency`."""
+    if getattr(args, "no_idempotency", False):
+        return None
+    sha = hashlib.sha256()
+    for path in (args.file, getattr(args, "response_format", None)):
+        if path is not None:
+            with open(path, "rb") as file:
+                for chunk in iter(lambda: file.read(1 << 20), b""):
+                    sha.update(chunk)
+    options = {name: getattr(args, name, None) for name in KEYED_OPTIONS}
+    sha.update(json.dumps(options, sort_keys=True, default=str).encode())
+    return f"relay-submit-{step}-{sha.hexdigest()[:48]}"
+
+
 def relay_job_options(args: argparse.Namespace) -> list[str]:
     """The options given that only a Relay job has (`--column`: only a CSV's)."""
     return [flag for flag, value in (("--cron", args.cron), ("--webhook", args.webhook),
@@ -454,9 +483,11 @@ def submit_batch(client: RelayClient, args: argparse.Namespace,
             "endpoint": endpoint, "completion_window": "24h", "requests": source.rows}),
             json_out=wants_json(args))
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in source.rows)
-    upload = client.upload(args.file.name, data.encode())
+    upload = client.upload(args.file.name, data.encode(),
+                           idempotency_key=idempotency_key(args, "file"))
     batch = client.create_batch(upload["id"], endpoint=endpoint,
-                                metadata={"name": args.name or args.file.name})
+                                metadata={"name": args.name or args.file.name},
+                                idempotency_key=idempotency_key(args, "batch"))
     if args.wait:
         return wait_for(client, batch["id"], json_out=wants_json(args))
     if wants_json(args):
@@ -491,7 +522,8 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
                                        id_column=args.id_column, name=args.name)
     except InputFileError as exc:
         raise Stop(USAGE, str(exc)) from None
-    job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name)
+    job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name,
+                            keys=(idempotency_key(args, "file"), idempotency_key(args, "batch")))
     if args.wait:
         return wait_for(client, job["id"], json_out=wants_json(args))
     if wants_json(args):

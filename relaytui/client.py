@@ -100,12 +100,15 @@ class RelayClient:
 
     def submit(self, *, model: str, requests: list[dict[str, Any]], name: str | None = None,
                priority: int = 0, cron: str | None = None,
-               webhook_url: str | None = None) -> dict[str, Any]:
-        """A Relay-dialect batch (rows may also be OpenAI chat records)."""
+               webhook_url: str | None = None, idempotency_key: str | None = None,
+               **extra: Any) -> dict[str, Any]:
+        """A Relay-dialect batch (rows may also be OpenAI chat records); `extra`: more
+        of its fields (e.g. `deadline`)."""
         body: dict[str, Any] = {"model": model, "requests": requests, "priority": priority}
-        optional = {"name": name, "cron": cron, "webhookUrl": webhook_url}
+        optional = {"name": name, "cron": cron, "webhookUrl": webhook_url, **extra}
         body.update({k: v for k, v in optional.items() if v is not None})
-        return self._call("POST", "/v1/batches", json=body)
+        return self._call("POST", "/v1/batches", json=body,
+                          headers=_idempotency(idempotency_key))
 
     def estimate(self, body: dict[str, Any], *,
                  path: str = "/v1/batches") -> dict[str, Any]:
@@ -114,20 +117,23 @@ class RelayClient:
         return self._call("POST", path, json=body, params={"dry_run": "true"},
                           headers=headers)
 
-    def upload(self, filename: str, data: bytes) -> dict[str, Any]:
+    def upload(self, filename: str, data: bytes, *,
+               idempotency_key: str | None = None) -> dict[str, Any]:
         """A JSONL input file for an OpenAI-dialect batch (`POST /v1/files`)."""
         return self._call("POST", "/v1/files", files={"file": (filename, data)},
-                          data={"purpose": "batch"})
+                          data={"purpose": "batch"}, headers=_idempotency(idempotency_key))
 
     def create_batch(self, input_file_id: str, *,
                      endpoint: str = "/v1/chat/completions",
-                     metadata: dict[str, str] | None = None) -> dict[str, Any]:
+                     metadata: dict[str, str] | None = None,
+                     idempotency_key: str | None = None) -> dict[str, Any]:
         """An OpenAI-dialect batch from an uploaded file."""
         body: dict[str, Any] = {"input_file_id": input_file_id, "endpoint": endpoint,
                                 "completion_window": "24h"}
         if metadata:
             body["metadata"] = metadata
-        return self._call("POST", "/v1/batches", json=body)
+        return self._call("POST", "/v1/batches", json=body,
+                          headers=_idempotency(idempotency_key))
 
     def create_message_batch(self, body: dict[str, Any]) -> dict[str, Any]:
         """An Anthropic Message Batch (`POST /v1/messages/batches`), with the key as the
@@ -368,3 +374,8 @@ def _parse_sse(lines: Iterator[str]) -> Iterator[Event]:
             kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
+
+
+def _idempotency(key: str | None) -> dict[str, str]:
+    """The `Idempotency-Key` header of a create, when it has a key."""
+    return {"Idempotency-Key": key} if key else {}

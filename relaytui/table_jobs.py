@@ -31,10 +31,12 @@ METADATA_VALUE = 512  # OpenAI's longest metadata value
 class Batches(Protocol):
     """What of `RelayClient` a table's batch uses."""
 
-    def upload(self, filename: str, data: bytes) -> dict[str, Any]: ...
+    def upload(self, filename: str, data: bytes, *,
+               idempotency_key: str | None = None) -> dict[str, Any]: ...
 
     def create_batch(self, input_file_id: str, *, endpoint: str = ...,
-                     metadata: dict[str, str] | None = None) -> dict[str, Any]: ...
+                     metadata: dict[str, str] | None = None,
+                     idempotency_key: str | None = None) -> dict[str, Any]: ...
 
 
 class Results(Protocol):
@@ -68,9 +70,13 @@ def table_batch(table: Table, template: Template, *, request: Request,
     return TableBatch(records, metadata)
 
 
-def submit(client: Batches, batch: TableBatch, *, filename: str) -> dict[str, Any]:
-    upload = client.upload(filename, batch.jsonl())
-    return client.create_batch(upload["id"], endpoint=CHAT, metadata=batch.metadata)
+def submit(client: Batches, batch: TableBatch, *, filename: str,
+           keys: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
+    """Upload the records, then make the batch; `keys`: the two creates' idempotency
+    keys."""
+    upload = client.upload(filename, batch.jsonl(), idempotency_key=keys[0])
+    return client.create_batch(upload["id"], endpoint=CHAT, metadata=batch.metadata,
+                               idempotency_key=keys[1])
 
 
 def digest(path: Path) -> str:

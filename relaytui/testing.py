@@ -678,7 +678,8 @@ class FakeRelay:
 
     def submit(self, *, model: str, requests: list[dict[str, Any]], name: str | None = None,
                priority: int = 0, cron: str | None = None,
-               webhook_url: str | None = None) -> dict[str, Any]:
+               webhook_url: str | None = None, idempotency_key: str | None = None,
+               **extra: Any) -> dict[str, Any]:
         if model not in MODELS:
             raise RelayError(400, f"Unknown model {model!r}.", "model",
                              code="model_not_found")
@@ -694,7 +695,8 @@ class FakeRelay:
         self.jobs_by_id[job["id"]] = job
         return relay_job(job)
 
-    def upload(self, filename: str, data: bytes) -> dict[str, Any]:
+    def upload(self, filename: str, data: bytes, *,
+               idempotency_key: str | None = None) -> dict[str, Any]:
         file_id = f"file-{len(self.uploaded) + 1:032x}"
         self.uploaded[file_id] = (filename, data)
         return {"id": file_id, "object": "file", "bytes": len(data),
@@ -702,7 +704,8 @@ class FakeRelay:
                 "status": "processed", "status_details": None, "expires_at": None}
 
     def create_batch(self, input_file_id: str, *, endpoint: str = "/v1/chat/completions",
-                     metadata: dict[str, str] | None = None) -> dict[str, Any]:
+                     metadata: dict[str, str] | None = None,
+                     idempotency_key: str | None = None) -> dict[str, Any]:
         if input_file_id not in self.uploaded:
             raise RelayError(400, f"No such File object: {input_file_id}.", "input_file_id",
                              code="invalid_request_error")

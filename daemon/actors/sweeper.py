@@ -1,6 +1,7 @@
 """What outlives its use: leftovers of a crash, swept once at start (`sweep_leftovers`;
 the rule is `domain/leftovers.py`); files past their `expires_at`, deleted by the
-`Sweeper` on a timer (`expire_files`); and, with `[retention] days`, jobs that ended
+`Sweeper` on a timer (`expire_files`), with the idempotency keys older than 24 hours
+(`sweep_keys`); and, with `[retention] days`, jobs that ended
 longer ago than that, purged with their rows and files (`purge_ended`).
 
 Records go first, bytes second: a crash in between leaves bytes no live record names,
@@ -112,6 +113,7 @@ class Sweeper(pykka.ThreadingActor):
     def tick(self, now: float) -> None:
         if self.every.due(now):
             expire_files(self.repo, self.files, now=now)
+            self.repo.sweep_keys(now=now)  # idempotency keys past their 24 hours
         if self.retention_days is not None and (self.purge_every.due(now) or self.purging):
             self.purging = False  # a failing pass waits for the timer, not every tick
             self.purging = purge_ended(self.repo, self.files, now=now, days=self.retention_days,

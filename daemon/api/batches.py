@@ -19,7 +19,7 @@ import pykka
 from aiohttp import web
 
 from daemon.api import estimate as estimating
-from daemon.api import paging, respond
+from daemon.api import idempotency, paging, respond
 from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
@@ -61,6 +61,7 @@ from daemon.dialects.relay.shapes import (
 )
 from daemon.domain import codec, finish_order
 from daemon.domain.errors import Conflict, InvalidRequest, Unavailable, no_batch_access, not_found
+from daemon.domain.idempotency import fingerprint
 from daemon.domain.jobs import (
     CANCELLING,
     DL_OPEN,
@@ -98,7 +99,10 @@ def origin(request: web.Request) -> str:
 
 
 async def read_json(request: web.Request) -> Any:
-    raw = await read_body(request)
+    return await parse_json(await read_body(request))
+
+
+async def parse_json(raw: bytes | bytearray) -> Any:
     if not raw:
         raise InvalidRequest("The request body is empty; send a JSON object.")
     try:
@@ -150,13 +154,21 @@ def action(kind: Action, dialects: Sequence[Dialect]) -> Handler:
         services, workspace = context(request)
         if not services.accepting or not services.actors_alive():
             raise Unavailable("The daemon is shutting down; retry shortly.")
-        body = await read_json(request)
-        if estimating.dry_run(request.query):
+        raw = await read_body(request)
+        if estimating.dry_run(request.query):  # a report: no key is taken, nothing stored
+            body = await parse_json(raw)
             return respond.json(await asyncio.to_thread(
                 estimating.answer, services, workspace, detect(body, among), body))
-        job = await asyncio.to_thread(detect(body, among).submit, services, workspace, body)
-        announce(services, job)
-        return respond.json(render(job, request))
+        key = idempotency.key_of(request)
+
+        async def create() -> web.Response:
+            body = await parse_json(raw)
+            job = await asyncio.to_thread(detect(body, among).submit, services, workspace, body)
+            announce(services, job)
+            return respond.json(render(job, request))
+
+        return await idempotency.once(request, services, workspace, key=key,
+                                      body_sha256=fingerprint(raw), create=create)
 
     async def get(request: web.Request) -> web.StreamResponse:
         return respond.json(render(await load_job(request, among), request))

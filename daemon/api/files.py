@@ -12,17 +12,18 @@ for long (what a start may sweep: `domain/leftovers.py`). A workspace has at mos
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import Counter
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar, Union
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage
 from msgspec import Meta
 
-from daemon.api import paging, respond
+from daemon.api import idempotency, paging, respond
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
 from daemon.dialects.openai.render import file_object
@@ -56,6 +57,9 @@ UPLOADS = web.AppKey("uploads_in_progress", Counter)
 LIFETIME = "expires_after"  # sent as the fields expires_after[anchor], expires_after[seconds]
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
+
 
 def _context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
     workspace: WorkspaceRecord = request[WORKSPACE]
@@ -66,27 +70,39 @@ def _context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
 
 async def upload(request: web.Request) -> web.Response:
     services, workspace = _context(request)
+    key = idempotency.key_of(request)
     in_progress = request.app[UPLOADS]
     if in_progress[workspace.id] >= services.config.server.max_concurrent_uploads:
         raise TooMany("Too many concurrent uploads for this workspace; retry shortly.",
                       code="too_many_uploads", retry_after_s=1)
     in_progress[workspace.id] += 1
+    digest = hashlib.sha256()
     try:
-        record = await _receive(request, services, workspace)
+        record = await _receive(request, services, workspace, digest)
     finally:
         in_progress[workspace.id] -= 1
-    try:
+    added = False
+
+    async def create() -> web.Response:
+        nonlocal added
         await asyncio.to_thread(services.repo.add_file, record)
-    except BaseException:
-        services.files.remove(record.path)  # no record: the bytes are nobody's
-        raise
-    return respond.json(file_object(record))
+        added = True
+        return respond.json(file_object(record))
+
+    try:
+        return await idempotency.once(request, services, workspace, key=key,
+                                      body_sha256=digest.hexdigest(), create=create)
+    finally:
+        if not added:  # no record (failed, or a retry answered from its key): nobody's bytes
+            services.files.remove(record.path)
 
 
-async def _receive(request: web.Request, services: Services,
-                   workspace: WorkspaceRecord) -> FileRecord:
+async def _receive(request: web.Request, services: Services, workspace: WorkspaceRecord,
+                   digest: Hash) -> FileRecord:
     """Stream the upload to a partial file; commit it only once the whole body checks out
-    (leaving the `with` block any other way discards it)."""
+    (leaving the `with` block any other way discards it). `digest` takes each part's name
+    and content, the body an `Idempotency-Key` is compared by: not the raw bytes, whose
+    multipart boundary a client draws anew for every request."""
     if not request.content_type.startswith("multipart/"):
         raise InvalidRequest("Upload a file as multipart/form-data with 'file' and 'purpose'.",
                              param="file")
@@ -101,12 +117,13 @@ async def _receive(request: web.Request, services: Services,
                 if not isinstance(part, BodyPartReader):
                     continue
                 if part.name == "purpose":
-                    purpose = (await _field(part)).strip()
+                    purpose = (await _field(part, digest)).strip()
                 elif (key := _lifetime_key(part.name)) is not None:
-                    lifetime[key] = await _field(part)
+                    lifetime[key] = await _field(part, digest)
                 elif part.name == "file" and stored is None:
-                    stored = (_clean_name(part.filename),
-                              await _stream(part, out, services.config.server.max_upload_mb))
+                    _mark(digest, "file", part.filename or "")
+                    stored = (_clean_name(part.filename), await _stream(
+                        part, out, services.config.server.max_upload_mb, digest))
         except InvalidRequest:
             raise
         except (ValueError, BadHttpMessage) as exc:  # a body cut short, malformed part headers
@@ -147,7 +164,12 @@ def _clean_name(filename: str | None) -> str:
     return name[:255] or "upload.jsonl"
 
 
-async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int) -> int:
+def _mark(digest: Hash, name: str, extra: str = "") -> None:
+    """A part's start in `digest`, so parts hash apart from their neighbours."""
+    digest.update(f"\0{len(name)}:{name}{len(extra)}:{extra}\0".encode())
+
+
+async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int, digest: Hash) -> int:
     """Copy one part to `out`; 413 (and no file) the moment it passes the cap."""
     limit, size = limit_mb * MB, 0
     while chunk := await _idle(part.read_chunk(CHUNK)):
@@ -156,10 +178,11 @@ async def _stream(part: BodyPartReader, out: PartialFile, limit_mb: int) -> int:
             raise TooLarge(f"The upload exceeds the {limit_mb} MB limit.", param="file",
                            code="file_too_large")
         out.append(chunk)  # 256 KB into the page cache: not worth a thread hop
+        digest.update(chunk)
     return size
 
 
-async def _field(part: BodyPartReader) -> str:
+async def _field(part: BodyPartReader, digest: Hash) -> str:
     """A small form field's text, read at most `FIELD_BYTES` at a time and never
     decompressed: its size is what is read (a compressed field could inflate to any
     size, and no client needs to compress a word)."""
@@ -172,6 +195,8 @@ async def _field(part: BodyPartReader) -> str:
         if len(data) > FIELD_BYTES:
             raise InvalidRequest(f"The form field '{name}' is longer than {FIELD_BYTES} "
                                  "bytes.", param=name)
+    _mark(digest, name)
+    digest.update(data)
     try:
         return data.decode(part.get_charset(default="utf-8"))
     except (LookupError, UnicodeDecodeError) as exc:

@@ -17,6 +17,7 @@ from daemon.store.budgets import BudgetQueries
 from daemon.store.faults import guard
 from daemon.store.file_records import FileQueries
 from daemon.store.health import HealthQueries
+from daemon.store.idempotency import IdempotencyQueries
 from daemon.store.interface import Store
 from daemon.store.jobs import JobQueries
 from daemon.store.models import BaseModel, bind
@@ -33,7 +34,8 @@ INTERFACE = tuple(name for name, value in vars(Store).items()
 
 
 class SqlStore(AccessQueries, BudgetQueries, JobQueries, RowQueries, FileQueries, WebhookQueries,
-               WorkflowQueries, HealthQueries, StatsQueries, NodeQueries, RetentionQueries):
+               WorkflowQueries, HealthQueries, StatsQueries, NodeQueries, RetentionQueries,
+               IdempotencyQueries):
     """The `Store` on one SQL database."""
 
     def __init__(self, db: Database) -> None:

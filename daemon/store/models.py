@@ -15,6 +15,7 @@ from typing import Any
 from peewee import (
     SQL,
     AutoField,
+    BlobField,
     BooleanField,
     CompositeKey,
     Database,
@@ -302,10 +303,28 @@ class SpendModel(BaseModel):
         primary_key = CompositeKey("workspace_id", "day")
 
 
+class IdempotencyKeyModel(BaseModel):
+    """An `Idempotency-Key` a workspace sent (v17): reserved by its first request, then
+    holding that request's answer (domain/idempotency.py); swept after 24 hours."""
+
+    workspace_id = IntegerField()
+    key = TextField()
+    route = TextField()  # the method and path it was sent to
+    body_sha256 = TextField()
+    created_at = FloatField(index=True)
+    status = IntegerField(null=True)  # None: the first request is in progress
+    content_type = TextField(null=True)
+    answer = BlobField(null=True)
+
+    class Meta:
+        table_name = "idempotency_key"
+        primary_key = CompositeKey("workspace_id", "key")
+
+
 # Every table, each after the tables it refers to.
 TABLES = [SchemaVersion, Workspace, ApiKey, JobModel, RowModel, AttemptModel, RoundModel,
           WorkflowModel, WorkflowResultModel, FileModel, ProbeModel, NodeModel, SpendModel,
-          ExecutorCallModel]
+          ExecutorCallModel, IdempotencyKeyModel]
 
 
 def bind(db: Database) -> dict[str, type[BaseModel]]:

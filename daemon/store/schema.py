@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 Migration = Callable[[Database], None]
 
@@ -151,6 +151,21 @@ def output_checks(db: Database) -> None:
     kind = "BIGINT" if isinstance(db, PostgresqlDatabase) else "INTEGER"
     for column in ("outputs_valid", "outputs_repaired", "outputs_invalid"):
         db.execute_sql(f"ALTER TABLE job ADD COLUMN {column} {kind} NOT NULL DEFAULT 0")
+
+
+def idempotency_keys(db: Database) -> None:
+    """Version 18, on every backend: each workspace's `Idempotency-Key`s of the last 24
+    hours, with the request's route and body hash and, once answered, the answer."""
+    pg = isinstance(db, PostgresqlDatabase)
+    whole, real, blob = ("BIGINT", "DOUBLE PRECISION", "BYTEA") if pg else (
+        "INTEGER", "REAL", "BLOB")
+    db.execute_sql(
+        f'CREATE TABLE IF NOT EXISTS "idempotency_key" ("workspace_id" {whole} NOT NULL, '
+        '"key" TEXT NOT NULL, "route" TEXT NOT NULL, "body_sha256" TEXT NOT NULL, '
+        f'"created_at" {real} NOT NULL, "status" {whole}, "content_type" TEXT, '
+        f'"answer" {blob}, PRIMARY KEY ("workspace_id", "key"))')
+    db.execute_sql('CREATE INDEX IF NOT EXISTS "idempotencykeymodel_created_at" '
+                   'ON "idempotency_key" ("created_at")')
 
 
 def version(store: SqlBase) -> int:

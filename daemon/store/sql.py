@@ -89,6 +89,7 @@ class SqlBase:
     ProbeModel: type[models.ProbeModel]
     NodeModel: type[models.NodeModel]
     SpendModel: type[models.SpendModel]
+    IdempotencyKeyModel: type[models.IdempotencyKeyModel]
     ExecutorCallModel: type[models.ExecutorCallModel]
     # Appended to a subquery choosing rows to lease: nodes leasing at once skip each
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the

@@ -32,6 +32,7 @@ from daemon.store.schema import (
     deleted_jobs,
     executor_calls,
     finish_order,
+    idempotency_keys,
     lease_tokens,
     leases,
     migrate,
@@ -155,7 +156,8 @@ MIGRATIONS: dict[int, Migration] = {
     2: _webhook_state, 3: _rounds, 4: _workflows_switch, 5: _workflow_state, 6: _redrives,
     7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
     10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens, 13: deleted_jobs,
-    14: finish_order, 15: budgets, 16: executor_calls, 17: output_checks}
+    14: finish_order, 15: budgets, 16: executor_calls, 17: output_checks,
+    18: idempotency_keys}
 
 
 class SqliteStore(SqlStore):

@@ -224,3 +224,21 @@ def test_dry_run_of_a_refused_batch_exits_1_naming_the_field(
     run = relay("submit", path, "--model", "no-such-model", "--dry-run")
     assert run.code == 1
     assert "problem: " in run.out and "(model)" in run.out
+
+
+def test_a_rerun_submit_answers_the_first_job_unless_no_idempotency(
+        relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> None:
+    """The default Idempotency-Key, from the file's hash and the options: the same
+    command again (a script re-run after a network error) is the first job."""
+    path = write("again.csv", "one\ntwo\n")
+    first = relay("submit", path, "--model", "gpt-4o-mini", "--json")
+    again = relay("submit", path, "--model", "gpt-4o-mini", "--json")
+    assert first.code == again.code == 0, again.err
+    assert again.json()["id"] == first.json()["id"]
+    other = relay("submit", path, "--model", "gpt-4o-mini", "--priority", "2", "--json")
+    fresh = relay("submit", path, "--model", "gpt-4o-mini", "--json", "--no-idempotency")
+    ids = {first.json()["id"], other.json()["id"], fresh.json()["id"]}
+    assert len(ids) == 3
+    records = write("again.jsonl", openai_records(2))
+    batch = relay("submit", records, "--json")
+    assert relay("submit", records, "--json").json()["id"] == batch.json()["id"]

@@ -35,7 +35,7 @@ SERVER_URL = os.environ.get("RELAY_TEST_POSTGRES_URL",
                             "postgresql://postgres@127.0.0.1:5432/test")
 # Every table but schema_version (which keeps its row), children first.
 _TABLES = ("probe", "file", "workflow_result", "workflow", "round", "attempt", "row", "job",
-           "api_key", "workspace", "node", "spend")
+           "api_key", "workspace", "node", "spend", "idempotency_key")
 # One round trip, never waiting long on a lock a broken test left (the schema is dropped
 # instead): DELETE, then every sequence of the schema starts again at 1 (a few ms); or,
 # once a test left many rows, TRUNCATE (a constant 50-200 ms, where DELETE takes seconds).
