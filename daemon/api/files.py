@@ -26,6 +26,7 @@ from msgspec import Meta
 from daemon.api import idempotency, paging, respond
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
+from daemon.dialects.base import IDEMPOTENCY_KEY
 from daemon.dialects.openai.render import file_object
 from daemon.dialects.openai.shapes import (
     BatchRequestRecord,
@@ -275,7 +276,7 @@ def routes() -> list[Route]:
     return [
         Route("POST", "/v1/files", upload, Operation(
             "uploadFile", "Upload a JSONL batch input", "Files", answer=FileObject,
-            errors=(400, 404, 408, 413, 429, 503, 507),
+            errors=(400, 404, 408, 409, 413, 429, 503, 507), params=(IDEMPOTENCY_KEY,),
             body=Media("multipart/form-data", FileUpload))),
         Route("GET", "/v1/files", list_files, Operation(
             "listFiles", "List files", "Files", answer=FileList, errors=(400, 404), params=(

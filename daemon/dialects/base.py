@@ -24,10 +24,15 @@ from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowDraft, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
-from daemon.domain.routes import Route
+from daemon.domain.routes import Param, Route
 from daemon.outbound.policy import Resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store, WorkspaceRecord
+
+# The header of an idempotent create (domain/idempotency.py), on the three creates.
+IDEMPOTENCY_KEY = Param("Idempotency-Key", "header", str, "A retry with the same key and "
+                        "body within 24 hours answers the first answer verbatim and creates "
+                        "nothing; another body is 409 idempotency_key_reused.")
 
 
 class Intake(Protocol):

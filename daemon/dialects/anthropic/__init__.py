@@ -32,6 +32,7 @@ from daemon.dialects.anthropic.shapes import (
     MessageBatchPage,
 )
 from daemon.dialects.base import (
+    IDEMPOTENCY_KEY,
     Capability,
     Intake,
     KeyScheme,
@@ -94,7 +95,8 @@ class AnthropicDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createMessageBatch", "Create a Message Batch", "Message Batches",
-                answer=MessageBatch, body=MessageBatchCreateParams, params=(*version, DRY_RUN),
+                answer=MessageBatch, body=MessageBatchCreateParams,
+                params=(*version, DRY_RUN, IDEMPOTENCY_KEY),
                 errors=(400, 404, 413, 429, 503, 507))),
             Route("GET", BATCHES, Action.LIST, Operation(
                 "listMessageBatches", "List Message Batches, newest first", "Message Batches",

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from daemon.dialects.base import (
+    IDEMPOTENCY_KEY,
     Bearer,
     Capability,
     Intake,
@@ -61,7 +62,8 @@ class RelayDialect:
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch in either dialect", "Batches",
                 answer=RelayJob, answer_description="The new job, in its dialect's shape.",
-                body=RelaySubmit, errors=(400, 404, 413, 429, 503, 507), params=(DRY_RUN,),
+                body=RelaySubmit, errors=(400, 404, 409, 413, 429, 503, 507),
+                params=(DRY_RUN, IDEMPOTENCY_KEY),
                 description="A body with endpoint, input_file_id or completion_window is "
                             "the OpenRelay batch API; any other is the Relay Batches API.")),
             Route("GET", ONE, Action.GET, Operation(
