@@ -329,3 +329,4 @@ class NodeList(TypedDict):
 
     object: Literal["list"]
     data: list[Node]
+

@@ -31,11 +31,13 @@ def slow_rows(n: int) -> list[dict]:
 
 @pytest.fixture
 def submit(relay: Callable[..., Run], write: Callable[[str, Any], Path]) -> Submit:
-    """Submit rows as a job (`--wait`s unless told otherwise) and return its JSON."""
+    """Submit rows as a new job (`--wait`s unless told otherwise) and return its JSON:
+    without an idempotency key, so the same rows twice are two jobs."""
 
     def run(lines: list[dict], *options: str, wait: bool = True) -> dict:
         path = write("rows.jsonl", lines)
-        done = relay("submit", path, "--model", "gpt-4o-mini", "--json", *options,
+        done = relay("submit", path, "--model", "gpt-4o-mini", "--json", "--no-idempotency",
+                     *options,
                      *(["--wait"] if wait else []))
         failed_rows = wait and any(row is DEAD for row in lines)
         assert done.code == (cli.ROWS_FAILED if failed_rows else cli.OK), done.err

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from msgspec import Meta
 
@@ -42,6 +42,7 @@ from daemon.dialects.base import (
     row_cap,
     row_problems,
 )
+from daemon.dialects.estimate_shapes import BatchEstimate
 from daemon.dialects.spending import check_budget, input_prices
 from daemon.domain.errors import Conflict, InvalidRequest, RelayError
 from daemon.domain.jobs import Job, RowRecord
@@ -95,7 +96,8 @@ class AnthropicDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createMessageBatch", "Create a Message Batch", "Message Batches",
-                answer=MessageBatch, body=MessageBatchCreateParams,
+                answer=Union[MessageBatch, BatchEstimate],  # noqa: UP007
+                body=MessageBatchCreateParams,
                 params=(*version, DRY_RUN, IDEMPOTENCY_KEY),
                 errors=(400, 404, 413, 429, 503, 507))),
             Route("GET", BATCHES, Action.LIST, Operation(

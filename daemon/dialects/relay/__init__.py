@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Union
 
 from daemon.dialects.base import (
     IDEMPOTENCY_KEY,
@@ -21,6 +21,7 @@ from daemon.dialects.base import (
     openai_error,
     row_cap,
 )
+from daemon.dialects.estimate_shapes import BatchEstimate
 from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
@@ -61,7 +62,9 @@ class RelayDialect:
         return [
             Route("POST", BATCHES, Action.SUBMIT, Operation(
                 "createBatch", "Submit a batch in either dialect", "Batches",
-                answer=RelayJob, answer_description="The new job, in its dialect's shape.",
+                answer=Union[RelayJob, BatchEstimate],  # noqa: UP007
+                answer_description="The new job, in its dialect's shape (with dry_run: its "
+                                   "estimate, nothing created).",
                 body=RelaySubmit, errors=(400, 404, 409, 413, 429, 503, 507),
                 params=(DRY_RUN, IDEMPOTENCY_KEY),
                 description="A body with endpoint, input_file_id or completion_window is "

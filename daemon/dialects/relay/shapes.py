@@ -336,3 +336,4 @@ class WorkflowCounters(TypedDict):
     requests: Count
     input_tokens: Count
     output_tokens: Count
+
