@@ -67,7 +67,7 @@ def listening(port: int, server: subprocess.Popen[bytes]) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_the_tui_in_a_browser(browser_executable: str, relay: Callable[..., Run],
                               http: httpx.Client, write: Callable[..., Path],
                               web_server: tuple[str, subprocess.Popen[bytes]],

@@ -35,7 +35,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-component-update", "--disable-sync",
                   "--window-size=1280,900", "--remote-debugging-address=127.0.0.1",
                   "--remote-debugging-port=0")
-START_TIMEOUT_S = 20.0
+START_TIMEOUT_S = 45.0  # a first start on a loaded CI machine took over 20 s
 CALL_TIMEOUT_S = 10.0
 
 # Stores the page's xterm.js Terminal on `window.__relayTerminal`, called on the array of
