@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,8 @@ from daemon.store.interface import Ending
 from daemon.store.sqlite import open_sqlite
 
 READS = 200  # timed reads of each kind
-RELAY = shutil.which("relay") or "relay"  # the console script, as an operator runs it
+# The console script, as an operator runs it: the one installed beside this Python.
+RELAY = shutil.which("relay") or str(Path(sys.executable).parent / "relay")
 
 
 def figures() -> list[Figure]:
