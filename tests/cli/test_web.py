@@ -25,8 +25,11 @@ from tests.e2e.harness import Relayd, rows
 
 pytestmark = pytest.mark.e2e
 
-ROWS, SLEEP_MS = 320, 500  # 8 at a time: ~20 s of running (canceled at the end)
-WAIT_S = 20.0
+# 8 at a time: over 4 minutes of running, so the job is still running however slowly a
+# loaded machine brings the browser up (canceled at the end, when the test is done).
+ROWS, SLEEP_MS = 4000, 500
+WAIT_S = 20.0  # for each screen after the first
+FIRST_WAIT_S = 60.0  # for the page's first screen (textual-serve starts the app on demand)
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -67,7 +70,7 @@ def listening(port: int, server: subprocess.Popen[bytes]) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_the_tui_in_a_browser(browser_executable: str, relay: Callable[..., Run],
                               http: httpx.Client, write: Callable[..., Path],
                               web_server: tuple[str, subprocess.Popen[bytes]],
@@ -99,12 +102,13 @@ async def drive(url: str, executable: str, tmp_path: Path) -> Path:
     async with chromium(tmp_path / "chromium", executable) as page:
         await page.call("Page.enable")
         await page.call("Page.navigate", url=url)
-        await wait_until_async(page.find_terminal, timeout=WAIT_S, every=0.2,
+        await wait_until_async(page.find_terminal, timeout=FIRST_WAIT_S, every=0.2,
                                message="the page's terminal")
 
         # The jobs table, the running job's Done/Total moving.
         progress = rf"running\s+web-slow.*?(\d+)/{ROWS}"
-        first = await until(page, progress, "the running job in the jobs table")
+        first = await until(page, progress, "the running job in the jobs table",
+                            wait_s=FIRST_WAIT_S)
         await until(page, progress, "its progress to move", differs=first.group(1))
 
         # The finished job's results (a running one's come when it ends), found with
@@ -132,17 +136,17 @@ async def drive(url: str, executable: str, tmp_path: Path) -> Path:
         return await page.screenshot(tmp_path / "relay-web.png")
 
 
-async def until(page: Page, pattern: str, what: str,
-                differs: str | None = None) -> re.Match[str]:
+async def until(page: Page, pattern: str, what: str, differs: str | None = None,
+                wait_s: float = WAIT_S) -> re.Match[str]:
     """The first screen whose text matches `pattern` (with `differs`: whose first group
-    is not that), within WAIT_S."""
+    is not that), within `wait_s`."""
 
     async def check() -> re.Match[str] | None:
         found = re.search(pattern, await page.terminal_text())
         return found if found and (differs is None or found.group(1) != differs) else None
 
     try:
-        found: re.Match[str] = await wait_until_async(check, timeout=WAIT_S, every=0.2,
+        found: re.Match[str] = await wait_until_async(check, timeout=wait_s, every=0.2,
                                                       message=what)
         return found
     except TimeoutError as exc:
