@@ -51,7 +51,12 @@ class ProcessError(RuntimeError):
 # --- polling ------------------------------------------------------------------------
 
 
-def wait_until(check: Callable[[], Any], *, timeout: float, every: float = 0.05,
+# Ten tries a second: each try of a test's wait is a request both sides pay for in CPU,
+# which the suite, run on two cores, is short of.
+EVERY_S = 0.1
+
+
+def wait_until(check: Callable[[], Any], *, timeout: float, every: float = EVERY_S,
                message: str = "the condition") -> Any:
     """Call `check` every `every` seconds until it returns something truthy, and return
     that. Raise TimeoutError ("... waiting for <message>") once `timeout` seconds pass."""
@@ -61,7 +66,7 @@ def wait_until(check: Callable[[], Any], *, timeout: float, every: float = 0.05,
         time.sleep(every)
 
 
-async def wait_until_async(check: Callable[[], Any], *, timeout: float, every: float = 0.05,
+async def wait_until_async(check: Callable[[], Any], *, timeout: float, every: float = EVERY_S,
                            message: str = "the condition") -> Any:
     """`wait_until` on an event loop: `check` may return an awaitable, and the pauses
     between tries let the loop run."""

@@ -47,10 +47,10 @@ CHECKPOINT_WAIT_MS = 100  # how long a TRUNCATE checkpoint waits for readers
 BUSY_TIMEOUT_MS = 10_000
 
 INCREMENTAL = 2  # `PRAGMA auto_vacuum`'s answer for "incremental"
+# Each connection's settings. (`auto_vacuum` is not among them: it is set once, when the
+# file is made (`open_sqlite`), and asking for it again on each new connection is a write,
+# which a full disk refuses: a read on a new thread would then fail.)
 PRAGMAS = {
-    # Before any table exists: a new file can give pages back (`reclaim`), which an older
-    # one cannot without a whole VACUUM.
-    "auto_vacuum": "incremental",
     "journal_mode": "wal",
     "journal_size_limit": WAL_LIMIT,
     "busy_timeout": BUSY_TIMEOUT_MS,
@@ -224,7 +224,7 @@ class SqliteStore(SqlStore):
         return {name: int(size) for name, size in found}
 
     def reclaim(self, *, pages: int) -> bool:
-        # A no-op on a file made before auto_vacuum was set (`PRAGMAS`): its free pages
+        # A no-op on a file made before auto_vacuum was set (`_make_file`): its free pages
         # are reused by later writes, so it stops growing, but it does not shrink.
         # A page a step: `executescript` steps it to its end in a transaction of its own
         # (`execute` stops after one page, as the pragma answers no rows).
@@ -234,10 +234,23 @@ class SqliteStore(SqlStore):
         return bool(free) and mode == INCREMENTAL
 
 
+def _make_file(path: Path) -> None:
+    """A new database file that can give pages back (`reclaim`) without a whole VACUUM:
+    `auto_vacuum` takes only before anything is written, the journal mode included."""
+    made = sqlite3.connect(path)
+    try:
+        made.execute("PRAGMA auto_vacuum = incremental")
+        made.execute("PRAGMA journal_mode = wal")
+    finally:
+        made.close()
+
+
 @guarded
 def open_sqlite(path: Path) -> SqliteStore:
     """Open (creating if needed) the store at `path` and bring its schema up to date."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or not path.stat().st_size:
+        _make_file(path)
     db = SqliteDatabase(str(path), pragmas=PRAGMAS, check_same_thread=False)
     db.connect(reuse_if_open=True)
     store = SqliteStore(db)

@@ -47,6 +47,19 @@ def test_pragmas_are_applied(tmp_path: Path) -> None:
     assert (mode, fk) == ("wal", 1)
 
 
+def test_a_new_file_gives_pages_back_and_a_connection_asks_nothing_a_full_disk_refuses(
+        tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "relay.db")
+    (vacuum,) = store.db.execute_sql("PRAGMA auto_vacuum").fetchone()
+    store.close()
+    assert vacuum == sqlite.INCREMENTAL
+    # Asking for auto_vacuum is a write, which a full disk refuses: a read on a new
+    # connection (an API thread's) would then fail. Only the new file asks for it.
+    assert "auto_vacuum" not in sqlite.PRAGMAS
+    assert open_sqlite(tmp_path / "relay.db").db.execute_sql(
+        "PRAGMA auto_vacuum").fetchone() == (sqlite.INCREMENTAL,)
+
+
 def test_reopening_keeps_data_and_adds_no_version(tmp_path: Path) -> None:
     store = open_sqlite(tmp_path / "relay.db")
     store.ensure_workspace("acme", now=NOW)
