@@ -276,6 +276,12 @@ def submit_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     sub.add_argument("--cron", metavar="EXPR", help="make a cron template (5 fields, UTC)")
     sub.add_argument("--webhook", metavar="URL", help="HTTPS URL told when the job ends")
+    sub.add_argument("--deadline", metavar="WHEN", help="when the job must be done: an RFC "
+                     "3339 time (2026-12-06T18:00:00Z) or a duration (6h, 1h30m); rows "
+                     "not run by then fail deadline_passed")
+    sub.add_argument("--strict-deadline", action="store_true",
+                     help="refuse the submit if the estimate says the deadline cannot be "
+                     "met (without it the job is taken and flagged at risk)")
     sub.add_argument("--column", metavar="NAME", help="a .csv's prompt column, named in its "
                      "header (default: the column named prompt, text or content)")
     sub.add_argument("--dry-run", action="store_true",
@@ -377,7 +383,9 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     try:
         job = client.submit(model=args.model, requests=source.rows, name=args.name,
                             priority=args.priority, cron=args.cron, webhook_url=args.webhook,
-                            idempotency_key=idempotency_key(args, "relay"))
+                            idempotency_key=idempotency_key(args, "relay"),
+                            deadline=args.deadline,
+                            strict_deadline=args.strict_deadline or None)
     except RelayError as exc:
         raise in_file_terms(exc, source, args.file) from None
     if args.wait:
@@ -391,6 +399,11 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
               f"{job.get('next_run_at')})")
     else:
         print(f"{submitted} as job {job['id']} ({job['status']})")
+    if job.get("deadline_at_risk") and not wants_json(args):
+        print(f"relay: warning: the deadline {job['deadline']} is at risk: the estimate "
+              f"at the model's limits is {job['deadline_estimate']['drain_s']:.0f}s of "
+              f"running (done about {job['deadline_estimate']['finishes_at']})",
+              file=sys.stderr)
     return OK
 
 
@@ -425,7 +438,8 @@ def estimate_lines(answer: dict[str, Any]) -> list[str]:
 
 
 # The options a submit's idempotency key is derived from, beside the file's bytes.
-KEYED_OPTIONS = ("model", "endpoint", "name", "priority", "cron", "webhook", "column",
+KEYED_OPTIONS = ("model", "endpoint", "name", "priority", "cron", "webhook", "deadline",
+                 "strict_deadline", "column",
                  "template", "system", "id_column", "settings", "response_format")
 
 
@@ -450,7 +464,9 @@ def idempotency_key(args: argparse.Namespace, step: str) -> str | None:
 def relay_job_options(args: argparse.Namespace) -> list[str]:
     """The options given that only a Relay job has (`--column`: only a CSV's)."""
     return [flag for flag, value in (("--cron", args.cron), ("--webhook", args.webhook),
-                                     ("--priority", args.priority or None))
+                                     ("--priority", args.priority or None),
+                                     ("--deadline", args.deadline),
+                                     ("--strict-deadline", args.strict_deadline or None))
             if value is not None]
 
 

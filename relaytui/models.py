@@ -96,6 +96,8 @@ class JobView:
     # OpenAI or Anthropic shape: their events tell)
     paused: str | None = None
     outputs: dict[str, Any] | None = None  # checked answers: valid, repaired, invalid (Relay)
+    deadline_at: float | None = None  # a Relay job's deadline
+    deadline_at_risk: bool = False  # the estimate at submit said it would be missed
 
     @classmethod
     def from_event(cls, data: dict[str, Any]) -> JobView:
@@ -119,7 +121,9 @@ class JobView:
             template_id=data.get("template_id"), error=data.get("error"),
             input_tokens=_maybe_int(data.get("input_tokens")),
             output_tokens=_maybe_int(data.get("output_tokens")),
-            cost_nano_usd=_maybe_int(data.get("cost_nano_usd")), paused=data.get("paused") or "")
+            cost_nano_usd=_maybe_int(data.get("cost_nano_usd")), paused=data.get("paused") or "",
+            deadline_at=parse_time(data.get("deadline_at")),
+            deadline_at_risk=data.get("deadline_at_risk") is True)
 
     @classmethod
     def from_batch(cls, obj: dict[str, Any]) -> JobView:
@@ -146,7 +150,9 @@ class JobView:
             error=obj.get("error"), webhook_url=obj.get("webhookUrl"),
             webhook=obj.get("webhook"), input_tokens=_used(obj, "input_tokens"),
             output_tokens=_used(obj, "output_tokens"),
-            cost_nano_usd=_used(obj, "cost_nano_usd"), paused=obj.get("paused") or "")
+            cost_nano_usd=_used(obj, "cost_nano_usd"), paused=obj.get("paused") or "",
+            deadline_at=parse_time(obj.get("deadline")),
+            deadline_at_risk=obj.get("deadline_at_risk") is True)
 
     @classmethod
     def from_openai(cls, obj: dict[str, Any]) -> JobView:

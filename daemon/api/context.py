@@ -4,8 +4,9 @@ the config, a clock."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from aiohttp import web
@@ -17,10 +18,13 @@ from daemon.actors.scheduler import SchedulerProxy
 from daemon.actors.validator import ValidatorProxy
 from daemon.api.events import EventHub
 from daemon.config import Config
+from daemon.domain.estimate import Estimate, ModelLimits, estimate
 from daemon.metering import Meters
 from daemon.outbound.policy import Resolver, system_resolver
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
+
+HISTORY_S = 7 * 24 * 3600.0  # how far back a workspace's rows count as recent
 
 
 @dataclass
@@ -44,6 +48,28 @@ class Services:
         """The actors a new job is handed to are there to take it."""
         return (self.scheduler.actor_ref.is_alive()
                 and self.validator.actor_ref.is_alive())
+
+    def model_limits(self) -> dict[str, ModelLimits]:
+        """Each configured model's pace: the router's learned rpm, tpm and concurrency
+        where it has them (lower than the configured ones once an upstream announced its
+        own)."""
+        states = self.model_states()
+        found = {}
+        for model in self.config.models:
+            state = states.get(model.alias) or {}
+            found[model.alias] = ModelLimits(
+                rpm=state.get("rpm", model.rpm), tpm=state.get("tpm", model.tpm),
+                concurrency=int(state.get("concurrency") or model.max_concurrency),
+                input_usd_per_mtok=model.input_usd_per_mtok,
+                output_usd_per_mtok=model.output_usd_per_mtok)
+        return found
+
+    def estimate(self, rows: Iterable[tuple[str, Mapping[str, Any]]], *, workspace_id: int,
+                 discount: Decimal) -> Estimate:
+        """What `(model, body)` rows would take and cost, by the workspace's recent rows
+        and the models' limits now. Blocking: reads the store."""
+        history = self.repo.model_history(workspace_id, since=self.clock() - HISTORY_S)
+        return estimate(rows, limits=self.model_limits(), history=history, discount=discount)
 
 
 SERVICES = web.AppKey("services", Services)

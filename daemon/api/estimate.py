@@ -10,11 +10,9 @@ from daemon.api.context import Services
 from daemon.api.middleware import status_of
 from daemon.dialects import Dialect
 from daemon.domain.errors import InvalidRequest, RelayError
-from daemon.domain.estimate import ModelLimits, estimate
 from daemon.domain.stamps import iso
 from daemon.store.interface import WorkspaceRecord
 
-HISTORY_S = 7 * 24 * 3600.0  # how far back the workspace's rows count as recent
 DRY_RUN = "dry_run"
 
 
@@ -26,29 +24,12 @@ def dry_run(query: Any) -> bool:
     return bool(raw == "true")
 
 
-def limits_of(services: Services) -> dict[str, ModelLimits]:
-    """Each configured model's pace: the router's learned rpm, tpm and concurrency where
-    it has them (lower than the configured ones once an upstream announced its own)."""
-    states = services.model_states()
-    found = {}
-    for model in services.config.models:
-        state = states.get(model.alias) or {}
-        found[model.alias] = ModelLimits(
-            rpm=state.get("rpm", model.rpm), tpm=state.get("tpm", model.tpm),
-            concurrency=int(state.get("concurrency") or model.max_concurrency),
-            input_usd_per_mtok=model.input_usd_per_mtok,
-            output_usd_per_mtok=model.output_usd_per_mtok)
-    return found
-
-
 def answer(services: Services, workspace: WorkspaceRecord, dialect: Dialect,
            body: Any) -> dict[str, Any]:
     """The estimate of `body` as `dialect` would take it."""
     proposed = dialect.propose(services, workspace, body)
-    limits = limits_of(services)
-    history = services.repo.model_history(workspace.id, since=services.clock() - HISTORY_S)
-    found = estimate(proposed.rows, limits=limits, history=history,
-                     discount=proposed.discount)
+    found = services.estimate(proposed.rows, workspace_id=workspace.id,
+                              discount=proposed.discount)
     problems: list[RelayError] = list(proposed.problems)
     problems += [InvalidRequest(f"model: {m.model!r} is not configured here.",
                                 param="model", code="model_not_found")

@@ -127,6 +127,9 @@ class JobEvent(TypedDict):
     paused: Annotated[Literal["operator", "budget"], Meta(description=(
         "Why it is held back from running, if it is: an operator's pause, or its "
         "workspace's spent budget."))] | None
+    deadline_at: When  # a Relay job's deadline, if it has one
+    deadline_at_risk: Annotated[bool, Meta(description=(
+        "Whether the estimate at submit said its deadline would be missed."))]
     relay_status: RelayStatus
 
 

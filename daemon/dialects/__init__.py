@@ -30,7 +30,7 @@ from daemon.dialects.base import (
 )
 from daemon.dialects.openai import OpenAIDialect
 from daemon.dialects.relay import RelayDialect
-from daemon.dialects.relay.render import event_fields
+from daemon.dialects.relay.render import event_fields, job_status
 from daemon.domain.jobs import Job
 from daemon.domain.routes import Action, Operation, Route
 
@@ -143,4 +143,4 @@ def statuses_for(name: str, *, first: Sequence[str] = ()) -> tuple[str, ...] | N
 def event_view(job: Job) -> dict[str, Any]:
     """The dialect-neutral summary carried by `/v1/events`, with the status as the
     Relay dialect names it (the TUI's words)."""
-    return {**event_fields(job), "relay_status": DIALECTS["relay"].status_name(job.status)}
+    return {**event_fields(job), "relay_status": job_status(job)}

@@ -13,7 +13,7 @@ nothing outside this package compares dialect names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from daemon.config import Config, LimitsConfig
 from daemon.domain.errors import InvalidRequest, RelayError
+from daemon.domain.estimate import Estimate
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowDraft, RowRecord
 from daemon.domain.openai_input import CheckUrl, ParsedRecords
@@ -48,6 +49,8 @@ class Intake(Protocol):
     def clock(self) -> Callable[[], float]: ...
     @property
     def resolve(self) -> Resolver: ...
+    def estimate(self, rows: Iterable[tuple[str, Mapping[str, Any]]], *, workspace_id: int,
+                 discount: Decimal) -> Estimate: ...
 
 
 @dataclass(frozen=True)

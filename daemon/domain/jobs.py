@@ -120,6 +120,8 @@ class JobDraft:
     expires_at: float | None = None
     retry_of: str | None = None  # a dead-letter retry: the job its rows came from
     output_expires_after_s: int | None = None  # result files expire this long after written
+    deadline_at: float | None = None  # a Relay job's deadline (`domain/deadline.py`)
+    deadline_drain_s: float | None = None  # the estimate's running time at submit
 
 
 @dataclass(frozen=True, kw_only=True)

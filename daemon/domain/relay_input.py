@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from daemon.domain.deadline import DEADLINE, STRICT, parse_deadline, parse_strict
 from daemon.domain.errors import InvalidRequest, first_few, shown
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import RowDraft
@@ -23,7 +24,7 @@ MAX_NAME = 256
 MAX_CUSTOM_ID = 512
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _TOP_LEVEL = frozenset({"name", "model", "requests", "priority", "webhookUrl", "cron",
-                        "response_format", "validation"})
+                        "response_format", "validation", DEADLINE, STRICT})
 _ROW_KEYS = frozenset({"custom_id", "messages", "response_format"})
 
 
@@ -35,6 +36,8 @@ class Submission:
     priority: int = 0
     webhook_url: str | None = None
     cron: str | None = None
+    deadline_at: float | None = None
+    strict_deadline: bool = False
 
 
 def parse_submission(
@@ -54,6 +57,13 @@ def parse_submission(
         if key not in _TOP_LEVEL:
             raise InvalidRequest(f"Unknown field '{key}'.", param=key)
     cron = _cron(body.get("cron"), check_cron)
+    deadline_at = parse_deadline(body.get(DEADLINE), now=now)
+    if cron and deadline_at is not None:
+        raise InvalidRequest("'deadline' is a time for one job: a cron template's runs "
+                             "cannot share it.", param=DEADLINE)
+    strict = parse_strict(body.get(STRICT))
+    if strict and deadline_at is None:
+        raise InvalidRequest("'strict_deadline' needs a 'deadline'.", param=STRICT)
     webhook = _webhook(body.get("webhookUrl"), check_url)
     model = _model(body.get("model"), models)
     defaults = _check_defaults(body.get("response_format"), body.get("validation"))
@@ -65,6 +75,8 @@ def parse_submission(
         priority=_priority(body.get("priority")),
         webhook_url=webhook,
         cron=cron,
+        deadline_at=deadline_at,
+        strict_deadline=strict,
     )
 
 

@@ -118,7 +118,9 @@ class JobQueries(SqlBase):
         highest priority, then oldest."""
         query = (self.JobModel.select().where(self.JobModel.status == QUEUED)
                  .order_by((self.JobModel.tier == "expedited").desc(),
-                           self.JobModel.priority.desc(), self.JobModel.seq)
+                           self.JobModel.priority.desc(),
+                           self.JobModel.deadline_at.is_null(), self.JobModel.deadline_at,
+                           self.JobModel.seq)
                  .limit(limit))
         return [job_record(r) for r in query]
 
@@ -225,7 +227,8 @@ class JobQueries(SqlBase):
                                name=f"{source.name} (dead-letter retry)", cron=None,
                                next_run_at=None, template_id=None,
                                input_file_id=input_file.id if input_file else None,
-                               expires_at=expires_at, retry_of=source.id)
+                               expires_at=expires_at, retry_of=source.id,
+                               deadline_at=None, deadline_drain_s=None)  # its own time
             job = self.create_job(draft, [RowDraft(custom_id=r.custom_id,
                                                    body=json.loads(r.body), model=r.model)
                                           for r in taken])
@@ -309,6 +312,9 @@ class JobQueries(SqlBase):
             return self.transition(seq, QUEUED, now=now)
 
     def expired_jobs(self, now: float) -> list[Job]:
+        """Jobs past their completion window, or past their deadline (a Relay job's,
+        which it reads as `completed`: `domain/deadline.py`)."""
         query = self.JobModel.select().where(
-            self.JobModel.expires_at <= now, self.JobModel.status.in_(list(sources_of(EXPIRED))))
+            (self.JobModel.expires_at <= now) | (self.JobModel.deadline_at <= now),
+            self.JobModel.status.in_(list(sources_of(EXPIRED))))
         return [job_record(r) for r in query.order_by(self.JobModel.seq)]

@@ -121,6 +121,9 @@ class JobModel(BaseModel):
     # spent its budget. Either keeps it from taking a running slot.
     paused_at = FloatField(null=True)
     budget_paused_at = FloatField(null=True)
+    # A Relay job's deadline (v19), and the running time the estimate gave it at submit.
+    deadline_at = FloatField(null=True)
+    deadline_drain_s = FloatField(null=True)
 
     class Meta:
         table_name = "job"

@@ -217,7 +217,9 @@ class NodeQueries(SqlBase):
                  .where((self.JobModel.status == QUEUED)
                         | ((self.JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
                  .order_by((self.JobModel.tier == "expedited").desc(),
-                           self.JobModel.priority.desc(), self.JobModel.seq)
+                           self.JobModel.priority.desc(),
+                           self.JobModel.deadline_at.is_null(), self.JobModel.deadline_at,
+                           self.JobModel.seq)
                  .limit(limit))
         query = query.where(self.JobModel.paused_at.is_null(),
                             self.JobModel.budget_paused_at.is_null())

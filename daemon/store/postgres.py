@@ -36,6 +36,7 @@ from daemon.store.faults import guarded
 from daemon.store.schema import (
     Migration,
     budgets,
+    deadlines,
     deleted_jobs,
     executor_calls,
     finish_order,
@@ -55,7 +56,8 @@ SCHEMA_LOCK = int.from_bytes(b"relay")  # the advisory lock key of schema change
 # later change adds its step here (N: from N-1 to N), as sqlite.py does.
 MIGRATIONS: dict[int, Migration] = {11: leases, 12: lease_tokens, 13: deleted_jobs,
                                  14: finish_order, 15: budgets, 16: executor_calls,
-                                 17: output_checks, 18: idempotency_keys}
+                                 17: output_checks, 18: idempotency_keys,
+                                 19: deadlines}
 
 
 class _Database(PostgresqlDatabase):

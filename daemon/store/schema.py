@@ -22,7 +22,7 @@ from daemon.store.sql import SqlBase
 
 # The version the models describe. A schema change adds a migration to every backend
 # (N: from N-1 to N) and bumps this.
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 Migration = Callable[[Database], None]
 
@@ -166,6 +166,14 @@ def idempotency_keys(db: Database) -> None:
         f'"answer" {blob}, PRIMARY KEY ("workspace_id", "key"))')
     db.execute_sql('CREATE INDEX IF NOT EXISTS "idempotencykeymodel_created_at" '
                    'ON "idempotency_key" ("created_at")')
+
+
+def deadlines(db: Database) -> None:
+    """Version 19, on every backend: a Relay job's deadline, and how long the estimate
+    at submit said its rows would take to run (`domain/deadline.py`)."""
+    real = "DOUBLE PRECISION" if isinstance(db, PostgresqlDatabase) else "REAL"
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN deadline_at {real}")
+    db.execute_sql(f"ALTER TABLE job ADD COLUMN deadline_drain_s {real}")
 
 
 def version(store: SqlBase) -> int:

@@ -29,6 +29,7 @@ from daemon.store.faults import guarded
 from daemon.store.schema import (
     Migration,
     budgets,
+    deadlines,
     deleted_jobs,
     executor_calls,
     finish_order,
@@ -157,7 +158,7 @@ MIGRATIONS: dict[int, Migration] = {
     7: _file_lifetimes, 8: _token_details, 9: _probe_and_row_lookup,
     10: _dead_letter_lifecycle, 11: leases, 12: lease_tokens, 13: deleted_jobs,
     14: finish_order, 15: budgets, 16: executor_calls, 17: output_checks,
-    18: idempotency_keys}
+    18: idempotency_keys, 19: deadlines}
 
 
 class SqliteStore(SqlStore):

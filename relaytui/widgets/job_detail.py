@@ -236,6 +236,7 @@ class JobDetail(Vertical):
                  f"[dim]ended{'' if narrow else '  '}[/dim] {ended}"]
         # one line where the pane is narrow (wrapped between them); else one each
         lines += [(times, GAP)] if narrow else [([t], GAP) for t in times]
+        lines += _deadline_line(v, now)
         error = v.error or (self._fetched.error if self._fetched else None)
         if error:
             lines.append(([f"[$text-error]error: {escape(error)}[/]"], GAP))
@@ -330,6 +331,21 @@ class JobDetail(Vertical):
 def _status_text(v: JobView) -> str:
     shown = "⚠ completed with errors" if v.with_errors else LABELS.get(v.status, v.status)
     return f"{shown} · paused: {v.paused}" if v.paused else shown
+
+
+def _deadline_line(v: JobView, now: float) -> list[Line]:
+    """`deadline 18:00:00Z (in 2h10m) · at risk`: a Relay job's deadline, if it has one."""
+    if v.deadline_at is None:
+        return []
+    left = v.deadline_at - now
+    if v.finished_at is not None and v.finished_at < v.deadline_at:
+        when = "met"
+    else:
+        when = f"in {duration_text(left)}" if left > 0 else "passed"
+    facts = [f"[dim]deadline[/dim] {clock_text(v.deadline_at)}  ({when})"]
+    if v.deadline_at_risk and not v.finished_at:
+        facts.append("[$text-warning]at risk: the estimate at submit runs past it[/]")
+    return [(facts, DOT)]
 
 
 def _never_ran(v: JobView) -> str:

@@ -6,8 +6,11 @@ from peewee import Database
 
 
 def undo_version_15(db: Database) -> None:
-    """Take away what schema versions 18 to 15 added: the idempotency keys, jobs' counts
-    of checked answers, the rows' executor calls, then budgets, spend and paused jobs."""
+    """Take away what schema versions 19 to 15 added: jobs' deadlines, the idempotency
+    keys, jobs' counts of checked answers, the rows' executor calls, then budgets, spend
+    and paused jobs."""
+    for column in ("deadline_at", "deadline_drain_s"):
+        db.execute_sql(f"ALTER TABLE job DROP COLUMN {column}")
     db.execute_sql('DROP TABLE "idempotency_key"')
     for column in ("outputs_valid", "outputs_repaired", "outputs_invalid"):
         db.execute_sql(f"ALTER TABLE job DROP COLUMN {column}")
@@ -20,7 +23,7 @@ def undo_version_15(db: Database) -> None:
 
 
 def undo_version_14(db: Database) -> None:
-    """Take away what schema versions 18 to 14 added: the finish order of rows."""
+    """Take away what schema versions 19 to 14 added: the finish order of rows."""
     undo_version_15(db)
     for statement in ('DROP INDEX "rowmodel_job_id_finished_seq"',
                       'ALTER TABLE "row" DROP COLUMN finished_seq',
@@ -29,19 +32,19 @@ def undo_version_14(db: Database) -> None:
 
 
 def undo_version_13(db: Database) -> None:
-    """Take away what schema versions 18 to 13 added: jobs' deletion time."""
+    """Take away what schema versions 19 to 13 added: jobs' deletion time."""
     undo_version_14(db)
     db.execute_sql("ALTER TABLE job DROP COLUMN deleted_at")
 
 
 def undo_version_12(db: Database) -> None:
-    """Take away what schema versions 18 to 12 added: rows' lease tokens."""
+    """Take away what schema versions 19 to 12 added: rows' lease tokens."""
     undo_version_13(db)
     db.execute_sql('ALTER TABLE "row" DROP COLUMN lease_token')
 
 
 def undo_version_11(db: Database) -> None:
-    """Take away what schema versions 18 to 11 added: nodes and row leases."""
+    """Take away what schema versions 19 to 11 added: nodes and row leases."""
     undo_version_12(db)
     for statement in ('DROP INDEX "row_lease_node"', 'ALTER TABLE "row" DROP COLUMN lease_node',
                       "ALTER TABLE job DROP COLUMN webhook_node",
@@ -50,7 +53,7 @@ def undo_version_11(db: Database) -> None:
 
 
 def undo_to_version_1(db: Database) -> None:
-    """Take away what schema versions 18 down to 2 added (SQLite: PostgreSQL starts at
+    """Take away what schema versions 19 down to 2 added (SQLite: PostgreSQL starts at
     version 10)."""
     undo_version_11(db)
     for statement in (

@@ -99,7 +99,7 @@ def test_ids() -> None:
 
 
 @pytest.mark.parametrize(("name", "ending", "code"), [
-    ("relay", "cancelled", "canceled"), ("relay", "expired", "expired"),
+    ("relay", "cancelled", "canceled"), ("relay", "expired", "deadline_passed"),
     ("openai", "cancelled", "batch_cancelled"), ("openai", "expired", "batch_expired"),
 ])
 def test_rows_that_never_ran(name: str, ending: str, code: str) -> None:

@@ -76,9 +76,20 @@ def test_relay_job_maps_status_and_finish_time() -> None:
 @pytest.mark.parametrize(("internal", "shown"), [("validating", "queued"),
                                                  ("finalizing", "running"),
                                                  ("cancelling", "running"),
-                                                 ("expired", "failed")])
+                                                 ("expired", "completed")])
 def test_relay_job_never_shows_internal_names(internal: str, shown: str) -> None:
+    # A Relay job expires only when its deadline passes: it reads completed, its unrun
+    # rows failed (failing rows never fail a Relay job).
     assert relay_job(make_job(status=internal))["status"] == shown
+
+
+def test_a_deadline_shows_with_what_the_estimate_said_at_submit() -> None:
+    view = relay_job(make_job(deadline_at=CREATED + 3600, deadline_drain_s=5400.0))
+    assert view["deadline"] == "2026-10-04T10:12:44Z"
+    assert view["deadline_at_risk"] is True
+    assert view["deadline_estimate"] == {"drain_s": 5400.0,
+                                         "finishes_at": "2026-10-04T10:42:44Z"}
+    assert "deadline" not in relay_job(make_job())
 
 
 def test_relay_job_template() -> None:

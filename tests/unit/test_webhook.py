@@ -120,7 +120,7 @@ def test_payload_is_seed_000_summary() -> None:
 
 @pytest.mark.parametrize(("internal", "shown"), [("cancelled", "canceled"),
                                                  ("failed", "failed"),
-                                                 ("expired", "failed")])
+                                                 ("expired", "completed")])
 def test_payload_uses_relay_status_names(internal: str, shown: str) -> None:
     assert payload(make_job(status=internal))["status"] == shown
 

@@ -7,6 +7,7 @@ every dialect's jobs."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Union
 
@@ -26,9 +27,18 @@ from daemon.dialects.openai.shapes import Error
 from daemon.dialects.relay import render
 from daemon.dialects.relay.shapes import RelayJob, RelaySubmit, WebhookSummary
 from daemon.dialects.spending import check_budget, input_prices
-from daemon.domain import cron, ids
+from daemon.domain import cron, deadline, ids
 from daemon.domain.errors import InvalidRequest, RelayError
-from daemon.domain.jobs import CANCELLED, QUEUED, ROW_COMPLETED, SCHEDULED, Job, JobDraft, RowRecord
+from daemon.domain.jobs import (
+    CANCELLED,
+    EXPIRED,
+    QUEUED,
+    ROW_COMPLETED,
+    SCHEDULED,
+    Job,
+    JobDraft,
+    RowRecord,
+)
 from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
 from daemon.domain.relay_input import MAX_ROWS, Submission, parse_submission
 from daemon.domain.routes import DRY_RUN, Action, Operation, Param, Route
@@ -92,7 +102,15 @@ class RelayDialect:
         if not sub.cron:  # a template's runs are checked by nobody: each run is paused
             check_budget(intake.repo, workspace.id, sub.rows, prices=input_prices(intake),
                          model=sub.model, discount=Decimal(0), now=now, param="requests")
-        return intake.repo.create_job(self._draft(sub, workspace, now=now), sub.rows)
+        drain_s = None
+        if sub.deadline_at is not None:
+            drain_s = intake.estimate([(sub.model, r.body) for r in sub.rows],
+                                      workspace_id=workspace.id, discount=Decimal(0)).drain_s
+            if sub.strict_deadline and deadline.at_risk(sub.deadline_at, drain_s=drain_s,
+                                                        now=now):
+                raise deadline.refusal(sub.deadline_at, drain_s=drain_s, now=now)
+        draft = self._draft(sub, workspace, now=now)
+        return intake.repo.create_job(replace(draft, deadline_drain_s=drain_s), sub.rows)
 
     def propose(self, intake: Intake, workspace: WorkspaceRecord, body: Any) -> Proposed:
         try:
@@ -117,6 +135,7 @@ class RelayDialect:
             model=sub.model, endpoint=CHAT, status=SCHEDULED if sub.cron else QUEUED,
             priority=sub.priority, created_at=now, webhook_url=sub.webhook_url, cron=sub.cron,
             next_run_at=cron.next_after(sub.cron, now) if sub.cron else None,
+            deadline_at=sub.deadline_at,
         )
 
     def new_id(self) -> str:
@@ -132,6 +151,8 @@ class RelayDialect:
         return render.RELAY_VIEW.statuses_for(name)
 
     def unrun_error(self, ending: str) -> tuple[str, str]:
+        if ending == EXPIRED:  # a Relay job has no completion window: its deadline passed
+            return deadline.PASSED, deadline.PASSED_MESSAGE
         word = "canceled" if ending == CANCELLED else ending
         return word, word
 

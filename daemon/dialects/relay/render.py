@@ -21,6 +21,7 @@ from daemon.dialects.relay.shapes import (
     WorkflowView,
     WorkspaceDeadLetterEntry,
 )
+from daemon.domain.deadline import at_risk
 from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import (
     CANCELLED,
@@ -49,6 +50,15 @@ def relay_status(status: str) -> RelayStatus:
     """An internal status by its Relay name (the shape's `RelayStatus` lists them: a
     test holds the two together)."""
     return cast(RelayStatus, RELAY_VIEW.name(status))
+
+
+def job_status(job: Job) -> RelayStatus:
+    """A job's Relay status. A Relay job has no completion window: one that expired
+    passed its deadline, and reads `completed` (its unrun rows failed deadline_passed;
+    failing rows never fail a Relay job)."""
+    if job.status == EXPIRED and job.dialect == "relay":
+        return "completed"
+    return relay_status(job.status)
 
 
 def attempt_log(row: RowRecord) -> list[Attempt]:
@@ -85,7 +95,7 @@ def relay_job(job: Job) -> RelayJob:
         "id": job.id,
         "object": "batch",
         "name": job.name,
-        "status": relay_status(job.status),
+        "status": job_status(job),
         "model": job.model,
         "priority": job.priority,
         "total": job.total,
@@ -109,9 +119,22 @@ def relay_job(job: Job) -> RelayJob:
         "usage": usage(job),
         "paused": job.paused,
     }
+    if job.deadline_at is not None:
+        add_deadline(view, job.deadline_at, drain_s=job.deadline_drain_s,
+                     submitted_at=job.created_at)
     if job.is_template:
         view["last_run_id"] = job.last_run_id
     return view
+
+
+def add_deadline(view: RelayJob, deadline_at: float, *, drain_s: float | None,
+                 submitted_at: float) -> None:
+    """A job's deadline, with whether the estimate at submit said it would be missed."""
+    view["deadline"] = iso(deadline_at)
+    if drain_s is not None:
+        view["deadline_at_risk"] = at_risk(deadline_at, drain_s=drain_s, now=submitted_at)
+        view["deadline_estimate"] = {"drain_s": drain_s,
+                                     "finishes_at": iso(submitted_at + drain_s)}
 
 
 def relay_result(row: RowRecord) -> RelayResult:
@@ -269,7 +292,7 @@ def webhook_payload(job: Job) -> WebhookSummary:
     return {
         "id": job.id,
         "name": job.name,
-        "status": relay_status(job.status),
+        "status": job_status(job),
         "total": job.total,
         "completed": job.completed,
         "failed": job.failed,
@@ -305,4 +328,12 @@ def event_fields(job: Job) -> dict[str, Any]:
         "output_tokens": job.output_tokens,
         "cost_nano_usd": job.cost_nano_usd,
         "paused": job.paused,
+        "deadline_at": job.deadline_at,
+        "deadline_at_risk": deadline_at_risk(job),
     }
+
+
+def deadline_at_risk(job: Job) -> bool:
+    """Whether the estimate at its submit said the job's deadline would be missed."""
+    return (job.deadline_at is not None and job.deadline_drain_s is not None
+            and at_risk(job.deadline_at, drain_s=job.deadline_drain_s, now=job.created_at))

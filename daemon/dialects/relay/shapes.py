@@ -16,7 +16,8 @@ Stamp = Annotated[str, Meta(description="UTC, ISO 8601 (2026-10-04T09:12:44Z).",
                             extra_json_schema={"format": "date-time"})]
 ROW_ERROR_CODES = ("upstream_error", "invalid_response", "response_too_large", "model_not_found",
                    "internal_error", "batch_cancelled", "batch_expired", "invalid_tool_config",
-                   "workflow_step_limit", "record_too_large")  # examples, not a closed set
+                   "workflow_step_limit", "record_too_large", "invalid_output",
+                   "deadline_passed")  # examples, not a closed set
 
 # Seed 000 knows six statuses; the others read as their nearest (render.RELAY_VIEW).
 RelayStatus = Literal["scheduled", "queued", "running", "completed", "failed", "canceled"]
@@ -54,6 +55,19 @@ class RelaySubmit(TypedDict):
         description="Exactly 5 fields, UTC: makes a recurring template.")] | None]
     webhookUrl: NotRequired[Annotated[str, Meta(
         description="Receives the completion summary.", min_length=1)] | None]
+    response_format: NotRequired[Annotated[dict[str, Any], Meta(description=(
+        "Every row's response_format unless it has its own (checked outputs)."))] | None]
+    validation: NotRequired[Annotated[dict[str, Any], Meta(description=(
+        "Every row's openrelay.validation (max_repairs, format_check) unless it has "
+        "its own."))] | None]
+    deadline: NotRequired[Annotated[str, Meta(description=(
+        "When the job must be done: an RFC 3339 time with its offset, or a duration "
+        "from now such as '6h' or '1h30m'. Among queued jobs of equal priority the "
+        "earlier deadline runs first; when it passes, the job ends completed and its "
+        "unrun rows fail deadline_passed. Not with cron."), min_length=1)] | None]
+    strict_deadline: NotRequired[Annotated[bool, Meta(description=(
+        "Refuse the submit (cannot_meet_deadline) when the estimate at the model's "
+        "limits says the deadline cannot be met, instead of flagging it."))] | None]
 
 
 class OutputCounts(TypedDict):
@@ -106,6 +120,20 @@ class RelayJob(TypedDict):
         "until it resumes. An operator's pause shows first when both hold."))] | None
     last_run_id: NotRequired[Annotated[str, Meta(description="A template's latest run.")
                                        ] | None]
+    deadline: NotRequired[Annotated[Stamp, Meta(description=(
+        "Its deadline, if it was submitted with one (a Relay extension): when it passes, "
+        "the job ends completed and its unrun rows fail deadline_passed."))]]
+    deadline_at_risk: NotRequired[Annotated[bool, Meta(description=(
+        "Whether the estimate at submit said the deadline would be missed."))]]
+    deadline_estimate: NotRequired[DeadlineEstimate]
+
+
+class DeadlineEstimate(TypedDict):
+    """How long the estimate at submit said the job's rows take at the model's limits
+    (rpm, tpm, concurrency times latency), and when they would be done."""
+
+    drain_s: Annotated[float, Meta(ge=0)]
+    finishes_at: Stamp
 
 
 class RelayContent(TypedDict):
