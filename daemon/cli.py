@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = configuration.load(parsed.config)
     except configuration.ConfigError as exc:
-        print(f"relayd: bad configuration: {exc}", file=sys.stderr)
+        print(f"relayd: bad configuration: {'; '.join(exc.errors)}", file=sys.stderr)
         return 2
     try:
         return int(parsed.run(config, parsed) or 0)
@@ -154,11 +154,16 @@ PROBE_TIMEOUT_S = 3.0
 
 def _config_check(args: argparse.Namespace) -> int:
     """Exit 0 when the config loads and every upstream answers a TCP connect, 1 when it
-    does not load (its first error: loading stops there), 2 when an upstream is down."""
+    does not load (each error on a line: every section's and every model's first), 2
+    when an upstream is down."""
     try:
         config = configuration.load(args.config)
     except configuration.ConfigError as exc:
-        print(f"relayd: config invalid: {exc}", file=sys.stderr)
+        found = len(exc.errors)
+        print(f"relayd: config invalid ({found} error{'s' if found != 1 else ''}):",
+              file=sys.stderr)
+        for error in exc.errors:
+            print(f"  {error}", file=sys.stderr)
         return 1
     print(f"config ok: {args.config or 'built-in defaults'} "
           f"({len(config.models)} model(s))")

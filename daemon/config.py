@@ -8,14 +8,43 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
-    """A configuration value that `relayd` refuses to start with."""
+    """A configuration value that `relayd` refuses to start with; `errors`: each one
+    found (the message is the first; `parse` reads every section and model before it
+    gives up, so one run of `relayd config check` lists them all)."""
+
+    def __init__(self, message: str, *, errors: Sequence[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors: tuple[str, ...] = tuple(errors or (message,))
+
+
+T = TypeVar("T")
+
+
+class _Errors:
+    """The errors of the parts of a config read one after another: each part that
+    fails adds its error and gives None, so the next part is read all the same."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def part(self, build: Callable[..., T], *args: Any) -> T | None:
+        try:
+            return build(*args)
+        except ConfigError as exc:
+            self.found.extend(exc.errors)
+            return None
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise ConfigError(self.found[0], errors=self.found)
 
 
 @dataclass(frozen=True)
@@ -191,30 +220,33 @@ def load(path: str | Path | None, *, environ: dict[str, str] | None = None) -> C
 
 
 def parse(raw: dict[str, Any], *, environ: dict[str, str] | None = None) -> Config:
-    """Validate an already-decoded TOML document."""
-    _reject_unknown(raw, _SECTIONS, "")
+    """Validate an already-decoded TOML document: every section and every model is
+    read, and a ConfigError lists each one's first error."""
+    errors = _Errors()
+    errors.part(_reject_unknown, raw, _SECTIONS, "")
     env = os.environ if environ is None else environ
-    server = _server(_table(raw, "server"))
-    database = _table(raw, "database")
+
+    def section(name: str, build: Callable[[dict[str, Any]], T]) -> T | None:
+        return errors.part(lambda: build(_table(raw, name)))
+
+    parts: dict[str, Any] = {
+        "server": section("server", _server), "database_url": section("database", _url),
+        "gateway": section("gateway", _gateway), "security": section("security", _security),
+        "retry": section("retry", _retry), "tools": section("tools", _tools),
+        "metrics": section("metrics", _metrics), "cluster": section("cluster", _cluster),
+        "limits": section("limits", _limits), "retention": section("retention", _retention),
+        "models": errors.part(_models, raw.get("models", []), env)}
+    errors.raise_any()
+    return Config(**parts)  # none is None: no part failed
+
+
+def _url(database: dict[str, Any]) -> str:
     _reject_unknown(database, {"url"}, "database.")
-    url = _typed(database, "url", str, "", "database.")
+    url: str = _typed(database, "url", str, "", "database.")
     if url and "://" not in url:
         raise ConfigError(f"database.url: must be a URL such as sqlite:///relay-data/relay.db "
                           f"or postgresql://user@host:5432/relay, got {url!r}")
-    models = _models(raw.get("models", []), env)
-    return Config(
-        server=server,
-        database_url=url,
-        gateway=_gateway(_table(raw, "gateway")),
-        security=_security(_table(raw, "security")),
-        retry=_retry(_table(raw, "retry")),
-        tools=_tools(_table(raw, "tools")),
-        metrics=_metrics(_table(raw, "metrics")),
-        cluster=_cluster(_table(raw, "cluster")),
-        limits=_limits(_table(raw, "limits")),
-        retention=_retention(_table(raw, "retention")),
-        models=models,
-    )
+    return url
 
 
 def _server(t: dict[str, Any]) -> ServerConfig:
@@ -380,7 +412,10 @@ _MODEL_KEYS = {
 def _models(raw: Any, env: os._Environ[str] | dict[str, str]) -> tuple[ModelConfig, ...]:
     if not isinstance(raw, list):
         raise ConfigError("models: must be an array of tables ([[models]])")
-    models = tuple(_model(i, t, env) for i, t in enumerate(raw))
+    errors = _Errors()  # each model's first error
+    read = [errors.part(_model, i, t, env) for i, t in enumerate(raw)]
+    errors.raise_any()
+    models = tuple(m for m in read if m is not None)
     aliases = [m.alias for m in models]
     for i, alias in enumerate(aliases):
         if alias in aliases[:i]:

@@ -25,6 +25,17 @@ LogFormat = Literal["text", "json"]
 FORMATS: tuple[LogFormat, ...] = ("text", "json")
 EXTRAS = ("job", "node")  # context a record may carry (`extra={"job": …}`), kept as fields
 TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_process: dict[str, str] = {}  # context every line of this process carries (`set_node`)
+
+
+def set_node(node_id: str) -> None:
+    """This relayd's node id, on every JSON line from now on (a record's own wins)."""
+    _process["node"] = node_id
+
+
+def for_job(logger: logging.Logger, job_id: str) -> logging.LoggerAdapter[logging.Logger]:
+    """`logger`, each of whose lines carries `job` (a JSON line's `job` field)."""
+    return logging.LoggerAdapter(logger, {"job": job_id})
 
 
 def masked(text: str) -> str:
@@ -65,7 +76,8 @@ class SecretFilter(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: `ts` (UTC, ISO 8601), `level`, `logger`, `msg`, the
-    record's `job` and `node` when it carries them, and `exc` for a traceback. The
+    record's `job` when it carries one (`for_job`), this process's `node` (`set_node`)
+    unless the record names another, and `exc` for a traceback. The
     secret filter has masked the message and traceback by now; the extras and anything
     not yet masked pass through `masked` here, so a handler without it leaks nothing."""
 
@@ -78,7 +90,7 @@ class JsonFormatter(logging.Formatter):
             "msg": masked(record.getMessage()),
         }
         for name in EXTRAS:
-            value = getattr(record, name, None)
+            value = getattr(record, name, None) or _process.get(name)
             if value is not None:
                 line[name] = masked(value) if isinstance(value, str) else value
         if record.exc_info and not record.exc_text:

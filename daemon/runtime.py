@@ -19,6 +19,7 @@ from typing import Any
 
 import pykka
 
+from daemon import logs
 from daemon.actors.health import Health, HealthProbe, HealthProbeProxy
 from daemon.actors.membership import Membership
 from daemon.actors.notifier import Notifier, NotifierProxy
@@ -174,6 +175,7 @@ class Daemon:
                          if self.repo.SHARED else NoBus())
         self.membership.announce = self.bus.publish
         self.membership.start()
+        logs.set_node(self.membership.id)  # on every JSON log line from here on
         self.io_loop.add_cleanup(self.router.aclose)
         self.outbound = OutboundClient(
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve,

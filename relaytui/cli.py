@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from relaytui import progress, table_jobs
 from relaytui.client import RelayClient, RelayError
+from relaytui.estimate_text import estimate_lines
 from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import (
     BATCH_ENDPOINTS,
@@ -45,8 +46,10 @@ from relaytui.formats import (
     records_of,
 )
 from relaytui.nodes import NodeList, NodeView, heartbeat_text
+from relaytui.rows import attempts_cell
 from relaytui.settings import Settings, resolve
 from relaytui.table_batch import (
+    CHAT,
     MISSING,
     Request,
     TemplateError,
@@ -346,9 +349,6 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
         raise Stop(USAGE, "--wait cannot be used with --cron: a cron template never ends "
                    "(each run is a job of its own)")
     if args.template is not None:
-        if args.dry_run:
-            raise Stop(USAGE, "--dry-run does not go with --template (yet): estimate the "
-                       "records with --endpoint")
         return submit_table(client, args)
     table_only = [flag for flag, value in (
         ("--system", args.system), ("--id-column", args.id_column),
@@ -416,25 +416,6 @@ def show_estimate(answer: dict[str, Any], *, json_out: bool) -> int:
         for line in estimate_lines(answer):
             print(line)
     return REFUSED if answer.get("problems") else OK
-
-
-def estimate_lines(answer: dict[str, Any]) -> list[str]:
-    lines = [f"estimate: {answer['rows']} rows, {answer['input_tokens']} input + "
-             f"{answer['output_tokens']} output tokens, ${answer['cost_usd']} "
-             f"(discount {answer['discount']}), drains in ~{answer['drain_s']:.0f}s"]
-    for model in answer.get("by_model", []):
-        sources = ", ".join(f"{n} {s}" for s, n in model["output_tokens"]["sources"].items())
-        lines.append(f"  {model['model']}: {model['rows']} rows, output from {sources}, "
-                     f"${model['cost_usd']}, {model['drain_s']:.0f}s ({model['drain_limit']})")
-    budget = answer.get("budget")
-    if budget is not None:
-        lines.append(f"  budget: ${budget.get('remaining_usd')} left, "
-                     f"{'covers it' if budget.get('covers') else 'does NOT cover it'}")
-    for problem in answer.get("problems", []):
-        error = problem.get("error", problem)
-        lines.append(f"  problem: {error.get('message')}"
-                     + (f" ({error['param']})" if error.get("param") else ""))
-    return lines
 
 
 # The options a submit's idempotency key is derived from, beside the file's bytes.
@@ -538,6 +519,10 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
                                        id_column=args.id_column, name=args.name)
     except InputFileError as exc:
         raise Stop(USAGE, str(exc)) from None
+    if args.dry_run:  # the records inline: nothing is uploaded
+        return show_estimate(client.estimate({
+            "endpoint": CHAT, "completion_window": "24h", "requests": batch.records}),
+            json_out=wants_json(args))
     job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name,
                             keys=(idempotency_key(args, "file"), idempotency_key(args, "batch")))
     if args.wait:
@@ -840,7 +825,7 @@ def list_dead_letter(client: RelayClient, args: argparse.Namespace) -> int:
             else f"job {args.id} has no dead-lettered rows")
     else:
         headers: tuple[str, ...] = ("CUSTOM_ID", "ATTEMPTS", "STATE", "MODELS", "LAST ERROR")
-        rows = [[e["custom_id"], str(e["attempts"]), dead_letter_state(e),
+        rows = [[e["custom_id"], attempts_cell(e), dead_letter_state(e),
                  ",".join(e["models"]), e.get("last_error") or ""] for e in entries]
         if every_job:
             headers = ("JOB", *headers)

@@ -17,6 +17,7 @@ import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import httpx
@@ -499,7 +500,9 @@ def job_event(job: dict[str, Any]) -> dict[str, Any]:
         "started_at", "finished_at", "cron", "next_run_at", "template_id", "error",
         "input_tokens", "output_tokens", "cost_nano_usd")}
     return view | {"status": _INTERNAL.get(job["status"], job["status"]),
-                   "relay_status": job["status"], "paused": job.get("paused")}
+                   "relay_status": job["status"], "paused": job.get("paused"),
+                   "deadline_at": job.get("deadline_at"),
+                   "deadline_at_risk": bool(job.get("deadline_at_risk"))}
 
 
 # -- the canned relayd -----------------------------------------------------------------
@@ -530,6 +533,7 @@ class FakeRelay:
         if workflows:
             self.jobs_by_id[WORKFLOW_JOB] = workflow_job()
         self.submitted: list[dict[str, Any]] = []
+        self.estimated: list[dict[str, Any]] = []  # the bodies of `?dry_run=true` submits
         self.uploaded: dict[str, tuple[str, bytes]] = {}  # file id: (filename, content)
         self.created: list[dict[str, Any]] = []  # OpenAI batches: input_file_id, …
         self.cancelled: list[str] = []
@@ -694,6 +698,39 @@ class FakeRelay:
                    webhookUrl=webhook_url)
         self.jobs_by_id[job["id"]] = job
         return relay_job(job)
+
+    def estimate(self, body: dict[str, Any], *,
+                 path: str = "/v1/batches") -> dict[str, Any]:
+        """relayd's dry run, roughly: each request's JSON ÷ 4 input tokens, 256 output
+        tokens (no history), gpt-4o-mini's prices, 8 at once of 2 s; half price for an
+        OpenAI batch; an unknown model a problem."""
+        self.estimated.append(body)
+        openai = "endpoint" in body
+        requests = body.get("requests") or []
+        models = [(r.get("body") or {}).get("model", "") if openai else body.get("model", "")
+                  for r in requests]
+        tokens_in = sum(len(json.dumps(r)) // 4 for r in requests)
+        tokens_out = 256 * len(requests)
+        discount = Decimal("0.5") if openai else Decimal(0)
+        nano = int((tokens_in * 150 + tokens_out * 600) * (1 - discount))
+        drain = round(len(requests) / 8 * 2.0, 3)
+        problems = [{"error": {"message": f"model: {m!r} is not configured here.",
+                               "type": "invalid_request_error", "param": "model",
+                               "code": "model_not_found"}}
+                    for m in sorted(set(models)) if m not in MODELS]
+        cost = str((Decimal(nano) / Decimal(10**9)).quantize(Decimal("0.000001")))
+        return {"object": "batch.estimate", "dry_run": True, "rows": len(requests),
+                "input_tokens": tokens_in, "output_tokens": tokens_out,
+                "cost_nano_usd": nano, "cost_usd": cost, "discount": str(discount),
+                "drain_s": drain, "by_model": [
+                    {"model": m, "rows": models.count(m),
+                     "input_tokens": {"estimate": tokens_in, "source": "rate_limiter"},
+                     "output_tokens": {"estimate": tokens_out,
+                                       "sources": {"default": models.count(m)}},
+                     "cost_nano_usd": nano, "cost_usd": cost, "drain_s": drain,
+                     "drain_limit": "concurrency", "latency_source": "default"}
+                    for m in dict.fromkeys(models)],
+                "budget": None, "problems": problems}
 
     def upload(self, filename: str, data: bytes, *,
                idempotency_key: str | None = None) -> dict[str, Any]:

@@ -43,6 +43,7 @@ class CannedRelayd(Protocol):
     def submit(self, *, model: str, requests: list[Body], name: str | None = None,
                priority: int = 0, cron: str | None = None,
                webhook_url: str | None = None) -> Body: ...
+    def estimate(self, body: Body) -> Body: ...
     def upload(self, filename: str, data: bytes) -> Body: ...
     def create_batch(self, input_file_id: str, *, endpoint: str = ...,
                      metadata: dict[str, str] | None = None) -> Body: ...
@@ -100,6 +101,8 @@ def _list_jobs(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -
 
 def _submit(relay: CannedRelayd, request: httpx.Request, _: dict[str, str]) -> Any:
     body = _body(request)
+    if _query(request, "dry_run") == "true":  # either dialect: the estimate
+        return relay.estimate(body)
     if "input_file_id" in body:  # the OpenAI dialect
         return relay.create_batch(body["input_file_id"],
                                   endpoint=body.get("endpoint") or "/v1/chat/completions",

@@ -257,7 +257,7 @@ class Scheduler(pykka.ThreadingActor):
                 orphans.add(job.seq)
                 if job.seq in self.orphans:
                     log.warning("job %s was %s with no node on it: ending it", job.id,
-                                status)
+                                status, extra={"job": job.id})
                     self._end(job.seq, _ENDS[status])
         self.orphans = orphans
         self.repo.abandon_claimed_webhooks(now=now, live=self._live(now))  # a lost node's
@@ -325,7 +325,8 @@ class Scheduler(pykka.ThreadingActor):
         job = self.repo.job_by_seq(seq)
         if job is None or job.terminal:
             return
-        log.error("supervisor of job %s died while %s", job.id, job.status)
+        log.error("supervisor of job %s died while %s", job.id, job.status,
+                  extra={"job": job.id})
         if job.status == RUNNING:
             self.repo.release_rows(seq, node=self.node.id)
         else:

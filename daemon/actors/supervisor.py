@@ -21,6 +21,7 @@ from typing import Protocol
 
 import pykka
 
+from daemon import logs
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.health import Health
@@ -76,6 +77,7 @@ class JobSupervisor(pykka.ThreadingActor):
     ) -> None:
         super().__init__()
         self.job = job
+        self.log = logs.for_job(log, job.id)  # its lines carry the job (`--log-format json`)
         self.node = node or Node()
         self.health = health or Health()
         self.repo = repo
@@ -250,7 +252,7 @@ class JobSupervisor(pykka.ThreadingActor):
         run (canceled or expired, unbilled)."""
         dropped = self.run.give_up(now)
         if dropped:
-            log.warning("job %s: %d outcomes could not be stored in the %.0f s after it "
+            self.log.warning("job %s: %d outcomes could not be stored in the %.0f s after it "
                         "was %s; dropped, their rows end as never run", self.job.id,
                         len(dropped), GIVE_UP_S, self.ending)
 
@@ -287,10 +289,10 @@ class JobSupervisor(pykka.ThreadingActor):
                          "kept, will retry", exc, now)
             return False
         for row_id, why in refused:
-            log.error("job %s: the store refused the outcome of row %d; stored as "
+            self.log.error("job %s: the store refused the outcome of row %d; stored as "
                       "failed (internal_error)", self.job.id, row_id, exc_info=why)
         if fenced:
-            log.warning("job %s: %d outcomes not stored: another node leased those rows "
+            self.log.warning("job %s: %d outcomes not stored: another node leased those rows "
                         "while this one was silent past its lease (its outcomes win)",
                         self.job.id, fenced)
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
@@ -298,7 +300,7 @@ class JobSupervisor(pykka.ThreadingActor):
         return True
 
     def _failed(self, what: str, exc: Exception, now: float) -> None:
-        fault = log_failure(log, what, exc)
+        fault = log_failure(self.log, what, exc)
         if fault is not None:
             self.health.record(fault, now=now)
 

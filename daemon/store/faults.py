@@ -164,7 +164,8 @@ def guard(cls: C, names: Iterable[str]) -> C:
     return cls
 
 
-def log_failure(log: logging.Logger, what: str, exc: BaseException) -> StoreError | None:
+def log_failure(log: logging.Logger | logging.LoggerAdapter[logging.Logger], what: str,
+                exc: BaseException) -> StoreError | None:
     """Log a call that failed: one line for a storage fault (which it returns, for
     health to record), a traceback for anything else (a bug)."""
     if not isinstance(exc, StoreError):

@@ -35,9 +35,10 @@ from textual.widgets import (
 from relaytui import table_jobs
 from relaytui.api import RelayApi
 from relaytui.client import RelayError
+from relaytui.estimate_text import estimate_lines
 from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
-from relaytui.table_batch import Request, Template, TemplateError, parse_template
+from relaytui.table_batch import CHAT, Request, Template, TemplateError, parse_template
 from relaytui.tables import Table, read_table
 from relaytui.widgets.footer import RelayFooter
 
@@ -134,6 +135,7 @@ class UploadScreen(RelayScreen):
                 yield Label("Preview (first rows as parsed, prompts as the template fills "
                             "them)")
                 yield DataTable(id="preview", show_cursor=False)
+                yield Static("", id="estimate")
                 with Horizontal(id="submit-bar"):
                     yield Button("Submit", variant="primary", id="submit", disabled=True)
                     yield LoadingIndicator(id="busy")
@@ -260,6 +262,7 @@ class UploadScreen(RelayScreen):
         self.query_one("#path").remove_class("-invalid")
         self.query_one("#template").remove_class("-invalid")
         self._sync_submit()
+        self._ask_estimate()
 
     def _read_failed(self, wanted: Wanted, error: InputFileError | TemplateError) -> None:
         if self._wanted() != wanted:
@@ -274,6 +277,7 @@ class UploadScreen(RelayScreen):
             self.query_one("#path").add_class("-invalid")
         self._preview([])
         self._sync_submit()
+        self._show_estimate("")
 
     def _preview(self, rows: list[dict[str, Any]]) -> None:
         table = self.query_one("#preview", DataTable)
@@ -281,6 +285,48 @@ class UploadScreen(RelayScreen):
         for n, row in enumerate(rows, start=1):
             table.add_row(*(Text(c, no_wrap=True, overflow="ellipsis", end="")
                             for c in preview_cells(n, row)))
+
+    # -- the estimate ----------------------------------------------------------------
+
+    @on(Select.Changed, "#model")
+    def _ask_estimate(self) -> None:
+        """relayd's dry run of what Submit would send (`?dry_run=true`: nothing is
+        stored), shown above the button: rows, tokens, cost, drain time, budget."""
+        model = self.query_one("#model", Select).value
+        if self.source is None or not isinstance(model, str):
+            self._show_estimate("")
+            return
+        self._show_estimate("[dim]estimating…[/dim]")
+        self._estimate(self._dry_run_body(model), self.read_from)
+
+    def _dry_run_body(self, model: str) -> dict[str, Any]:
+        """The body Submit would send: a Relay job, or a table's OpenAI batch inline."""
+        assert self.source is not None
+        if self.table is None:
+            return {"model": model, "requests": self.source.rows}
+        batch = table_jobs.table_batch(*self.table, request=Request(model))
+        return {"endpoint": CHAT, "completion_window": "24h",
+                "requests": batch.records}
+
+    @work(thread=True, exclusive=True, group="estimate", exit_on_error=False,
+          name="estimating")
+    def _estimate(self, body: dict[str, Any], wanted: Wanted | None) -> None:
+        try:
+            answer = self.client.estimate(body)
+        except RelayError as exc:
+            self.app.call_from_thread(self._estimated, wanted,
+                                      f"[dim]no estimate: {escape(exc.message)}[/dim]")
+            return
+        lines = estimate_lines(answer)
+        text = "\n".join(escape(line) for line in lines)
+        self.app.call_from_thread(self._estimated, wanted, text)
+
+    def _estimated(self, wanted: Wanted | None, markup: str) -> None:
+        if wanted == self.read_from:  # else the file changed meanwhile: its own comes
+            self._show_estimate(markup)
+
+    def _show_estimate(self, markup: str) -> None:
+        self.query_one("#estimate", Static).update(markup)
 
     # -- submitting ------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import pytest
 
 from daemon import testing
 from relaytui import cli
+from relaytui import cli as relay_cli  # the module, beside the `cli` fixture
 from relaytui.client import RelayClient
 from tests.cli.conftest import Run
 from tests.e2e.harness import Relayd, rows, wait_for_status
@@ -342,3 +343,23 @@ def test_pause_then_resume_a_running_job(relay: Callable[..., Run], http: httpx.
     error = again.json()["error"]
     assert (error["status"], error["code"]) == (409, "batch_already_ended")
     assert "it cannot be paused" in error["message"]
+
+
+def test_a_tool_rows_attempts_count_its_executor_calls(
+        cli: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`1+3`: one model attempt and three executor calls, as the TUI counts them, not
+    a lone `1` beside "after 3 attempts"."""
+    calls = [{"round": 1, "executor": "http", "status_code": 503, "error": "down",
+              "duration_ms": 3, "started_at": "2026-10-04T09:12:44.125Z"}] * 3
+    entry = {"custom_id": "t-1", "attempts": 1, "models": ["gpt-4o-mini"], "state": "open",
+             "last_error": "tool_error: executor down (after 3 attempts)",
+             "executor_calls": calls}
+    monkeypatch.setattr(RelayClient, "dead_letter",
+                        lambda self, job_id: {"object": "list", "data": [entry]})
+    monkeypatch.setattr(relay_cli, "full_id", lambda client, job_id: job_id)
+    monkeypatch.setenv("RELAY_API_KEY", "rk_test_key_1234")
+    run = cli("dead-letter", "a" * 32, "--url", "http://127.0.0.1:9")
+    assert run.code == 0, run.err
+    [header, row] = run.out.splitlines()
+    assert header.split()[:2] == ["CUSTOM_ID", "ATTEMPTS"]
+    assert row.split()[:3] == ["t-1", "1+3", "open"]

@@ -214,6 +214,11 @@ def test_dry_run_prints_the_estimate_and_creates_nothing(
                      "--json")
     assert estimate.code == 0, estimate.err
     assert (estimate.json()["rows"], estimate.json()["discount"]) == (2, "0.5")
+    table = write("reviews.csv", "id,review\n1,good tent\n2,bad zip\n3,fine\n")
+    templated = relay("submit", table, "--model", "gpt-4o-mini", "--template",
+                      "Classify: {review}", "--dry-run", "--json")
+    assert templated.code == 0, templated.err
+    assert (templated.json()["rows"], templated.json()["discount"]) == (3, "0.5")
     assert http.get("/v1/batches", params={"dialect": "all"}).json()["data"] == []
     assert http.get("/v1/files").json()["data"] == []  # nothing uploaded either
 
@@ -242,3 +247,16 @@ def test_a_rerun_submit_answers_the_first_job_unless_no_idempotency(
     records = write("again.jsonl", openai_records(2))
     batch = relay("submit", records, "--json")
     assert relay("submit", records, "--json").json()["id"] == batch.json()["id"]
+
+
+def test_a_deadline_goes_with_the_job(relay: Callable[..., Run],
+                                      write: Callable[[str, Any], Path]) -> None:
+    path = write("deadline.csv", "one\ntwo\n")
+    run = relay("submit", path, "--model", "gpt-4o-mini", "--deadline", "6h",
+                "--strict-deadline", "--json", "--no-idempotency")
+    assert run.code == 0, run.err
+    job = run.json()
+    assert job["deadline"] and job["deadline_at_risk"] is False
+    refused = relay("submit", path, "--model", "gpt-4o-mini", "--deadline", "soon",
+                    "--no-idempotency")
+    assert refused.code != 0 and "deadline" in refused.err

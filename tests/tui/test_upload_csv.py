@@ -100,3 +100,22 @@ async def test_the_form_stacks_at_80_columns_and_focus_starts_in_the_tree(tmp_pa
         await wait_for(pilot, lambda: upload.has_class("-wide"))
         await pilot.pause()
         assert tree.region.right <= form.region.x  # side by side again
+
+
+async def test_the_estimate_shows_before_submit_and_follows_the_model(tmp_path: Path) -> None:
+    path = tmp_path / "reviews.csv"
+    path.write_text("prompt\ngood tent\nbad zip\n")
+    fake = FakeRelay(replay=False)
+    app = app_on(fake, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        upload = await open_upload(pilot, app)
+        upload.query_one("#path", Input).value = str(path)
+        estimate = upload.query_one("#estimate")
+        await wait_for(pilot, lambda: "estimate: 2 rows" in str(estimate.render()))
+        assert "drains in ~" in str(estimate.render())
+        assert fake.estimated[-1] == {"model": "gpt-4o-mini", "requests": upload.rows}
+
+        upload.query_one("#model", Select).value = "backup"
+        await wait_for(pilot, lambda: "backup: 2 rows" in str(estimate.render()))
+        assert fake.estimated[-1]["model"] == "backup"
+    assert fake.submitted == []  # an estimate stores nothing

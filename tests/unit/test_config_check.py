@@ -59,7 +59,23 @@ def test_a_bad_config_is_1_naming_the_key(write: Write,
     path = write('[server]\nport = 70000\n')
     assert main(["config", "check", "--config", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "config invalid: server.port: must be 0–65535, got 70000" in err
+    assert "config invalid (1 error):\n  server.port: must be 0–65535, got 70000" in err
+
+
+def test_every_sections_and_every_models_error_is_listed(
+        write: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write('nonsense = 1\n[server]\nport = 70000\n[retry]\nattempts = 99\n'
+                 '[[models]]\nalias = "a"\n[[models]]\nalias = "b"\n'
+                 'base_url = "http://x/v1"\nmax_concurrency = 0\n')
+    assert main(["config", "check", "--config", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["relayd: config invalid (5 errors):",
+                   "  nonsense: unknown key (known: cluster, database, gateway, limits, "
+                   "metrics, models, retention, retry, security, server, tools)",
+                   "  server.port: must be 0–65535, got 70000",
+                   "  retry.attempts: must be 1–20, got 99",
+                   "  models[0].base_url: required, an http:// or https:// URL",
+                   "  models[1].max_concurrency: must be at least 1, got 0"]
 
 
 def test_a_missing_file_is_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

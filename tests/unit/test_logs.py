@@ -129,3 +129,19 @@ def test_configure_json_formats_every_handler(monkeypatch: pytest.MonkeyPatch) -
     assert root.handlers
     assert all(isinstance(h.formatter, JsonFormatter) for h in root.handlers)
     assert all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
+
+
+def test_a_jobs_lines_carry_it_and_every_line_the_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "_process", {})
+
+    def emit(log: logging.Logger) -> None:
+        log.warning("before the node joined")
+        logs.set_node("node-a")
+        logs.for_job(log, "job-1").warning("a row's outcome was refused")
+        log.error("elsewhere", extra={"node": "node-b"})  # a record's own wins
+
+    first, second, third = _json_lines(emit)
+    assert "node" not in first and "job" not in first
+    assert (second["job"], second["node"]) == ("job-1", "node-a")
+    assert "job" not in third and third["node"] == "node-b"
