@@ -19,7 +19,6 @@ from typing import Any
 
 import pykka
 
-from daemon import logs
 from daemon.actors.health import Health, HealthProbe, HealthProbeProxy
 from daemon.actors.membership import Membership
 from daemon.actors.notifier import Notifier, NotifierProxy
@@ -44,6 +43,7 @@ from daemon.executors.tool_hosts import HostLimits
 from daemon.executors.tool_loop import RoundLog, ToolCaller, ToolLoopExecutor
 from daemon.executors.validated import ValidatedExecutor
 from daemon.executors.workflow import WorkflowExecutor, WorkflowLog
+from daemon.logs import set_node
 from daemon.metering import MeteredExecutor, MeteredToolCaller, Meters
 from daemon.notify import NotifySocket, Watchdog, message, serving, watchdog_every
 from daemon.outbound import webhook
@@ -175,7 +175,7 @@ class Daemon:
                          if self.repo.SHARED else NoBus())
         self.membership.announce = self.bus.publish
         self.membership.start()
-        logs.set_node(self.membership.id)  # on every JSON log line from here on
+        set_node(self.membership.id)  # on every JSON log line from here on
         self.io_loop.add_cleanup(self.router.aclose)
         self.outbound = OutboundClient(
             allow_private=self.config.security.allow_private_targets, resolve=self.resolve,

@@ -21,7 +21,6 @@ from typing import Protocol
 
 import pykka
 
-from daemon import logs
 from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.health import Health
@@ -40,6 +39,7 @@ from daemon.domain.unstorable import save_apart
 from daemon.domain.usage import priced
 from daemon.executors import Executors
 from daemon.executors.lane import LEASE_LOST, PAUSED, STOPPED, Lane
+from daemon.logs import for_job
 from daemon.store.faults import StoreError, log_failure
 from daemon.store.files import FileStore
 from daemon.store.interface import Store
@@ -77,7 +77,7 @@ class JobSupervisor(pykka.ThreadingActor):
     ) -> None:
         super().__init__()
         self.job = job
-        self.log = logs.for_job(log, job.id)  # its lines carry the job (`--log-format json`)
+        self.log = for_job(log, job.id)  # its lines carry the job (`--log-format json`)
         self.node = node or Node()
         self.health = health or Health()
         self.repo = repo

@@ -12,6 +12,7 @@ from typing import Any
 from daemon.domain.budget import DAY_S, Budget, day_of
 from tests.actors.harness import BACKUP, PRIMARY, wait_for
 from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch, openai_batch
+from tests.api.test_events import EventStream
 
 # Input cheap, output dear: a row's least cost at submit (its input, estimated from
 # its size) is small, what it costs once answered (3 + 2 tokens) is 2,003,000 nano-USD.
@@ -177,3 +178,19 @@ async def test_a_dry_run_says_whether_the_budget_covers_the_estimate(
     status, answer = await relay.call("POST", "/v1/batches?dry_run=true",
                                       json=batch("one", "two"))
     assert status == 200 and answer["budget"]["covers"] is False
+
+
+async def test_a_budget_pause_and_its_resume_are_each_an_event(make_relay: MakeRelay) -> None:
+    relay = await priced(make_relay)
+    await set_budget(relay, ROW_NANO)
+    async with relay.client.get("/v1/events", headers=relay.headers()) as response:
+        stream = EventStream(response)
+        job = await relay.submit(batch("y1", "y2", "y3", "y4"))
+        seen = await stream.until("job.paused", job["id"])
+        assert seen[-1][1]["paused"] == "budget" and seen[-1][1]["status"] == "running"
+
+        await set_budget(relay, 100 * ROW_NANO)
+
+        seen = await stream.until("job.resumed", job["id"])
+        assert seen[-1][1]["paused"] is None
+    await relay.wait_status(job["id"], "completed", timeout=10)

@@ -78,6 +78,12 @@ def test_the_http_clients_loggers_are_kept_at_warning(monkeypatch: pytest.Monkey
     assert logging.getLogger("relay.tools.mcp").isEnabledFor(logging.DEBUG)
 
 
+@pytest.fixture(autouse=True)
+def no_node_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No node id from a daemon another test started in this process."""
+    monkeypatch.setattr(logs, "_process", {})
+
+
 def _json_lines(emit: Callable[[logging.Logger], None]) -> list[dict[str, Any]]:
     out = io.StringIO()
     handler = logging.StreamHandler(out)
@@ -131,10 +137,7 @@ def test_configure_json_formats_every_handler(monkeypatch: pytest.MonkeyPatch) -
     assert all(any(isinstance(f, SecretFilter) for f in h.filters) for h in root.handlers)
 
 
-def test_a_jobs_lines_carry_it_and_every_line_the_node(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(logs, "_process", {})
-
+def test_a_jobs_lines_carry_it_and_every_line_the_node() -> None:
     def emit(log: logging.Logger) -> None:
         log.warning("before the node joined")
         logs.set_node("node-a")
