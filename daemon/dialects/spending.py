@@ -1,8 +1,9 @@
 """The budget check every dialect's submit makes: a batch whose input tokens alone (its
 least cost, estimated as the rate limiter does) exceed what is left of the workspace's
 budget is refused with 429 `budget_exceeded`, in the dialect's envelope. An OpenAI
-batch's records are read by the validator, which makes the same check and fails the
-batch with the same code (`budget_problem`)."""
+batch's records are read at submit for it when the workspace has a budget; the
+validator, reading them again, makes the same check and fails the batch with the same
+code (`budget_problem`) should the budget have shrunk meanwhile."""
 
 from __future__ import annotations
 

@@ -145,12 +145,21 @@ async def test_every_dialect_refuses_a_batch_its_budget_cannot_cover(
     assert refused["error"]["message"].startswith("requests: ")
     assert "$0.00000001 left" in refused["error"]["message"]
 
-    openai = await relay.submit(openai_batch("too dear"))  # its records are read later
-    failed = await relay.wait_status(openai["id"], "failed")
-    assert failed["errors"]["data"][0]["code"] == "budget_exceeded"
-    assert failed["errors"]["data"][0]["param"] == "input_file_id"
-    listed = await relay.listing()
-    assert len(listed["data"]) == 1  # nothing else was created
+    status, body = await relay.call("POST", "/v1/batches", json=openai_batch("too dear"))
+    assert status == 429  # its records are read at submit when there is a budget
+    assert assert_envelope(body, code="budget_exceeded")["param"] == "requests"
+    line = (b'{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", '
+            b'"body": {"model": "%s", "messages": [{"role": "user", "content": "hi"}]}}\n'
+            % PRIMARY.encode())
+    uploaded = await relay.ok("POST", "/v1/files", data={"purpose": "batch", "file": line})
+    status, body = await relay.call("POST", "/v1/batches", json={
+        "input_file_id": uploaded["id"], "endpoint": "/v1/chat/completions",
+        "completion_window": "24h"})
+    assert status == 429
+    error = assert_envelope(body, code="budget_exceeded")
+    assert error["param"] == "input_file_id" and "left of the workspace's budget" in \
+        error["message"]
+    assert (await relay.listing())["data"] == []  # nothing was created
     assert relay.upstream.prompts() == []
 
 

@@ -23,7 +23,7 @@ from daemon.dialects.base import (
 from daemon.dialects.openai import render as render_openai
 from daemon.dialects.openai.shapes import Error, OpenAIBatch, OpenAICreate
 from daemon.dialects.relay import BATCHES, JOB_ID, ONE
-from daemon.dialects.spending import check_not_spent
+from daemon.dialects.spending import check_budget, check_not_spent, input_prices
 from daemon.domain import ids
 from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.files import BATCH, FileRecord
@@ -107,6 +107,8 @@ class OpenAIDialect:
                                  param="priority", code="expedited_disabled")
         now = intake.clock()
         check_not_spent(intake.repo, workspace.id, now=now, param="input_file_id")
+        if intake.repo.budget_state(workspace.id, now=now) is not None:
+            _check_budget(intake, workspace, request, now=now)
         file_id = _input_file(intake, workspace, request, now=now)
         return intake.repo.create_job(self._draft(intake, workspace, request, file_id,
                                                   now=now), [])
@@ -189,6 +191,20 @@ class OpenAIDialect:
                             filename=f"{job.id}-dead-letter-retry.jsonl", purpose=BATCH,
                             bytes=size, created_at=now, path=str(path))
         return Redrive(record, expires_at=now + intake.config.gateway.completion_window_s)
+
+
+def _check_budget(intake: Intake, workspace: WorkspaceRecord, request: CreateRequest, *,
+                  now: float) -> None:
+    """A workspace with a budget: the batch's records are read now (the validator reads
+    them again), and a batch whose input alone costs more than is left is refused."""
+    try:
+        parsed = _proposed_records(intake, workspace, request)
+    except InvalidRequest:
+        return  # a file that cannot be read fails in the validator, as without a budget
+    check_budget(intake.repo, workspace.id, parsed.rows, prices=input_prices(intake),
+                 model=None, discount=STANDARD_DISCOUNT if request.tier == "standard"
+                 else Decimal(0), now=now,
+                 param="input_file_id" if request.input_file_id else "requests")
 
 
 def _proposed_records(intake: Intake, workspace: WorkspaceRecord,
