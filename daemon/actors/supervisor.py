@@ -252,9 +252,9 @@ class JobSupervisor(pykka.ThreadingActor):
         run (canceled or expired, unbilled)."""
         dropped = self.run.give_up(now)
         if dropped:
-            self.log.warning("job %s: %d outcomes could not be stored in the %.0f s after it "
-                        "was %s; dropped, their rows end as never run", self.job.id,
-                        len(dropped), GIVE_UP_S, self.ending)
+            self.log.warning("job %s: %d outcomes could not be stored in the %.0f s after "
+                             "it was %s; dropped, their rows end as never run",
+                             self.job.id, len(dropped), GIVE_UP_S, self.ending)
 
     def _flush(self, now: float) -> None:
         """Start the next group's write on the writer thread; `stored` hears of its end."""
@@ -290,11 +290,11 @@ class JobSupervisor(pykka.ThreadingActor):
             return False
         for row_id, why in refused:
             self.log.error("job %s: the store refused the outcome of row %d; stored as "
-                      "failed (internal_error)", self.job.id, row_id, exc_info=why)
+                           "failed (internal_error)", self.job.id, row_id, exc_info=why)
         if fenced:
-            self.log.warning("job %s: %d outcomes not stored: another node leased those rows "
-                        "while this one was silent past its lease (its outcomes win)",
-                        self.job.id, fenced)
+            self.log.warning("job %s: %d outcomes not stored: another node leased those "
+                             "rows while this one was silent past its lease (its outcomes "
+                             "win)", self.job.id, fenced)
         with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
             self.notifier.progress(self.job.seq)
         return True

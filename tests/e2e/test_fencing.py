@@ -96,5 +96,9 @@ def test_a_node_woken_from_a_freeze_runs_nothing_it_lost(
     assert set(again) <= held, again
     assert victim.log.read_text().count("past its lease") == 1
     lapses = sum(n.log.read_text().count("past its lease") for n in nodes.nodes)
-    assert all(n <= lapses for n in again.values()), {
-        cid: (model_calls[cid], tool_calls[cid]) for cid in again}
+    assert all(n <= lapses for n in again.values()), (
+        {cid: (model_calls[cid], tool_calls[cid]) for cid in again}, lapses,
+        # what each node said of leases and fencing, for the next reader of a failure
+        {str(n.log): [line for line in n.log.read_text().splitlines()
+                      if "lease" in line or "fenc" in line or "WARNING" in line][-30:]
+         for n in nodes.nodes})
