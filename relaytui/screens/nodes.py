@@ -129,10 +129,11 @@ class NodesScreen(RelayScreen):
 
 
 def jobs_text(node: NodeView) -> str:
-    """The node's jobs of this workspace, one a line: status, name, id and dialect."""
+    """The node's jobs of this workspace, one a line: status, dialect, id and name (the
+    name last: where the pane is narrow, it is what wraps)."""
     title = f"[b]Your jobs on {escape(node.id)}[/b]"
     if not node.jobs:
         return f"{title}\n[dim]none: it runs no job of this workspace[/dim]"
-    lines = [f"  {escape(job.status):<11} {escape(job.name or '(no name)')}  "
-             f"[dim]{escape(job.id)} · {escape(job.dialect)}[/dim]" for job in node.jobs]
+    lines = [f"  {escape(job.status):<11} [dim]{escape(job.dialect):<9} {escape(job.id)}[/dim]"
+             f"  {escape(job.name or '(no name)')}" for job in node.jobs]
     return "\n".join([title, *lines])

@@ -111,8 +111,8 @@ class UploadScreen(RelayScreen):
                     with Vertical(classes="narrow"):
                         yield Label("Prompt column")
                         yield Input(placeholder="CSV: auto", id="column")
-                yield Label("Template (optional: the file is a table; {column} is the row's "
-                            "value, {{ }} literal braces)")
+                yield Label("Template (optional, for a table: {column} is its value, "
+                            "{{ }} a brace)")
                 yield Input(placeholder="e.g. Classify the sentiment of: {review}",
                             id="template")
                 yield Static("", id="file-status")
