@@ -531,9 +531,11 @@ def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _reject_unknown(t: dict[str, Any], known: set[str], where: str) -> None:
-    for key in t:
-        if key not in known:
-            raise ConfigError(f"{where}{key}: unknown key (known: {', '.join(sorted(known))})")
+    """Every key of `t` that is not `known`, each an error (a typo is rarely alone)."""
+    unknown = [f"{where}{key}: unknown key (known: {', '.join(sorted(known))})"
+               for key in t if key not in known]
+    if unknown:
+        raise ConfigError(unknown[0], errors=unknown)
 
 
 def _typed(t: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:

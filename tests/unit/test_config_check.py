@@ -64,14 +64,16 @@ def test_a_bad_config_is_1_naming_the_key(write: Write,
 
 def test_every_sections_and_every_models_error_is_listed(
         write: Write, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write('nonsense = 1\n[server]\nport = 70000\n[retry]\nattempts = 99\n'
+    path = write('nonsense = 1\nnoise = 2\n[server]\nport = 70000\n[retry]\nattempts = 99\n'
                  '[[models]]\nalias = "a"\n[[models]]\nalias = "b"\n'
                  'base_url = "http://x/v1"\nmax_concurrency = 0\n')
     assert main(["config", "check", "--config", str(path)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err == ["relayd: config invalid (5 errors):",
-                   "  nonsense: unknown key (known: cluster, database, gateway, limits, "
-                   "metrics, models, retention, retry, security, server, tools)",
+    sections = ("cluster, database, gateway, limits, metrics, models, retention, retry, "
+                "security, server, tools")
+    assert err == ["relayd: config invalid (6 errors):",
+                   f"  nonsense: unknown key (known: {sections})",
+                   f"  noise: unknown key (known: {sections})",
                    "  server.port: must be 0–65535, got 70000",
                    "  retry.attempts: must be 1–20, got 99",
                    "  models[0].base_url: required, an http:// or https:// URL",
