@@ -369,8 +369,9 @@ def submit(client: RelayClient, args: argparse.Namespace) -> int:
     if args.model is None:
         if records is not None:  # OpenAI records, but options only a Relay job has
             raise Stop(USAGE, f"{relay_only[0]} makes a Relay job, which names its model "
-                       "once: pass --model (without --cron, --webhook and --priority the "
-                       "records run as an OpenAI batch, each naming its own model)")
+                       "once: pass --model (without --cron, --webhook, --priority and "
+                       "--deadline the records run as an OpenAI batch, each naming its "
+                       "own model)")
         raise Stop(USAGE, "--model is required (or --endpoint, for a file of OpenAI "
                    "records)")
     try:

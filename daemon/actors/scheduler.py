@@ -2,11 +2,11 @@
 `max_running_jobs` slots busy.
 
 A free slot takes the next job in the cluster's one order (the expedited tier ahead of
-anything waiting, then highest priority, then oldest): a queued job, which it starts,
-or a running one with rows no live node holds, which it joins (a large job spreads
-over every node; a lost node's rows are taken over). A running job is never
-preempted. Cron templates spawn their runs on `tick(now)`, which a small timer calls;
-tests call it by hand.
+anything waiting, then highest priority, then the earliest deadline, then oldest): a
+queued job, which it starts, or a running one with rows no live node holds, which it
+joins (a large job spreads over every node; a lost node's rows are taken over). A
+running job is never preempted. Cron templates spawn their runs on `tick(now)`, which a
+small timer calls; tests call it by hand.
 
 Several nodes may run one job; each of them gives its share back when done
 (`Store.settle_share`), and the one that finds nobody else on it ends it. A job that

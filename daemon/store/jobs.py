@@ -115,7 +115,8 @@ class JobQueries(SqlBase):
 
     def queued_jobs(self, limit: int) -> list[Job]:
         """The next jobs to admit: the expedited tier ahead of everything waiting, then
-        highest priority, then oldest."""
+        highest priority, then the earliest deadline (jobs without one after), then
+        oldest."""
         query = (self.JobModel.select().where(self.JobModel.status == QUEUED)
                  .order_by((self.JobModel.tier == "expedited").desc(),
                            self.JobModel.priority.desc(),

@@ -205,10 +205,10 @@ class NodeQueries(SqlBase):
     def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float,
                       held_workspaces: Collection[int] = ()) -> list[Job]:
         """The next jobs a node with free slots takes, in the cluster's one order (the
-        expedited tier, then priority, then age): queued ones, and running ones with
-        pending rows no live node holds (a large job spreads over every node; a lost
-        node's work is taken over). A paused job is never one of them, nor any job of
-        the `held_workspaces` (their budget is spent)."""
+        expedited tier, then priority, then the earliest deadline, then age): queued
+        ones, and running ones with pending rows no live node holds (a large job spreads
+        over every node; a lost node's work is taken over). A paused job is never one
+        of them, nor any job of the `held_workspaces` (their budget is spent)."""
         live = self._live_nodes(alive_after)
         free_rows = self.RowModel.select(SQL("1")).where(
             self.RowModel.job == self.JobModel.seq, self.RowModel.status == ROW_PENDING,

@@ -297,32 +297,25 @@ class UploadScreen(RelayScreen):
             self._show_estimate("")
             return
         self._show_estimate("[dim]estimating…[/dim]")
-        self._estimate(self._dry_run_body(model), self.read_from)
-
-    def _dry_run_body(self, model: str) -> dict[str, Any]:
-        """The body Submit would send: a Relay job, or a table's OpenAI batch inline."""
-        assert self.source is not None
-        if self.table is None:
-            return {"model": model, "requests": self.source.rows}
-        batch = table_jobs.table_batch(*self.table, request=Request(model))
-        return {"endpoint": CHAT, "completion_window": "24h",
-                "requests": batch.records}
+        self._estimate(model, self.source, self.table, self.read_from)
 
     @work(thread=True, exclusive=True, group="estimate", exit_on_error=False,
           name="estimating")
-    def _estimate(self, body: dict[str, Any], wanted: Wanted | None) -> None:
+    def _estimate(self, model: str, source: InputFile, table: tuple[Table, Template] | None,
+                  wanted: Wanted | None) -> None:
+        """Here, off the UI's thread: a table's rows are filled in for the body too."""
         try:
-            answer = self.client.estimate(body)
+            answer = self.client.estimate(dry_run_body(model, source, table))
+            text = "\n".join(escape(line) for line in estimate_lines(answer))
         except RelayError as exc:
-            self.app.call_from_thread(self._estimated, wanted,
-                                      f"[dim]no estimate: {escape(exc.message)}[/dim]")
-            return
-        lines = estimate_lines(answer)
-        text = "\n".join(escape(line) for line in lines)
-        self.app.call_from_thread(self._estimated, wanted, text)
+            text = f"[dim]no estimate: {escape(exc.message)}[/dim]"
+        except (KeyError, TypeError, ValueError) as exc:  # an answer not as documented
+            text = f"[dim]no estimate: relayd's answer could not be read ({exc!r})[/dim]"
+        self.app.call_from_thread(self._estimated, model, wanted, text)
 
-    def _estimated(self, wanted: Wanted | None, markup: str) -> None:
-        if wanted == self.read_from:  # else the file changed meanwhile: its own comes
+    def _estimated(self, model: str, wanted: Wanted | None, markup: str) -> None:
+        chosen = self.query_one("#model", Select).value
+        if wanted == self.read_from and model == chosen:  # else a newer one is coming
             self._show_estimate(markup)
 
     def _show_estimate(self, markup: str) -> None:
@@ -447,3 +440,12 @@ class UploadScreen(RelayScreen):
 
     def _file_status(self, markup: str) -> None:
         self.query_one("#file-status", Static).update(markup)
+
+
+def dry_run_body(model: str, source: InputFile,
+                 table: tuple[Table, Template] | None) -> dict[str, Any]:
+    """The body Submit would send: a Relay job, or a table's OpenAI batch inline."""
+    if table is None:
+        return {"model": model, "requests": source.rows}
+    batch = table_jobs.table_batch(*table, request=Request(model))
+    return {"endpoint": CHAT, "completion_window": "24h", "requests": batch.records}

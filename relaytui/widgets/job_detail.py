@@ -339,7 +339,7 @@ def _deadline_line(v: JobView, now: float) -> list[Line]:
         return []
     left = v.deadline_at - now
     if v.finished_at is not None and v.finished_at < v.deadline_at:
-        when = "met"
+        when = "met" if v.status == "completed" else "the job ended before it"
     else:
         when = f"in {duration_text(left)}" if left > 0 else "passed"
     facts = [f"[dim]deadline[/dim] {clock_text(v.deadline_at)}  ({when})"]

@@ -9,7 +9,9 @@ import asyncio
 from functools import partial
 from typing import Any
 
+from daemon.domain import ids
 from daemon.domain.budget import DAY_S, Budget, day_of
+from daemon.domain.jobs import JobDraft
 from tests.actors.harness import BACKUP, PRIMARY, wait_for
 from tests.api.conftest import MakeRelay, Relay, assert_envelope, batch, openai_batch
 from tests.api.test_events import EventStream
@@ -203,3 +205,31 @@ async def test_a_budget_pause_and_its_resume_are_each_an_event(make_relay: MakeR
         seen = await stream.until("job.resumed", job["id"])
         assert seen[-1][1]["paused"] is None
     await relay.wait_status(job["id"], "completed", timeout=10)
+
+
+async def test_a_budget_that_shrinks_before_validation_fails_the_openai_batch(
+        make_relay: MakeRelay) -> None:
+    """The validator's own check: a batch taken at submit whose budget was cut before
+    its records were read fails with budget_exceeded, and nothing of it runs."""
+    relay = await priced(make_relay)
+    line = (b'{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", '
+            b'"body": {"model": "%s", "messages": [{"role": "user", "content": "hi"}]}}\n'
+            % PRIMARY.encode())
+    uploaded = await relay.ok("POST", "/v1/files", data={"purpose": "batch", "file": line})
+    repo = relay.services.repo
+    ws = await asyncio.to_thread(repo.workspace, "ws-a")
+    assert ws is not None
+    now = relay.clock()
+    draft = JobDraft(id=ids.openai_batch_id(), workspace_id=ws.id, dialect="openai",
+                     name="cut", model="", endpoint="/v1/chat/completions",
+                     status="validating", priority=0, created_at=now,
+                     input_file_id=uploaded["id"], expires_at=now + 86400)
+    job = await asyncio.to_thread(repo.create_job, draft, [])  # as taken at submit
+    await set_budget(relay, 10)  # then cut to ten nano-USD
+
+    relay.services.validator.validate(job.seq)
+
+    failed = await relay.wait_status(job.id, "failed")
+    assert failed["errors"]["data"][0]["code"] == "budget_exceeded"
+    assert failed["errors"]["data"][0]["param"] == "input_file_id"
+    assert relay.upstream.prompts() == []

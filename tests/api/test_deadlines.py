@@ -46,6 +46,19 @@ async def test_a_strict_deadline_that_cannot_be_met_is_refused_and_stores_nothin
     assert (await relay.listing())["data"] == []
 
 
+async def test_a_dry_run_lists_a_strict_deadline_the_submit_would_refuse(
+        make_relay: MakeRelay) -> None:
+    relay = await make_relay(models=SLOW)
+    body = {**batch(*[f"row {i}" for i in range(90)]), "deadline": "1h"}
+    status, answer = await relay.call("POST", "/v1/batches?dry_run=true",
+                                      json={**body, "strict_deadline": True})
+    assert status == 200, answer
+    [problem] = answer["problems"]
+    assert assert_envelope(problem)["code"] == "cannot_meet_deadline"
+    status, answer = await relay.call("POST", "/v1/batches?dry_run=true", json=body)
+    assert (status, answer["problems"]) == (200, [])  # flagged at submit, not refused
+
+
 @pytest.mark.parametrize(("field", "value", "param", "words"), [
     ("deadline", "soon", "deadline", "neither an RFC 3339 time"),
     ("deadline", "2020-01-01T00:00:00Z", "deadline", "has passed already"),
@@ -105,6 +118,9 @@ async def test_a_passed_deadline_completes_the_job_and_fails_its_unrun_rows(
     done = await relay.wait_status(job["id"], "completed")
     assert (done["completed"], done["failed"], done["canceled"]) == (4, 4, 4)
     results = await relay.ok("GET", f"/v1/batches/{job['id']}/results")
+    assert results["status"] == "completed"
+    listed = await relay.ok("GET", "/v1/batches?dialect=relay&status=completed")
+    assert [j["id"] for j in listed["data"]] == [job["id"]]
     errors = [r["error"] for r in results["data"] if "error" in r]
     assert len(errors) == 4 and all(e.startswith("deadline_passed: ") for e in errors)
     assert len(relay.upstream.prompts()) == 4  # nothing started after the deadline

@@ -38,3 +38,6 @@ def test_met_or_passed_once_it_ended() -> None:
     passed = JobView(id="a" * 32, status="completed", deadline_at=NOW - 60,
                      finished_at=NOW - 59)
     assert "(passed)" in line(passed)
+    cancelled = JobView(id="a" * 32, status="canceled", deadline_at=NOW - 60,
+                        finished_at=NOW - 120)
+    assert "(the job ended before it)" in line(cancelled)

@@ -38,11 +38,18 @@ def test_detect(body: Any, name: str) -> None:
 @pytest.mark.parametrize(("internal", "relay"), [
     ("scheduled", "scheduled"), ("validating", "queued"), ("queued", "queued"),
     ("running", "running"), ("finalizing", "running"), ("cancelling", "running"),
-    ("completed", "completed"), ("failed", "failed"), ("expired", "failed"),
-    ("cancelled", "canceled"),
+    ("completed", "completed"), ("failed", "failed"), ("cancelled", "canceled"),
 ])
 def test_relay_status_names(internal: str, relay: str) -> None:
     assert DIALECTS["relay"].status_name(internal) == relay == relay_status(internal)
+
+
+def test_an_expired_job_reads_completed_as_a_relay_job_and_failed_as_another() -> None:
+    """A Relay job expires only when its deadline passes: it ended completed (its unrun
+    rows failed deadline_passed). Another dialect's expired batch, shown in Relay's
+    words (the TUI's events), reads failed."""
+    assert DIALECTS["relay"].status_name("expired") == "completed"
+    assert relay_status("expired") == "failed"
 
 
 def test_relay_view_uses_only_the_seed_names() -> None:
@@ -61,8 +68,9 @@ def test_openai_status_names(internal: str, shown: str) -> None:
 
 @pytest.mark.parametrize(("name", "internal"), [
     ("queued", {"validating", "queued"}), ("running", {"running", "finalizing", "cancelling"}),
-    ("canceled", {"cancelled"}), ("scheduled", {"scheduled"}), ("completed", {"completed"}),
-    ("failed", {"failed", "expired"}),  # the Relay names come first
+    ("canceled", {"cancelled"}), ("scheduled", {"scheduled"}),
+    ("completed", {"completed", "expired"}),  # the Relay names come first: a deadline's
+    ("failed", {"failed"}),
     ("in_progress", {"queued", "running"}), ("validating", {"validating"}),
     ("cancelling", {"cancelling"}), ("cancelled", {"cancelled"}), ("expired", {"expired"}),
     ("finalizing", {"finalizing"}),
@@ -78,8 +86,8 @@ def test_unknown_status_filters(name: str) -> None:
 
 
 def test_a_status_filter_asks_the_listed_dialects_first() -> None:
-    assert statuses_for("failed") == ("failed", "expired")  # the Relay name
-    assert statuses_for("failed", first=["openai"]) == ("failed",)
+    assert statuses_for("completed") == ("completed", "expired")  # the Relay name
+    assert statuses_for("completed", first=["openai"]) == ("completed",)
     assert statuses_for("canceled", first=["openai"]) == ("cancelled",)  # Relay's, still
 
 

@@ -93,7 +93,9 @@ async def test_a_drain_hands_back_what_waits_and_reports_the_rest_at_once() -> N
     await rows.start([work(i) for i in (1, 2, 3)])
     executor.finish(1)
     await turns()
+    assert rows.timer is not None  # row 1 waits for company, its send due in an hour
     assert [row_id for row_id, _ in await rows.drain()] == [1]  # not reported: handed back
+    assert rows.timer is None  # that send is off: row 1 is never reported as well
     executor.finish(2)
     await turns()
     assert reports == [[2]]  # a shutdown does not wait for company

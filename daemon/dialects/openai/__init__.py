@@ -201,6 +201,8 @@ def _check_budget(intake: Intake, workspace: WorkspaceRecord, request: CreateReq
         parsed = _proposed_records(intake, workspace, request)
     except InvalidRequest:
         return  # a file that cannot be read fails in the validator, as without a budget
+    if parsed.errors:
+        return  # so does a file with a file-level error, for that error
     check_budget(intake.repo, workspace.id, parsed.rows, prices=input_prices(intake),
                  model=None, discount=STANDARD_DISCOUNT if request.tier == "standard"
                  else Decimal(0), now=now,

@@ -102,13 +102,9 @@ class RelayDialect:
         if not sub.cron:  # a template's runs are checked by nobody: each run is paused
             check_budget(intake.repo, workspace.id, sub.rows, prices=input_prices(intake),
                          model=sub.model, discount=Decimal(0), now=now, param="requests")
-        drain_s = None
-        if sub.deadline_at is not None:
-            drain_s = intake.estimate([(sub.model, r.body) for r in sub.rows],
-                                      workspace_id=workspace.id, discount=Decimal(0)).drain_s
-            if sub.strict_deadline and deadline.at_risk(sub.deadline_at, drain_s=drain_s,
-                                                        now=now):
-                raise deadline.refusal(sub.deadline_at, drain_s=drain_s, now=now)
+        drain_s, refused = _deadline_check(intake, workspace, sub, now=now)
+        if refused is not None:
+            raise refused
         draft = self._draft(sub, workspace, now=now)
         return intake.repo.create_job(replace(draft, deadline_drain_s=drain_s), sub.rows)
 
@@ -117,7 +113,9 @@ class RelayDialect:
             sub = self._parsed(intake, body)
         except InvalidRequest as exc:
             return Proposed(rows=[], problems=[exc])
-        return Proposed(rows=[(sub.model, r.body) for r in sub.rows])
+        _, refused = _deadline_check(intake, workspace, sub, now=intake.clock())
+        return Proposed(rows=[(sub.model, r.body) for r in sub.rows],
+                        problems=[] if refused is None else [refused])
 
     def _parsed(self, intake: Intake, body: Any) -> Submission:
         now = intake.clock()
@@ -145,10 +143,12 @@ class RelayDialect:
         return render.relay_job(job)
 
     def status_name(self, status: str) -> str:
-        return render.RELAY_VIEW.name(status)
+        """A Relay job's status as the Relay Batches API names it: one that expired
+        passed its deadline and reads `completed` (`render.job_status`)."""
+        return render.OWN_VIEW.name(status)
 
     def statuses_for(self, name: str) -> tuple[str, ...] | None:
-        return render.RELAY_VIEW.statuses_for(name)
+        return render.OWN_VIEW.statuses_for(name)
 
     def unrun_error(self, ending: str) -> tuple[str, str]:
         if ending == EXPIRED:  # a Relay job has no completion window: its deadline passed
@@ -177,3 +177,16 @@ class RelayDialect:
     def redrive(self, intake: Intake, job: Job, rows: Sequence[RowRecord], *,
                 now: float) -> Redrive:
         return Redrive()  # a Relay job has no input file and no completion window
+
+
+def _deadline_check(intake: Intake, workspace: WorkspaceRecord, sub: Submission, *,
+                    now: float) -> tuple[float | None, InvalidRequest | None]:
+    """A submission's running time by the estimate (None without a deadline), and the
+    refusal of a strict deadline it misses."""
+    if sub.deadline_at is None:
+        return None, None
+    drain_s = intake.estimate([(sub.model, r.body) for r in sub.rows],
+                              workspace_id=workspace.id, discount=Decimal(0)).drain_s
+    if sub.strict_deadline and deadline.at_risk(sub.deadline_at, drain_s=drain_s, now=now):
+        return drain_s, deadline.refusal(sub.deadline_at, drain_s=drain_s, now=now)
+    return drain_s, None

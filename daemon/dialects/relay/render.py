@@ -26,6 +26,7 @@ from daemon.domain.extensions import EXTENSIONS
 from daemon.domain.jobs import (
     CANCELLED,
     CANCELLING,
+    COMPLETED,
     EXPIRED,
     FAILED,
     FINALIZING,
@@ -46,6 +47,11 @@ RELAY_VIEW = StatusView({VALIDATING: QUEUED, FINALIZING: RUNNING, CANCELLING: RU
                          CANCELLED: "canceled", EXPIRED: FAILED})
 
 
+# The Relay dialect's own jobs: one that expired passed its deadline (a Relay job has no
+# completion window), and ended completed, its unrun rows failed `deadline_passed`.
+OWN_VIEW = StatusView({**RELAY_VIEW.renames, EXPIRED: COMPLETED})
+
+
 def relay_status(status: str) -> RelayStatus:
     """An internal status by its Relay name (the shape's `RelayStatus` lists them: a
     test holds the two together)."""
@@ -56,9 +62,8 @@ def job_status(job: Job) -> RelayStatus:
     """A job's Relay status. A Relay job has no completion window: one that expired
     passed its deadline, and reads `completed` (its unrun rows failed deadline_passed;
     failing rows never fail a Relay job)."""
-    if job.status == EXPIRED and job.dialect == "relay":
-        return "completed"
-    return relay_status(job.status)
+    view = OWN_VIEW if job.dialect == "relay" else RELAY_VIEW
+    return cast(RelayStatus, view.name(job.status))
 
 
 def attempt_log(row: RowRecord) -> list[Attempt]:
