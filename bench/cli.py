@@ -14,16 +14,16 @@ from bench import cluster
 from bench.harness import FULL, LATENCY_MS, QUICK, Bench
 from bench.limited import CAPACITY, EARLY_S
 from bench.report import ROOT, print_table, results_path, write_json
-from bench.scenarios import SCENARIOS, figures, restart_latency_ms
+from bench.scenarios import ON_REQUEST, SCENARIOS, figures, restart_latency_ms
 
 RESULTS = ROOT / "bench" / "results"
 FULL_RUNS = {**dict.fromkeys(SCENARIOS, 3), "overhead": 5, "partial-read": 3, "rate-limit": 2,
              "rate-learned": 2, "cluster": 2, "retention": 1,
-             "many-jobs": 3}
+             "many-jobs": 3, "scale": 1}
 QUICK_RUNS = {"latency": 2, "overhead": 2, "partial-read": 1, "status": 1, "small-jobs": 1,
               "submit": 2, "rss": 1, "restart": 1, "tools": 1, "workflows": 1, "clients": 2,
               "validation": 1, "rate-limit": 1, "rate-learned": 1, "capacity": 1,
-              "cluster": 1, "retention": 1, "many-jobs": 1}
+              "cluster": 1, "retention": 1, "many-jobs": 1, "scale": 1}
 NOTES = [
     "Relay rows/s = rows ÷ (wall seconds from the 200 of the submit to the first "
     "GET /v1/batches/{id}, polled every 50 ms, that shows the job completed).",
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = (QUICK if args.quick else FULL).scaled(args.scale)
     runs = {name: args.runs or (QUICK_RUNS if args.quick else FULL_RUNS)[name]
             for name in SCENARIOS}
-    chosen = list(dict.fromkeys(args.only or SCENARIOS))
+    chosen = list(dict.fromkeys(args.only or [s for s in SCENARIOS if s not in ON_REQUEST]))
     figs = figures()
     bench = Bench(sizes, runs, figs, profile_dir=args.profile)
     errors: dict[str, str] = {}

@@ -46,6 +46,7 @@ class Sizes:
     cluster_lease_s: int = 15  # a setting, not a size: `scaled` keeps it
     retention_rows: int = 200_000  # a nightly cron job's rows
     many_jobs: int = 10_000  # finished jobs in one workspace
+    scale_rows: int = 1_000_000  # one OpenAI batch's rows (`--only scale`)
 
     LIMITS: ClassVar[frozenset[str]] = frozenset({"rate_rpm", "cluster_lease_s"})
 
@@ -60,7 +61,7 @@ QUICK = Sizes(latency_rows=800, overhead_rows=4_000, status_rows=4_000, small_jo
               submit_rows=10_000, rss_rows=10_000, restart_rows=10_000, tool_records=800,
               workflow_records=200, rate_rows=1_000, rate_rpm=6_000, capacity_rows=1_600,
               cluster_rows=1_500, cluster_lease_s=5, retention_rows=20_000,
-              many_jobs=2_000)
+              many_jobs=2_000, scale_rows=100_000)
 
 
 @dataclass

@@ -14,7 +14,17 @@ from functools import partial
 
 import httpx
 
-from bench import cluster, jobs, limited, many_jobs, profile, reference, retention, validation
+from bench import (
+    cluster,
+    jobs,
+    limited,
+    many_jobs,
+    profile,
+    reference,
+    retention,
+    scale,
+    validation,
+)
 from bench.harness import CONCURRENCY, LATENCY_MS, Bench, job_timeout, side_by_side
 from bench.jobs import (
     FLOW_REQUESTS,
@@ -84,6 +94,7 @@ def figures() -> dict[str, Figure]:
         *cluster.figures(),
         *retention.figures(),
         *many_jobs.figures(),
+        *scale.figures(),
     ]
     return {f.name: f for f in listed}
 
@@ -444,7 +455,9 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "cluster": cluster.cluster,
     "retention": retention.retention,
     "many-jobs": many_jobs.many_jobs,
+    "scale": scale.scale,
 }
+ON_REQUEST = frozenset({"scale"})  # minutes long: run with `--only scale`, not by default
 
 
 def restart_latency_ms(n: int) -> float:
