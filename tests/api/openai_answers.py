@@ -5,6 +5,7 @@ object of OpenAI's published schema (`tests/api/openai_schemas`)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from typing import Any
@@ -86,6 +87,8 @@ class FiveEndpoints(Upstream):
 
     async def __call__(self, model: ModelConfig, endpoint: str, payload: bytes) -> Reply:
         self.endpoints.append(endpoint)
+        while b"BLOCK" in payload and not self.gate.is_set():  # as the harness's, any endpoint
+            await asyncio.sleep(0.005)
         body, n = json.loads(payload), len(self.endpoints)
         if endpoint.endswith("/responses"):
             return _ok(response_body(body, n))
