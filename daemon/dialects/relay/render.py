@@ -124,22 +124,21 @@ def relay_job(job: Job) -> RelayJob:
         "usage": usage(job),
         "paused": job.paused,
     }
-    if job.deadline_at is not None:
-        add_deadline(view, job.deadline_at, drain_s=job.deadline_drain_s,
-                     submitted_at=job.created_at)
+    add_deadline(view, job)
     if job.is_template:
         view["last_run_id"] = job.last_run_id
     return view
 
 
-def add_deadline(view: RelayJob, deadline_at: float, *, drain_s: float | None,
-                 submitted_at: float) -> None:
-    """A job's deadline, with whether the estimate at submit said it would be missed."""
-    view["deadline"] = iso(deadline_at)
-    if drain_s is not None:
-        view["deadline_at_risk"] = at_risk(deadline_at, drain_s=drain_s, now=submitted_at)
-        view["deadline_estimate"] = {"drain_s": drain_s,
-                                     "finishes_at": iso(submitted_at + drain_s)}
+def add_deadline(view: RelayJob, job: Job) -> None:
+    """A job's deadline, if it has one, with what the estimate at submit said of it."""
+    if job.deadline_at is None:
+        return
+    view["deadline"] = iso(job.deadline_at)
+    if job.deadline_drain_s is not None:
+        view["deadline_at_risk"] = deadline_at_risk(job)
+        view["deadline_estimate"] = {"drain_s": job.deadline_drain_s,
+                                     "finishes_at": iso(job.created_at + job.deadline_drain_s)}
 
 
 def relay_result(row: RowRecord) -> RelayResult:
