@@ -114,15 +114,9 @@ class JobQueries(SqlBase):
 
 
     def queued_jobs(self, limit: int) -> list[Job]:
-        """The next jobs to admit: the expedited tier ahead of everything waiting, then
-        highest priority, then the earliest deadline (jobs without one after), then
-        oldest."""
+        """The next jobs to admit, in the `admission_order`."""
         query = (self.JobModel.select().where(self.JobModel.status == QUEUED)
-                 .order_by((self.JobModel.tier == "expedited").desc(),
-                           self.JobModel.priority.desc(),
-                           self.JobModel.deadline_at.is_null(), self.JobModel.deadline_at,
-                           self.JobModel.seq)
-                 .limit(limit))
+                 .order_by(*self.admission_order()).limit(limit))
         return [job_record(r) for r in query]
 
     def transition(self, seq: int, target: Status, *, now: float, **fields: Any) -> Job | None:

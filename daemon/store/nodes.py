@@ -204,11 +204,11 @@ class NodeQueries(SqlBase):
 
     def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float,
                       held_workspaces: Collection[int] = ()) -> list[Job]:
-        """The next jobs a node with free slots takes, in the cluster's one order (the
-        expedited tier, then priority, then the earliest deadline, then age): queued
-        ones, and running ones with pending rows no live node holds (a large job spreads
-        over every node; a lost node's work is taken over). A paused job is never one
-        of them, nor any job of the `held_workspaces` (their budget is spent)."""
+        """The next jobs a node with free slots takes, in the cluster's one order
+        (`admission_order`): queued ones, and running ones with pending rows no live
+        node holds (a large job spreads over every node; a lost node's work is taken
+        over). A paused job is never one of them, nor any job of the `held_workspaces`
+        (their budget is spent)."""
         live = self._live_nodes(alive_after)
         free_rows = self.RowModel.select(SQL("1")).where(
             self.RowModel.job == self.JobModel.seq, self.RowModel.status == ROW_PENDING,
@@ -216,11 +216,7 @@ class NodeQueries(SqlBase):
         query = (self.JobModel.select()
                  .where((self.JobModel.status == QUEUED)
                         | ((self.JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
-                 .order_by((self.JobModel.tier == "expedited").desc(),
-                           self.JobModel.priority.desc(),
-                           self.JobModel.deadline_at.is_null(), self.JobModel.deadline_at,
-                           self.JobModel.seq)
-                 .limit(limit))
+                 .order_by(*self.admission_order()).limit(limit))
         query = query.where(self.JobModel.paused_at.is_null(),
                             self.JobModel.budget_paused_at.is_null())
         if exclude:

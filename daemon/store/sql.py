@@ -102,6 +102,14 @@ class SqlBase:
         """A write transaction, taken the way this backend needs it."""
         raise NotImplementedError
 
+    def admission_order(self) -> tuple[Any, ...]:
+        """The cluster's one order of jobs waiting for a slot: the expedited tier ahead
+        of everything, then highest priority, then the earliest deadline (jobs without
+        one after), then oldest."""
+        job = self.JobModel
+        return ((job.tier == "expedited").desc(), job.priority.desc(),
+                job.deadline_at.is_null(), job.deadline_at, job.seq)
+
     def insert_many(self, table: str, columns: Sequence[str],
                     values: Iterable[Sequence[Any]]) -> None:
         """Many rows into `table` (inside the caller's transaction), the fastest way
