@@ -52,15 +52,18 @@ def check_budget(repo: Store, workspace_id: int, rows: Sequence[RowDraft], *,
         raise problem
 
 
-def check_not_spent(repo: Store, workspace_id: int, *, now: float, param: str) -> None:
+def check_not_spent(repo: Store, workspace_id: int, *, now: float,
+                    param: str) -> BudgetState | None:
     """For a batch whose rows are read later (an OpenAI batch's file): refused at submit
-    once nothing is left of the budget; the validator checks its rows (`budget_problem`)."""
+    once nothing is left of the budget; the validator checks its rows (`budget_problem`).
+    The workspace's budget state (None: it has no budget)."""
     state = repo.budget_state(workspace_id, now=now)
     if state is not None and state.exhausted:
         raise TooMany(f"{param}: Nothing is left of the workspace's budget "
                       f"({_spend(state)}); no batch can run until it is raised or the "
                       "period rolls over.", code=BUDGET_EXCEEDED, param=param,
                       retry_after_s=_until_reset(state, now))
+    return state
 
 
 def _spend(state: BudgetState) -> str:

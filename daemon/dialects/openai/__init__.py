@@ -106,8 +106,8 @@ class OpenAIDialect:
             raise InvalidRequest("The expedited tier is disabled for this organization.",
                                  param="priority", code="expedited_disabled")
         now = intake.clock()
-        check_not_spent(intake.repo, workspace.id, now=now, param="input_file_id")
-        if intake.repo.budget_state(workspace.id, now=now) is not None:
+        if check_not_spent(intake.repo, workspace.id, now=now,
+                           param="input_file_id") is not None:  # it has a budget
             _check_budget(intake, workspace, request, now=now)
         file_id = _input_file(intake, workspace, request, now=now)
         return intake.repo.create_job(self._draft(intake, workspace, request, file_id,
