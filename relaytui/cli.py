@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from relaytui import progress, table_jobs
-from relaytui.client import RelayClient, RelayError
+from relaytui.client import RelayClient, RelayError, inline_batch
 from relaytui.estimate_text import estimate_lines
 from relaytui.export import FORMATS, ExportError, write_results
 from relaytui.formats import (
@@ -477,9 +477,8 @@ def submit_batch(client: RelayClient, args: argparse.Namespace,
         raise Stop(USAGE, f"--name is {len(args.name)} characters; a batch's name takes at "
                    f"most {table_jobs.METADATA_VALUE}")
     if args.dry_run:  # the records inline: nothing is uploaded
-        return show_estimate(client.estimate({
-            "endpoint": endpoint, "completion_window": "24h", "requests": source.rows}),
-            json_out=wants_json(args))
+        return show_estimate(client.estimate(inline_batch(source.rows, endpoint=endpoint)),
+                             json_out=wants_json(args))
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in source.rows)
     upload = client.upload(args.file.name, data.encode(),
                            idempotency_key=idempotency_key(args, "file"))
@@ -521,9 +520,8 @@ def submit_table(client: RelayClient, args: argparse.Namespace) -> int:
     except InputFileError as exc:
         raise Stop(USAGE, str(exc)) from None
     if args.dry_run:  # the records inline: nothing is uploaded
-        return show_estimate(client.estimate({
-            "endpoint": CHAT, "completion_window": "24h", "requests": batch.records}),
-            json_out=wants_json(args))
+        return show_estimate(client.estimate(inline_batch(batch.records, endpoint=CHAT)),
+                             json_out=wants_json(args))
     job = table_jobs.submit(client, batch, filename=args.file.with_suffix(".jsonl").name,
                             keys=(idempotency_key(args, "file"), idempotency_key(args, "batch")))
     if args.wait:

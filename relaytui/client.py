@@ -53,6 +53,16 @@ class JobListing:
 ANTHROPIC_VERSION = "2023-06-01"  # the `anthropic-version` header of a Message Batch
 
 
+COMPLETION_WINDOW = "24h"  # the one OpenAI's Batch API knows
+
+
+def inline_batch(records: list[dict[str, Any]], *, endpoint: str) -> dict[str, Any]:
+    """An OpenAI batch's create body with its records inline (`requests`), as a dry run
+    (`RelayClient.estimate`) reads it: nothing is uploaded."""
+    return {"endpoint": endpoint, "completion_window": COMPLETION_WINDOW,
+            "requests": records}
+
+
 class RelayClient:
     def __init__(self, url: str, key: str, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
@@ -129,7 +139,7 @@ class RelayClient:
                      idempotency_key: str | None = None) -> dict[str, Any]:
         """An OpenAI-dialect batch from an uploaded file."""
         body: dict[str, Any] = {"input_file_id": input_file_id, "endpoint": endpoint,
-                                "completion_window": "24h"}
+                                "completion_window": COMPLETION_WINDOW}
         if metadata:
             body["metadata"] = metadata
         return self._call("POST", "/v1/batches", json=body,

@@ -34,7 +34,7 @@ from textual.widgets import (
 
 from relaytui import table_jobs
 from relaytui.api import RelayApi
-from relaytui.client import RelayError
+from relaytui.client import RelayError, inline_batch
 from relaytui.estimate_text import estimate_lines
 from relaytui.formats import InputFile, InputFileError, read_input
 from relaytui.screens.base import RelayScreen
@@ -448,4 +448,4 @@ def dry_run_body(model: str, source: InputFile,
     if table is None:
         return {"model": model, "requests": source.rows}
     batch = table_jobs.table_batch(*table, request=Request(model))
-    return {"endpoint": CHAT, "completion_window": "24h", "requests": batch.records}
+    return inline_batch(batch.records, endpoint=CHAT)
