@@ -91,14 +91,17 @@ class Bench:
         return self._sims[key]
 
     def daemon(self, models: dict[str, Simulator], *, transport: str | None = None,
-               keys: Mapping[str, Mapping[str, Any]] | None = None) -> Relayd:
+               keys: Mapping[str, Mapping[str, Any]] | None = None,
+               tables: Mapping[str, Mapping[str, Any]] | None = None) -> Relayd:
         """A fresh relayd (own data dir, own port), not yet started; `keys` adds
-        `[[models]]` keys per alias (`{"paced": {"rpm": 3000}}`)."""
+        `[[models]]` keys per alias (`{"paced": {"rpm": 3000}}`), `tables` config tables
+        (`{"limits": {...}}`)."""
         if self._seed is None:
             self._seed = Seed.make(self.home)
         home = self.home / f"relayd-{len(self._daemons)}"
         home.mkdir()
-        daemon = Relayd.create(home, models, seed=self._seed, transport=transport, keys=keys)
+        daemon = Relayd.create(home, models, seed=self._seed, transport=transport, keys=keys,
+                               tables=tables)
         self._daemons.append(daemon)
         return daemon
 

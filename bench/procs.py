@@ -77,11 +77,14 @@ class Relayd(testing.Relayd):
     @classmethod
     def create(cls, home: Path, models: dict[str, Simulator], *, seed: Seed,
                transport: str | None = None,
-               keys: Mapping[str, Mapping[str, Any]] | None = None) -> Relayd:
-        """A daemon whose data dir starts as a copy of the seed's (one workspace, one key)."""
+               keys: Mapping[str, Mapping[str, Any]] | None = None,
+               tables: Mapping[str, Mapping[str, Any]] | None = None) -> Relayd:
+        """A daemon whose data dir starts as a copy of the seed's (one workspace, one key);
+        `tables`: config tables beside the bench's own (`config_tables`)."""
         daemon = cls(home=home, key=seed.key)
         shutil.copytree(seed.data, daemon.data)
-        return daemon.write_config(**config_tables(models, transport=transport, keys=keys))
+        return daemon.write_config(**config_tables(models, transport=transport, keys=keys)
+                                   | dict(tables or {}))
 
     def client(self, *, pool: int = 4) -> httpx.Client:
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)

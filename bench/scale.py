@@ -16,7 +16,7 @@ import httpx
 
 from bench import jobs
 from bench.harness import Bench
-from bench.procs import BenchError, config_tables
+from bench.procs import BenchError
 from bench.report import Figure, at_least, at_most
 
 CHAT = "/v1/chat/completions"
@@ -43,11 +43,9 @@ def scale(b: Bench) -> None:
     upload = write_records(b.home / f"scale-{n}.jsonl", n)
     megabytes = upload.stat().st_size / 1e6
     for i in range(b.runs["scale"]):
-        daemon = b.daemon({"fast": b.sim(0)})
-        daemon.write_config(**config_tables({"fast": b.sim(0)}) | {
+        daemon = b.daemon({"fast": b.sim(0)}, tables={
             "limits": {"max_batch_rows": max(n, 50_000)},
-            "server": {"max_upload_mb": max(512, int(megabytes * 2))}})
-        daemon.start()
+            "server": {"max_upload_mb": max(512, int(megabytes * 2))}}).start()
         try:
             client = daemon.client()
             started = time.perf_counter()
@@ -56,7 +54,7 @@ def scale(b: Bench) -> None:
                               timeout=600)
             validated = time.perf_counter()
             reads = poll_while_running(client, batch["id"], timeout=max(600.0, n / 500))
-            done = client.get(f"/v1/batches/{batch['id']}").json()
+            done = jobs.status(client, batch["id"])
             ran = time.perf_counter()
             if done["status"] != "completed" or done["request_counts"]["completed"] != n:
                 raise BenchError(f"the scale job ended {done['status']}: "
@@ -111,7 +109,7 @@ def wait_for(client: httpx.Client, batch_id: str, statuses: tuple[str, ...], *,
              timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = str(client.get(f"/v1/batches/{batch_id}").json()["status"])
+        status = str(jobs.status(client, batch_id)["status"])
         if status in statuses:
             return status
         if status in ("failed", "expired", "cancelled"):
@@ -126,7 +124,7 @@ def poll_while_running(client: httpx.Client, batch_id: str, *, timeout: float) -
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         started = time.perf_counter()
-        status = client.get(f"/v1/batches/{batch_id}").json()["status"]
+        status = jobs.status(client, batch_id)["status"]
         reads.append((time.perf_counter() - started) * 1000)
         if status in ("completed", "failed", "expired", "cancelled"):
             return reads
