@@ -24,7 +24,7 @@ from daemon.domain.errors import InvalidRequest, RelayError
 from daemon.domain.estimate import Estimate
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import Job, RowDraft, RowRecord
-from daemon.domain.openai_input import CheckUrl, ParsedRecords
+from daemon.domain.openai_input import CheckUrl, Earlier, RecordStream
 from daemon.domain.routes import Param, Route
 from daemon.outbound.policy import Resolver
 from daemon.store.files import FileStore
@@ -212,9 +212,10 @@ class Dialect(Protocol):
         """Why a queued job cannot start at all (it then fails as a whole), or None."""
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int,
+                    earlier: Earlier) -> RecordStream:
         """A `validating` job's input (an open binary file), read by the background
-        validator: its rows, or the file's errors."""
+        validator a chunk at a time: its rows, and the file's errors."""
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         """The body of the completion webhook."""

@@ -34,9 +34,23 @@ def budget_problem(repo: Store, workspace_id: int, rows: Sequence[RowDraft], *,
     state = repo.budget_state(workspace_id, now=now)
     if state is None:
         return None
-    sized = [(len(codec.dumps(row.body)), prices.get(row.model or model or "", 0.0))
-             for row in rows if row.error is None]
-    tokens, least = lower_bound_nano_usd(sized, discount=discount)
+    tokens, least = least_cost(rows, prices=prices, model=model, discount=discount)
+    return over_budget(state, tokens=tokens, least=least, now=now, param=param)
+
+
+def least_cost(rows: Sequence[RowDraft], *, prices: Mapping[str, float], model: str | None,
+               discount: Decimal) -> tuple[int, int]:
+    """Rows' least cost: (input tokens, nano-USD), to add up a chunk at a time. Rows
+    refused already cost nothing."""
+    return lower_bound_nano_usd(
+        ((len(codec.dumps(row.body)), prices.get(row.model or model or "", 0.0))
+         for row in rows if row.error is None), discount=discount)
+
+
+def over_budget(state: BudgetState, *, tokens: int, least: int, now: float,
+                param: str) -> TooMany | None:
+    """The refusal of a batch whose input costs at least `least`, if that is more than
+    the budget has left."""
     if least <= state.remaining_nano_usd:
         return None
     return TooMany(f"{param}: {refusal(state, tokens=tokens, least=least)}",

@@ -194,6 +194,16 @@ class RowDraft:
 
 
 @dataclass(frozen=True)
+class Staged:
+    """What a validated batch's rows, stored a chunk at a time, add up to."""
+
+    total: int
+    failed: int = 0  # refused at validation
+    refused_last: int = 0  # the last position of a refused row (0: none)
+    model: str | None = None  # the batch's model: the first a row names
+
+
+@dataclass(frozen=True)
 class RowWork:
     """A pending row handed to a worker."""
 

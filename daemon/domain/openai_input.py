@@ -11,9 +11,10 @@ Relay-dialect upload path and the CLI all use it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable
+from array import array
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from daemon.domain.errors import InvalidRequest, shown
 from daemon.domain.extensions import EXTENSIONS as RESERVED
@@ -168,30 +169,135 @@ def parse_records(lines: Iterable[tuple[int, Any]], *, endpoint: str,
                   models: Collection[str], check_url: CheckUrl | None = None,
                   workflows: bool = False, max_records: int = MAX_RECORDS) -> ParsedRecords:
     """Records from `(line number, raw)` pairs, where raw is a JSONL line (bytes or
-    str) or an already-decoded inline record. `workflows`: whether the workspace may
-    run workflow records; `max_records`: the configured row cap."""
-    parsed = ParsedRecords()
-    seen: dict[str, int] = {}
-    for number, raw in lines:
-        if len(parsed.errors) >= MAX_ERRORS:
-            break
-        record = _decode(number, raw, parsed)
-        if record is _SKIP:
-            continue
-        row = record_row(number, record, endpoint=endpoint, models=models, check_url=check_url,
-                         workflows=workflows)
-        if isinstance(row, FileError):
-            parsed.errors.append(row)
-            continue
-        if row.custom_id in seen:
-            parsed.errors.append(FileError(
-                "duplicate_custom_id", f"custom_id {row.custom_id!r} is used again (first on "
-                f"line {seen[row.custom_id]}).", number, "custom_id"))
-            continue
-        seen[row.custom_id] = number
-        parsed.rows.append(row)
-    _check_size(parsed, max_records)
-    return parsed
+    str) or an already-decoded inline record, all held in memory (a submit's inline
+    `requests`, the budget check at submit). `workflows`: whether the workspace may
+    run workflow records; `max_records`: the configured row cap. The validator reads a
+    file a chunk at a time instead (`RecordStream`)."""
+    stream = RecordStream(lines, endpoint=endpoint, models=models, check_url=check_url,
+                          workflows=workflows, max_records=max_records)
+    rows = [row for chunk in stream.chunks() for row in chunk]
+    return ParsedRecords(rows=rows, errors=stream.errors)
+
+
+class Earlier(Protocol):
+    """Where the custom_ids of the chunks already handed out are (their positions, 1 on):
+    kept in memory here, or the job's stored rows for the validator."""
+
+    def positions(self, custom_ids: Collection[str]) -> Mapping[str, int]: ...
+
+    def add(self, rows: Sequence[RowDraft], *, start: int) -> None: ...
+
+
+class EarlierInMemory:
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def positions(self, custom_ids: Collection[str]) -> Mapping[str, int]:
+        return {c: self.seen[c] for c in custom_ids if c in self.seen}
+
+    def add(self, rows: Sequence[RowDraft], *, start: int) -> None:
+        for n, row in enumerate(rows, start=start + 1):
+            self.seen.setdefault(row.custom_id, n)
+
+
+CHUNK_ROWS = 500  # records a chunk holds
+
+
+class RecordStream:
+    """OpenAI records parsed a chunk at a time, so a file of a million records never
+    sits in memory whole. `chunks()` hands out the rows to store, in input order; each
+    chunk must be stored before the next is asked for, so that a custom_id used again
+    in a later chunk is found (`earlier`). Once it is spent,
+    `errors` holds the file-level problems (the batch fails as a whole when there are
+    any: the rows handed out are then to be thrown away), and `count`, `failed`,
+    `refused_last` and `model` describe the rows."""
+
+    def __init__(self, lines: Iterable[tuple[int, Any]], *, endpoint: str,
+                 models: Collection[str], check_url: CheckUrl | None = None,
+                 workflows: bool = False, max_records: int = MAX_RECORDS,
+                 earlier: Earlier | None = None, chunk_rows: int = CHUNK_ROWS) -> None:
+        self.lines = lines
+        self.endpoint, self.models, self.check_url = endpoint, models, check_url
+        self.workflows, self.max_records = workflows, max_records
+        self.earlier = earlier if earlier is not None else EarlierInMemory()
+        self.chunk_rows = chunk_rows
+        self.errors: list[FileError] = []
+        self.count = 0  # records that are rows (refused ones included)
+        self.failed = 0  # of those, refused at validation
+        self.refused_last = 0  # the last position of a refused row (0: none)
+        self.model: str | None = None  # the batch's model: the first a row names
+        self.line_of = array("L")  # each position's line, for a duplicate's message
+
+    def chunks(self) -> Iterator[list[RowDraft]]:
+        chunk: list[RowDraft] = []
+        for number, raw in self.lines:
+            if len(self.errors) >= MAX_ERRORS:
+                break
+            record = _decode(number, raw, self.errors)
+            if record is _SKIP:
+                continue
+            row = record_row(number, record, endpoint=self.endpoint, models=self.models,
+                             check_url=self.check_url, workflows=self.workflows)
+            if isinstance(row, FileError):
+                self.errors.append(row)
+                continue
+            chunk.append(row)
+            self.line_of.append(number)
+            if len(chunk) >= self.chunk_rows:
+                yield from self._handed(chunk)
+                chunk = []
+        if chunk:
+            yield from self._handed(chunk)
+        # A duplicate is found when its chunk is handed out: in line order, the first
+        # MAX_ERRORS of every problem of the lines read.
+        self.errors.sort(key=lambda error: error.line or 0)
+        del self.errors[MAX_ERRORS:]
+        self._check_size()
+
+    def _handed(self, chunk: list[RowDraft]) -> Iterator[list[RowDraft]]:
+        """`chunk` less its custom_ids used before (each a file-level error), numbered
+        on from the rows handed out already; nothing past the row cap (the records are
+        still read: every problem is reported, and the count)."""
+        start = self.count
+        first = len(self.line_of) - len(chunk)  # the chunk's first index in `line_of`
+        before = self.earlier.positions({row.custom_id for row in chunk})
+        seen: dict[str, int] = {}
+        kept: list[RowDraft] = []
+        lines = array("L")
+        for i, row in enumerate(chunk):
+            line = self.line_of[first + i]
+            earlier = before.get(row.custom_id)
+            first_line = self.line_of[earlier - 1] if earlier else seen.get(row.custom_id)
+            if first_line is not None:
+                self.errors.append(FileError(
+                    "duplicate_custom_id", f"custom_id {row.custom_id!r} is used again "
+                    f"(first on line {first_line}).", line, "custom_id"))
+                continue
+            seen[row.custom_id] = line
+            kept.append(row)
+            lines.append(line)
+        del self.line_of[first:]
+        self.line_of.extend(lines)
+        self.count += len(kept)
+        for n, row in enumerate(kept, start=start + 1):
+            if row.error:
+                self.failed += 1
+                self.refused_last = n
+            if self.model is None and row.model:
+                self.model = row.model
+        self.earlier.add(kept, start=start)
+        if self.count <= self.max_records:  # past the cap, nothing more is stored
+            yield kept
+
+    def _check_size(self) -> None:
+        if self.errors:
+            return
+        if not self.count:
+            self.errors.append(FileError("empty_file", "The input has no records."))
+        elif self.count > self.max_records:
+            self.errors.append(FileError(
+                "too_many_tasks", f"The input has {self.count} records; at most "
+                f"{self.max_records} are allowed."))
 
 
 def jsonl_lines(data: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
@@ -204,7 +310,7 @@ def jsonl_lines(data: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
 _SKIP = object()  # a line that was refused (its error is recorded)
 
 
-def _decode(number: int, raw: Any, parsed: ParsedRecords) -> Any:
+def _decode(number: int, raw: Any, errors: list[FileError]) -> Any:
     """A JSONL line (bytes: strict UTF-8, strict JSON) or an inline record as is."""
     if not isinstance(raw, bytes):
         return raw
@@ -214,7 +320,7 @@ def _decode(number: int, raw: Any, parsed: ParsedRecords) -> Any:
         reason = "is not valid UTF-8"
     except (ValueError, RecursionError) as exc:
         reason = f"is not valid JSON ({str(getattr(exc, 'msg', exc))[:120]})"
-    parsed.errors.append(FileError("invalid_json_line", f"Line {number} {reason}.", number))
+    errors.append(FileError("invalid_json_line", f"Line {number} {reason}.", number))
     return _SKIP
 
 
@@ -405,14 +511,3 @@ def _check_target(url: str, check_url: CheckUrl) -> None:
         check_url(url, f"{RESERVED}.{TOOL_CONFIG}.url")
     except InvalidRequest as exc:
         raise ToolConfigError("url", exc.message) from exc
-
-
-def _check_size(parsed: ParsedRecords, max_records: int) -> None:
-    if parsed.errors:
-        return
-    if not parsed.rows:
-        parsed.errors.append(FileError("empty_file", "The input has no records."))
-    elif len(parsed.rows) > max_records:
-        parsed.errors.append(FileError(
-            "too_many_tasks", f"The input has {len(parsed.rows)} records; at most "
-            f"{max_records} are allowed."))

@@ -21,6 +21,7 @@ from daemon.domain.jobs import (
     JobDraft,
     RowDraft,
     RowRecord,
+    Staged,
     Status,
     can_transition,
     draft_from,
@@ -139,6 +140,8 @@ class JobQueries(SqlBase):
             row = self.lock_job(seq)
             if row is None or not can_transition(row.status, ending.status):
                 return None
+            if not row.total:  # never accepted: a validation's rows staged so far go
+                self.db.execute_sql(self.sql('DELETE FROM "row" WHERE job_id = {p}'), (seq,))
             unrun, numbered = self._end_unrun_rows(seq, ending.unrun, now=now,
                                                    after_seq=row.finished_seq)
             for record in ending.files:
@@ -292,17 +295,42 @@ class JobQueries(SqlBase):
         return job_record(run)
 
 
-    def accept_validated(self, seq: int, rows: Sequence[RowDraft], *, model: str | None,
-                         now: float) -> Job | None:
-        """A validated batch's records become its rows and it joins the queue, in one
-        transaction; None if it left `validating` meanwhile (cancelled)."""
+    def stage_rows(self, seq: int, rows: Sequence[RowDraft], *, after: int, node: str,
+                   now: float) -> bool:
+        """A chunk of a validating batch's rows, stored at positions after `after` while
+        it is still `node`'s to validate (False, storing nothing, once it is not: it was
+        cancelled, or another node took it over). They are its rows once
+        `accept_validated`; a batch that ends before has them deleted (`end_job`)."""
         with self.write():
             job = self.lock_job(seq)
-            if job is None or job.status != VALIDATING:
+            if job is None or job.status != VALIDATING or job.validating_node != node:
+                return False
+            insert_rows(self, seq, rows, now=now, after=after)
+            return True
+
+    def staged_positions(self, seq: int, custom_ids: Collection[str]) -> dict[str, int]:
+        """Where rows with these custom_ids are among a job's rows (the first of each)."""
+        found: dict[str, int] = {}
+        p = self.db.param
+        for part in chunks(sorted(custom_ids)):
+            marks = ", ".join([p] * len(part))
+            for custom_id, position in self.db.execute_sql(
+                    f'SELECT custom_id, position FROM "row" WHERE job_id = {p} '
+                    f"AND custom_id IN ({marks})", (seq, *part)).fetchall():
+                found[custom_id] = min(position, found.get(custom_id, position))
+        return found
+
+    def accept_validated(self, seq: int, counts: Staged, *, node: str,
+                         now: float) -> Job | None:
+        """A validated batch, its rows staged, joins the queue; None if it left
+        `validating` meanwhile (cancelled) or another node took it over."""
+        with self.write():
+            job = self.lock_job(seq)
+            if job is None or job.status != VALIDATING or job.validating_node != node:
                 return None
-            insert_rows(self, seq, rows, now=now)
-            (self.JobModel.update(total=len(rows), failed=sum(1 for r in rows if r.error),
-                                  model=model or job.model, finished_seq=refused_last(rows))
+            (self.JobModel.update(total=counts.total, failed=counts.failed,
+                                  model=counts.model or job.model,
+                                  finished_seq=counts.refused_last)
              .where(self.JobModel.seq == seq).execute())
             return self.transition(seq, QUEUED, now=now)
 

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from daemon.domain.cluster import NodeRecord
+from daemon.domain.jobs import RowDraft
+from daemon.domain.openai_input import CHUNK_ROWS
 from tests.actors.harness import actor_state
-from tests.api.conftest import Relay, openai_batch
+from tests.api.conftest import PRIMARY, Relay, openai_batch
 
 
 class Idle:
@@ -68,3 +70,31 @@ async def test_a_live_nodes_batch_is_left_to_it(relay: Relay,
     job = await unvalidated(relay, monkeypatch, claimed_by=live)
     await tick_validator(relay, relay.clock() + 10)
     assert (await relay.job(job["id"]))["status"] == "validating"
+
+
+async def test_rows_a_lost_node_staged_are_replaced_not_doubled(
+        relay: Relay, monkeypatch: pytest.MonkeyPatch) -> None:
+    lost = node("lost-2", relay.clock() - 60)
+    job = await unvalidated(relay, monkeypatch, claimed_by=lost)
+    repo = relay.services.repo
+    seq = (await asyncio.to_thread(repo.get_job, job["id"])).seq  # type: ignore[union-attr]
+    cut_short = [RowDraft(custom_id="o-1", body={"model": PRIMARY, "messages": []}),
+                 RowDraft(custom_id="stray", body={"model": PRIMARY, "messages": []})]
+    assert await asyncio.to_thread(lambda: repo.stage_rows(
+        seq, cut_short, after=0, node=lost.id, now=relay.clock()))
+    await tick_validator(relay, relay.clock() + 10)
+    done = await relay.wait_status(job["id"], "completed")
+    assert done["request_counts"] == {"total": 2, "completed": 2, "failed": 0}
+    assert await asyncio.to_thread(repo.row_counts, seq) == {
+        "completed": 2, "failed": 0, "dead_letter": 0, "pending": 0}
+
+
+async def test_a_file_refused_after_its_first_chunks_leaves_no_rows(relay: Relay) -> None:
+    body = openai_batch(*(f"prompt {i}" for i in range(CHUNK_ROWS * 2 + 10)))
+    body["requests"][-1]["url"] = "/v1/embeddings"  # a file-level error on the last line
+    job = await relay.submit(body)
+    failed = await relay.wait_status(job["id"], "failed")
+    assert [e["code"] for e in failed["errors"]["data"]] == ["url_mismatch"]
+    seq = (await asyncio.to_thread(relay.services.repo.get_job, job["id"])).seq  # type: ignore[union-attr]
+    assert await asyncio.to_thread(relay.services.repo.row_counts, seq) == {
+        "completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}

@@ -17,6 +17,7 @@ from daemon.domain.openai_input import (
     MAX_METADATA,
     MAX_RECORDS,
     ParsedRecords,
+    RecordStream,
     jsonl_lines,
     parse_create,
     parse_records,
@@ -438,3 +439,40 @@ def test_record_row_fills_a_default_model() -> None:
     row = record_row(1, record, endpoint=CHAT, models=MODELS, default_model="backup")
     assert isinstance(row, RowDraft)
     assert (row.model, row.body["model"], row.error) == ("backup", "backup", None)
+
+
+# -- a file read a chunk at a time (the validator's `RecordStream`) -------------------
+
+
+def stream_of(records: list[Any], **options: Any) -> RecordStream:
+    data = b"\n".join(line(r) for r in records) + b"\n"
+    return RecordStream(jsonl_lines(io.BytesIO(data)), endpoint=CHAT, models=MODELS,
+                        chunk_rows=2, **options)
+
+
+def test_a_stream_hands_out_numbered_chunks_and_adds_them_up() -> None:
+    records = [make_record(f"r-{i}") for i in range(1, 5)]
+    records.insert(2, make_record("no-model", body=make_body(model="nope")))
+    stream = stream_of(records)
+    chunks = [[row.custom_id for row in chunk] for chunk in stream.chunks()]
+    assert chunks == [["r-1", "r-2"], ["no-model", "r-3"], ["r-4"]]
+    assert (stream.count, stream.failed, stream.refused_last, stream.model) == (
+        5, 1, 3, "gpt-4o-mini")
+    assert stream.errors == []
+
+
+def test_a_custom_id_used_again_in_a_later_chunk_names_its_first_line() -> None:
+    records = [make_record("a"), make_record("b"), make_record("c"), make_record("a")]
+    stream = stream_of(records)
+    handed = [row.custom_id for chunk in stream.chunks() for row in chunk]
+    assert handed == ["a", "b", "c"]
+    assert [(e.code, e.line, e.message) for e in stream.errors] == [
+        ("duplicate_custom_id", 4, "custom_id 'a' is used again (first on line 1).")]
+
+
+def test_past_the_row_cap_nothing_more_is_handed_out_but_every_record_is_counted() -> None:
+    stream = stream_of([make_record(f"r-{i}") for i in range(1, 8)], max_records=3)
+    handed = [row.custom_id for chunk in stream.chunks() for row in chunk]
+    assert handed == ["r-1", "r-2"]  # the chunk that crosses the cap is not stored
+    assert [(e.code, e.message) for e in stream.errors] == [
+        ("too_many_tasks", "The input has 7 records; at most 3 are allowed.")]

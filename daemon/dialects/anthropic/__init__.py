@@ -46,7 +46,7 @@ from daemon.dialects.estimate_shapes import BatchEstimate
 from daemon.dialects.spending import check_budget, input_prices
 from daemon.domain.errors import Conflict, InvalidRequest, RelayError
 from daemon.domain.jobs import Job, RowRecord
-from daemon.domain.openai_input import CheckUrl, ParsedRecords
+from daemon.domain.openai_input import CheckUrl, Earlier, RecordStream
 from daemon.domain.pricing import STANDARD_DISCOUNT
 from daemon.domain.routes import DRY_RUN, Action, Media, Operation, Param, Route
 from daemon.store.interface import WorkspaceRecord
@@ -188,7 +188,8 @@ class AnthropicDialect:
         return None  # each request names its model; a missing one fails that request
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int,
+                    earlier: Earlier) -> RecordStream:
         raise NotImplementedError("a Message Batch is checked whole at create")
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:

@@ -40,7 +40,9 @@ from daemon.domain.openai_input import (
     MAX_RECORDS,
     CheckUrl,
     CreateRequest,
+    Earlier,
     ParsedRecords,
+    RecordStream,
     jsonl_lines,
     parse_create,
     parse_records,
@@ -167,9 +169,11 @@ class OpenAIDialect:
         return None  # each record names its model; a missing one fails that record only
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
-        return parse_records(jsonl_lines(data), endpoint=job.endpoint, models=models,
-                             check_url=check_url, workflows=workflows, max_records=max_rows)
+                    check_url: CheckUrl, workflows: bool, max_rows: int,
+                    earlier: Earlier) -> RecordStream:
+        return RecordStream(jsonl_lines(data), endpoint=job.endpoint, models=models,
+                            check_url=check_url, workflows=workflows, max_records=max_rows,
+                            earlier=earlier)
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:
         return render_openai.batch(job)

@@ -39,7 +39,7 @@ from daemon.domain.jobs import (
     JobDraft,
     RowRecord,
 )
-from daemon.domain.openai_input import CHAT, CheckUrl, ParsedRecords
+from daemon.domain.openai_input import CHAT, CheckUrl, Earlier, RecordStream
 from daemon.domain.relay_input import MAX_ROWS, Submission, parse_submission
 from daemon.domain.routes import DRY_RUN, Action, Operation, Param, Route
 from daemon.outbound.policy import TargetCheck
@@ -164,7 +164,8 @@ class RelayDialect:
         return None if job.model in models else f"model '{job.model}' is no longer configured"
 
     def parse_input(self, job: Job, data: Any, *, models: Collection[str],
-                    check_url: CheckUrl, workflows: bool, max_rows: int) -> ParsedRecords:
+                    check_url: CheckUrl, workflows: bool, max_rows: int,
+                    earlier: Earlier) -> RecordStream:
         raise NotImplementedError("a Relay job is checked whole at submit, never validating")
 
     def webhook_payload(self, job: Job) -> Mapping[str, Any]:
