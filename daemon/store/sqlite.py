@@ -57,7 +57,7 @@ PRAGMAS = {
     "busy_timeout": BUSY_TIMEOUT_MS,
     "foreign_keys": 1,
     "synchronous": "normal",
-    "cache_size": -32_000,
+    "cache_size": -8_000,
 }
 
 
