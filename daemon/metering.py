@@ -202,16 +202,22 @@ class MeteredExecutor:
     def __init__(self, inner: RowExecutor, meters: Meters) -> None:
         self.inner = inner
         self.meters = meters
+        self.gauges: dict[str, Gauge] = {}  # each model's child, looked up once
 
     async def run(self, work: RowWork, lane: Lane) -> RowOutcome:
-        with self.meters.in_flight.labels(work.model).track_inprogress():
-            try:
-                return await self.inner.run(work, lane)
-            except Paused:  # its job was paused: the row is handed back, not an error
-                raise
-            except Exception:
-                self.meters.internal_errors.inc()
-                raise
+        gauge = self.gauges.get(work.model)
+        if gauge is None:
+            gauge = self.gauges[work.model] = self.meters.in_flight.labels(work.model)
+        gauge.inc()
+        try:
+            return await self.inner.run(work, lane)
+        except Paused:  # its job was paused: the row is handed back, not an error
+            raise
+        except Exception:
+            self.meters.internal_errors.inc()
+            raise
+        finally:
+            gauge.dec()
 
     async def release(self, job_seq: int) -> None:
         release = getattr(self.inner, "release", None)

@@ -239,12 +239,12 @@ class JobSupervisor(pykka.ThreadingActor):
                 self.forgot = False
             epoch = self.node.epoch  # read first: a lapse during the lease fences them
             rows = self.repo.lease_rows(self.job, node=self.node.id, limit=self.run.load_rows,
-                                        alive_after=self.node.alive_after(now))
+                                        alive_after=self.node.alive_after(now), epoch=epoch)
         except Exception as exc:
             self.lease_at = now + LEASE_RETRY_S
             self._failed(f"job {self.job.id}: leasing rows failed; will try again", exc, now)
             return
-        self.run.add_rows([replace(row, epoch=epoch) for row in rows])
+        self.run.add_rows(rows)
 
     def _give_up(self, now: float) -> None:
         """A job ended early does not wait on a store that keeps refusing its outcomes:

@@ -97,8 +97,9 @@ def priced(outcome: RowOutcome, cost_nano_usd: int) -> RowOutcome:
     """The outcome with its cost; one whose totals cannot be stored (`row_problem`)
     fails `invalid_response` instead, unbilled, its answer kept as its error body."""
     problem = row_problem(outcome.usage, cost_nano_usd)
-    if problem is None:
-        return replace(outcome, cost_nano_usd=cost_nano_usd)
+    if problem is None:  # most rows of an unpriced model: as they came (no copy a row)
+        return (outcome if outcome.cost_nano_usd == cost_nano_usd
+                else replace(outcome, cost_nano_usd=cost_nano_usd))
     return replace(outcome, ok=False, error=f"{INVALID}: the row's usage, summed over its "
                    f"{len(outcome.model_calls)} model calls, cannot be stored: {problem}",
                    error_code=INVALID, dead_letter=False,

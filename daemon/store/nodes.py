@@ -93,11 +93,11 @@ class NodeQueries(SqlBase):
             self.NodeModel.delete().where(self.NodeModel.id != node_id).execute()
         return released
 
-    def lease_rows(self, job: Job, *, node: str, limit: int, alive_after: float
-                   ) -> list[RowWork]:
+    def lease_rows(self, job: Job, *, node: str, limit: int, alive_after: float,
+                   epoch: int = 0) -> list[RowWork]:
         """Lease up to `limit` of a running job's pending rows that no live node (one
-        that beat after `alive_after`) holds, lowest ids first; [] once the job is not
-        running (it ends, or was cancelled)."""
+        that beat after `alive_after`) holds, lowest ids first, in the node's lease
+        `epoch`; [] once the job is not running (it ends, or was cancelled)."""
         with self.write():  # the job shared: an ending waits, other leases do not
             current = self.shared(
                 self.JobModel.select().where(self.JobModel.seq == job.seq)).first()
@@ -110,7 +110,7 @@ class NodeQueries(SqlBase):
             else:  # the same in three statements (the transaction holds the database)
                 leased = self._lease_in_steps(job.seq, node=node, limit=limit,
                                               alive_after=alive_after)
-        return works(self, job, leased)
+        return works(self, job, leased, epoch=epoch)
 
     def _lease_in_steps(self, job_seq: int, *, node: str, limit: int, alive_after: float
                         ) -> list[tuple[int, str, str | None, str, int]]:

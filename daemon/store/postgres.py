@@ -75,6 +75,7 @@ class PostgresStore(SqlStore):
     """The `Store` on one PostgreSQL database (or schema)."""
 
     SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
+    FOR_UPDATE = " FOR UPDATE"
     SHARED = True
 
     def write(self) -> AbstractContextManager[Any]:

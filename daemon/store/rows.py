@@ -3,13 +3,14 @@ groups with the job's counters, and reading results and the dead-letter list."""
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import Any
 
-from peewee import Case, fn
+from peewee import fn
 
 from daemon.domain import codec
 from daemon.domain.jobs import (
@@ -37,6 +38,7 @@ from daemon.store.records import dumps, job_record, row_record
 from daemon.store.sql import (
     ATTEMPT_COLUMNS,
     EXECUTOR_CALL_COLUMNS,
+    FINISH_COUNTER,
     FINISHED_ROWS,
     PENDING_ROWS,
     ROW_COLUMNS,
@@ -75,9 +77,10 @@ def refused_last(rows: Sequence[RowDraft]) -> int:
 
 
 def works(store: SqlBase, job: Job,
-          selected: Iterable[tuple[int, str, str | None, str, int]]) -> list[RowWork]:
+          selected: Iterable[tuple[int, str, str | None, str, int]], *,
+          epoch: int = 0) -> list[RowWork]:
     """Rows read as `(id, custom_id, model, body, lease_token)`, as work for a worker,
-    in id order."""
+    in id order, leased in the node's lease `epoch`."""
     found = []
     for rid, custom_id, model, text, token in sorted(selected):
         body = codec.loads(text)
@@ -92,19 +95,48 @@ def works(store: SqlBase, job: Job,
                     model=model or job.model, endpoint=job.endpoint, body=body,
                     job_id=job.id, rounds=tuple(rounds.get(rid, ())),
                     workspace_id=job.workspace_id, workflow=workflows.get(rid), kind=kind,
-                    token=token)
+                    token=token, epoch=epoch)
             for rid, custom_id, model, body, token, kind in found]
 
 
-def _checked(store: SqlBase, done: Sequence[tuple[int, RowOutcome]]) -> dict[str, Any]:
-    """The job's counts of checked answers (`output_check`) that `done` adds to."""
+def _checked(done: Sequence[tuple[int, RowOutcome]]) -> dict[str, int]:
+    """The job's counts of checked answers (`output_check`) that `done` adds to, by
+    column."""
     counts: dict[str, int] = {}
     for _, outcome in done:
         if outcome.validation is not None:
-            counts[outcome.validation] = counts.get(outcome.validation, 0) + 1
-    model = store.JobModel
-    return {f"outputs_{kind}": getattr(model, f"outputs_{kind}") + n
-            for kind, n in counts.items()}
+            column = f"outputs_{outcome.validation}"
+            if column not in _OUTPUTS:  # named in SQL: only the job's own columns
+                raise ValueError(f"no counter for checked answers {outcome.validation!r}")
+            counts[column] = counts.get(column, 0) + 1
+    return counts
+
+
+_OUTPUTS = ("outputs_valid", "outputs_repaired", "outputs_invalid")
+_TOTALS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+           "cost_nano_usd")
+
+
+@functools.cache
+def _add_counts(outputs: tuple[str, ...]) -> str:
+    """The statement adding a group's outcomes to its job's counters (in `save_outcomes`'
+    order), its totals saturating at the largest 64-bit integer: a job's token and cost
+    totals stop there rather than overflow (each row's are checked on the way in,
+    `domain/usage.py`, but many rows can add up past it). Raw SQL, made once per set of
+    checked-answer counters: the group write is the hot path's one statement a group."""
+    totals = ", ".join(f"{column} = CASE WHEN {column} > {MAX_STORED} - {{p}} THEN "
+                       f"{MAX_STORED} ELSE {column} + {{p}} END" for column in _TOTALS)
+    checked = "".join(f", {column} = {column} + {{p}}" for column in outputs)
+    return ("UPDATE job SET completed = completed + {p}, failed = failed + {p}, "
+            "dead_letter = dead_letter + {p}, dead_letter_open = dead_letter_open + {p}, "
+            f"canceled = canceled + {{p}}, {totals}, finished_seq = {{p}}{checked} "
+            "WHERE seq = {p}")
+
+
+def _saturating(amount: int) -> tuple[int, int]:
+    """A total's two parameters in `_add_counts` (it is compared, then added)."""
+    amount = min(amount, MAX_STORED)
+    return amount, amount
 
 
 def rounds_of(store: SqlBase, row_ids: list[int]) -> dict[int, list[Turn]]:
@@ -147,29 +179,22 @@ class RowQueries(SqlBase):
             usage = sum((o.usage for _, o in done), Usage())
             cost = sum(o.cost_nano_usd for _, o in done)
             never_ran = sum(1 for _, o in done if _never_ran(o))
-            self.JobModel.update(
-                completed=self.JobModel.completed + flushed.completed,
-                failed=self.JobModel.failed + flushed.failed,
-                dead_letter=self.JobModel.dead_letter + flushed.dead_letter,
-                dead_letter_open=self.JobModel.dead_letter_open + flushed.dead_letter,
-                canceled=self.JobModel.canceled + never_ran,
-                input_tokens=_added(self.JobModel.input_tokens, usage.prompt_tokens),
-                output_tokens=_added(self.JobModel.output_tokens, usage.completion_tokens),
-                cached_tokens=_added(self.JobModel.cached_tokens, usage.cached_tokens),
-                reasoning_tokens=_added(self.JobModel.reasoning_tokens, usage.reasoning_tokens),
-                cost_nano_usd=_added(self.JobModel.cost_nano_usd, cost),
-                finished_seq=last + len(done),
-                **_checked(self, done),
-            ).where(self.JobModel.seq == job_seq).execute()
+            checked = _checked(done)
+            totals = (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                      usage.reasoning_tokens, cost)
+            self.db.execute_sql(self.sql(_add_counts(tuple(checked))), (
+                flushed.completed, flushed.failed, flushed.dead_letter, flushed.dead_letter,
+                never_ran, *(v for total in totals for v in _saturating(total)),
+                last + len(done), *checked.values(), job_seq))
             add_spend(self, job_seq, cost, now=now)  # the workspace's, for its budget
         return flushed
 
     def _finish_counter(self, job_seq: int) -> int:
         """The job's last finish sequence, read under its lock: writers of one job's
         outcomes take turns on it, so the sequences they give out commit in order."""
-        job = self.locked(self.JobModel.select(self.JobModel.finished_seq)
-                          .where(self.JobModel.seq == job_seq)).first()
-        return job.finished_seq if job is not None else 0
+        found = self.db.execute_sql(self.sql(FINISH_COUNTER, for_update=self.FOR_UPDATE),
+                                    (job_seq,)).fetchone()
+        return found[0] if found is not None else 0
 
     def finished_rows(self, job_seq: int, *, after_seq: int, limit: int) -> list[RowRecord]:
         """Rows that finished after finish sequence `after_seq`, in finish order, without
@@ -356,14 +381,6 @@ def _dead_letter_state(store: SqlBase) -> dict[str, Any]:
             DL_REDRIVEN: store.RowModel.redriven_to.is_null(False),
             DL_DISCARDED: (store.RowModel.redriven_to.is_null()
                            & store.RowModel.discarded_at.is_null(False))}
-
-
-def _added(column: Any, amount: int) -> Any:
-    """`column + amount`, saturating at the largest 64-bit integer: a job's token and
-    cost totals stop there rather than overflow (each row's are checked on the way in,
-    `domain/usage.py`, but many rows can add up past it)."""
-    amount = min(amount, MAX_STORED)
-    return Case(None, [(column > MAX_STORED - amount, MAX_STORED)], column + amount)
 
 
 def _never_ran(outcome: RowOutcome) -> bool:

@@ -46,6 +46,9 @@ UPDATE_ROWS = (
     "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
     "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p}, "
     "finished_seq = {p}, lease_node = NULL WHERE id = {p} AND status = {p}")
+FINISH_COUNTER = "SELECT finished_seq FROM job WHERE seq = {p}{for_update}"
+PENDING_TOKENS = ('SELECT id, lease_token FROM "row" WHERE status = {p} AND id IN ({ids})'
+                  "{for_update}")
 SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
     'INSERT INTO "round" (row_id, number, model, prompt_tokens, completion_tokens, messages) '
     "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "
@@ -95,6 +98,8 @@ class SqlBase:
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the
     # whole database (SQLite).
     SKIP_LOCKED = ""
+    # Appended to a raw read that decides a write (what `locked` does to a query).
+    FOR_UPDATE = ""
     SHARED = False  # whether other relayd processes may use the same database
     RETURNING = True  # whether the database has `UPDATE … RETURNING`
 
@@ -163,9 +168,12 @@ class SqlBase:
     def pending_tokens(self, ids: Sequence[int]) -> dict[int, int]:
         """`{row id: lease token}` of those of `ids` still pending, locked for the
         caller's write."""
-        return {r.id: r.lease_token for part in chunks(ids) for r in self.locked(
-            self.RowModel.select(self.RowModel.id, self.RowModel.lease_token)
-            .where(self.RowModel.id.in_(list(part)), self.RowModel.status == ROW_PENDING))}
+        tokens: dict[int, int] = {}
+        for part in chunks(ids):
+            statement = self.sql(PENDING_TOKENS, ids=", ".join(["{p}"] * len(part)),
+                                 for_update=self.FOR_UPDATE)
+            tokens.update(self.db.execute_sql(statement, (ROW_PENDING, *part)).fetchall())
+        return tokens
 
     def fenced(self, leases: Mapping[int, int]) -> set[int]:
         """Of rows leased as `{row id: lease token}`, those whose lease has moved on
