@@ -32,7 +32,7 @@ T = TypeVar("T")
 class Sizes:
     latency_rows: int = 3_200
     overhead_rows: int = 20_000
-    status_rows: int = 20_000
+    status_rows: int = 50_000
     small_jobs: int = 1_000
     submit_rows: int = 50_000
     rss_rows: int = 50_000

@@ -226,7 +226,7 @@ class RecordStream:
         self.failed = 0  # of those, refused at validation
         self.refused_last = 0  # the last position of a refused row (0: none)
         self.model: str | None = None  # the batch's model: the first a row names
-        self.line_of = array("L")  # each position's line, for a duplicate's message
+        self.line_of = array("I")  # each position's line, for a duplicate's message
 
     def chunks(self) -> Iterator[list[RowDraft]]:
         chunk: list[RowDraft] = []
@@ -263,7 +263,7 @@ class RecordStream:
         before = self.earlier.positions({row.custom_id for row in chunk})
         seen: dict[str, int] = {}
         kept: list[RowDraft] = []
-        lines = array("L")
+        lines = array("I")
         for i, row in enumerate(chunk):
             line = self.line_of[first + i]
             earlier = before.get(row.custom_id)
