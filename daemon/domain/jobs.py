@@ -203,7 +203,7 @@ class Staged:
     model: str | None = None  # the batch's model: the first a row names
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call: see `outcome.py`
 class RowWork:
     """A pending row handed to a worker."""
 

@@ -3,6 +3,13 @@
 A row executor produces a `RowOutcome`; the supervisor prices and stores it;
 renderers read it.
 Nothing here does I/O.
+
+The records made for every row or upstream call (`Attempt`, `Usage`, `RowOutcome`,
+and `Reply`, `Verdict`, `RowWork` elsewhere) are plain slotted dataclasses, not frozen
+ones: a frozen dataclass sets each field through `object.__setattr__`, which doubles
+the cost of making one, and on an instant upstream that was a few percent of a row's
+CPU. They are treated as values all the same: nothing assigns to their fields, a
+changed one is a copy (`dataclasses.replace`).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call (see above): not frozen
 class Attempt:
     """One upstream call made for a row."""
 
@@ -37,7 +44,7 @@ class ExecutorCall:
     started_at: float  # unix seconds
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call (see above): not frozen
 class Usage:
     """Tokens one or more model calls took, as upstream chat completions report them
     (`usage.prompt_tokens_details.cached_tokens`,
@@ -65,7 +72,7 @@ class Turn:
     messages: tuple[dict[str, Any], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call (see above): not frozen
 class RowOutcome:
     """How a row ended after retries and fallbacks."""
 

@@ -57,7 +57,7 @@ OVERLOADED = 529  # Anthropic's "overloaded_error": a server at capacity, like a
 UsageReader = Callable[[Mapping[str, Any]], Usage]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call: see `outcome.py`
 class Verdict:
     """What one upstream call came to."""
 

@@ -31,7 +31,7 @@ from daemon.outbound.body import MAX_BYTES, BodyTooLarge, read_capped, size_text
 ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version Relay speaks upstream
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row or call: see `outcome.py`
 class Reply:
     """An upstream's answer, any status."""
 
