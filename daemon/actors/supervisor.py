@@ -332,8 +332,8 @@ class JobSupervisor(pykka.ThreadingActor):
 
     def _call_cost(self, alias: str, usage: Usage) -> int:
         model = self.models.get(alias)
-        if model is None:
-            return 0
+        if model is None or not (model.input_usd_per_mtok or model.output_usd_per_mtok):
+            return 0  # an unpriced model's rows cost nothing
         return cost_nano_usd(usage, input_usd_per_mtok=model.input_usd_per_mtok,
                              output_usd_per_mtok=model.output_usd_per_mtok,
                              discount=self.discount)

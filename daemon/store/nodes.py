@@ -32,6 +32,7 @@ LEASABLE = (  # a job's pending rows no live node holds
     "ORDER BY id LIMIT {p}")
 # Each lease moves the row's token on: whoever held it before can no longer start it
 # or store anything of it (fencing; `fenced`).
+JOB_STATUS = "SELECT status FROM job WHERE seq = {p}{lock}"
 LEASE = ('UPDATE "row" SET lease_node = {p}, lease_token = lease_token + 1 WHERE id IN ('
          + LEASABLE + "{skip_locked}) RETURNING id, custom_id, model, body, lease_token")
 
@@ -99,9 +100,9 @@ class NodeQueries(SqlBase):
         that beat after `alive_after`) holds, lowest ids first, in the node's lease
         `epoch`; [] once the job is not running (it ends, or was cancelled)."""
         with self.write():  # the job shared: an ending waits, other leases do not
-            current = self.shared(
-                self.JobModel.select().where(self.JobModel.seq == job.seq)).first()
-            if current is None or current.status != RUNNING:
+            current = self.db.execute_sql(self.sql(JOB_STATUS, lock=self.FOR_SHARE),
+                                          (job.seq,)).fetchone()
+            if current is None or current[0] != RUNNING:
                 return []
             if self.RETURNING:
                 leased = self.db.execute_sql(

@@ -76,6 +76,7 @@ class PostgresStore(SqlStore):
 
     SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
     FOR_UPDATE = " FOR UPDATE"
+    FOR_SHARE = " FOR SHARE"
     SHARED = True
 
     def write(self) -> AbstractContextManager[Any]:

@@ -98,8 +98,10 @@ class SqlBase:
     # other's rows rather than wait (PostgreSQL); nothing where a write holds the
     # whole database (SQLite).
     SKIP_LOCKED = ""
-    # Appended to a raw read that decides a write (what `locked` does to a query).
+    # Appended to a raw read that decides a write (what `locked` does to a query), and
+    # to one many writers may make at once (what `shared` does).
     FOR_UPDATE = ""
+    FOR_SHARE = ""
     SHARED = False  # whether other relayd processes may use the same database
     RETURNING = True  # whether the database has `UPDATE … RETURNING`
 
