@@ -51,7 +51,8 @@ def end_job(store: Store, files: FileStore, seq: int, wanted: Status, *, now: fl
         job = store.transition(seq, FINALIZING, now=now) or job
     unrun = None if target in (COMPLETED, FAILED) else dialect.unrun_error(target)
     ending = Ending(target, unrun=unrun, error=error, errors=errors)
-    if writes_files and target != FAILED and not job.is_template:
+    if writes_files and target != FAILED and not job.is_template and job.total:
+        # (a batch never accepted has no rows: what its validation stored goes with it)
         ending = _with_result_files(store, files, job, dialect, ending, now=now)
     return store.end_job(seq, ending, now=now)
 

@@ -78,14 +78,15 @@ class Validator(pykka.ThreadingActor):
     def validate(self, seq: int) -> None:
         job = self.repo.job_by_seq(seq)
         node = self.node.id
-        if job is None or job.status != VALIDATING or not self.repo.claim_validation(
-                seq, node=node, alive_after=self.node.alive_after(self.clock())):
+        if job is None or job.status != VALIDATING or not self._holds(seq):
             return
-        while self.repo.purge_rows(seq):  # what a validation cut short (a restart, a
-            pass  # lost node) staged; a write at a time, never holding the lock long
+        self._clear(seq)  # what a validation cut short (a restart, a lost node) stored
         now = self.clock()
         checked = self._read(job, now=now)
         if checked is None:  # no longer this node's to validate (cancelled, taken over)
+            ended = self.repo.job_by_seq(seq)
+            if ended is not None and ended.status != VALIDATING:
+                self._clear(seq)  # cancelled: its rows go, as its ending would delete them
             return
         now = self.clock()
         if isinstance(checked, Staged):
@@ -93,10 +94,24 @@ class Validator(pykka.ThreadingActor):
                 self.notifier.job_changed(seq)
                 self.scheduler.wake()
             return
+        if not self._holds(seq):  # taken over meanwhile: its new node decides
+            return
+        self._clear(seq)
         failed = end_job(self.repo, self.files, seq, FAILED, now=now,
                          error=checked[0].message, errors=[e.as_dict() for e in checked])
         if failed is not None:
             self.notifier.job_ended(failed)
+
+    def _holds(self, seq: int) -> bool:
+        """Take the batch's validation, or keep it: False once another live node has it."""
+        return self.repo.claim_validation(seq, node=self.node.id,
+                                          alive_after=self.node.alive_after(self.clock()))
+
+    def _clear(self, seq: int) -> None:
+        """Delete the rows a validation of the batch stored, a write at a time (a
+        million of them never hold the database in one transaction)."""
+        while self.repo.purge_rows(seq):
+            pass
 
     def _read(self, job: Job, *, now: float) -> Staged | list[FileError] | None:
         """Read the batch's input a chunk at a time, each chunk stored before the next

@@ -300,12 +300,13 @@ class JobQueries(SqlBase):
         """A chunk of a validating batch's rows, stored at positions after `after` while
         it is still `node`'s to validate (False, storing nothing, once it is not: it was
         cancelled, or another node took it over). They are its rows once
-        `accept_validated`; a batch that ends before has them deleted (`end_job`)."""
+        `accept_validated`; a batch that ends before has them deleted (the validator
+        deletes them a write at a time; `end_job` deletes what is left)."""
         with self.write():
             job = self.lock_job(seq)
             if job is None or job.status != VALIDATING or job.validating_node != node:
                 return False
-            insert_rows(self, seq, rows, now=now, after=after)
+            insert_rows(self, seq, rows, now=now, after=after, numbered=False)
             return True
 
     def staged_positions(self, seq: int, custom_ids: Collection[str]) -> dict[str, int]:
@@ -332,6 +333,10 @@ class JobQueries(SqlBase):
                                   model=counts.model or job.model,
                                   finished_seq=counts.refused_last)
              .where(self.JobModel.seq == seq).execute())
+            if counts.failed:  # the refused rows take their places in the finish order
+                (self.RowModel.update(finished_seq=self.RowModel.position)
+                 .where(self.RowModel.job == seq, self.RowModel.status == ROW_FAILED,
+                        self.RowModel.finished_seq.is_null()).execute())
             return self.transition(seq, QUEUED, now=now)
 
     def expired_jobs(self, now: float) -> list[Job]:

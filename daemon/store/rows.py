@@ -54,10 +54,11 @@ ROWS_PAGE = 1_000  # rows read in one statement by `rows`
 
 
 def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
-                now: float, after: int = 0) -> None:
+                now: float, after: int = 0, numbered: bool = True) -> None:
     """A job's rows, in bulk (inside the caller's transaction), at positions after
     `after`. A row refused on the way in is finished already: its finish sequence is
-    its position (`refused_last`)."""
+    its position (`refused_last`), unless not `numbered` yet (a validating batch's
+    rows: `accept_validated` numbers them, so no reader meets them before)."""
     for start in range(0, len(rows), INSERT_CHUNK):
         chunk = rows[start:start + INSERT_CHUNK]
         first = after + start + 1
@@ -65,7 +66,7 @@ def insert_rows(store: SqlBase, job_seq: int, rows: Sequence[RowDraft], *,
             (job_seq, first + i, r.custom_id, r.model, codec.dumps(r.body).decode(),
              ROW_FAILED if r.error else ROW_PENDING, r.error, r.error_code,
              now if r.error else None, 0, False, 0, 0, 0,
-             first + i if r.error else None)
+             first + i if r.error and numbered else None)
             for i, r in enumerate(chunk)
         ])
 

@@ -98,3 +98,22 @@ async def test_a_file_refused_after_its_first_chunks_leaves_no_rows(relay: Relay
     seq = (await asyncio.to_thread(relay.services.repo.get_job, job["id"])).seq  # type: ignore[union-attr]
     assert await asyncio.to_thread(relay.services.repo.row_counts, seq) == {
         "completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}
+
+
+async def test_a_batch_cancelled_while_it_validates_keeps_none_of_its_rows(
+        relay: Relay, monkeypatch: pytest.MonkeyPatch) -> None:
+    live = node("live-2", relay.clock() + 10)  # validating it, and alive: left to it
+    job = await unvalidated(relay, monkeypatch, claimed_by=live)
+    repo = relay.services.repo
+    seq = (await asyncio.to_thread(repo.get_job, job["id"])).seq  # type: ignore[union-attr]
+    staged = [RowDraft(custom_id="o-1", body={"model": PRIMARY, "messages": []}),
+              RowDraft(custom_id="o-2", body={}, error="no model", error_code="invalid_body")]
+    assert await asyncio.to_thread(lambda: repo.stage_rows(
+        seq, staged, after=0, node=live.id, now=relay.clock()))
+    assert await asyncio.to_thread(repo.finished_rows, seq, after_seq=0, limit=10) == []
+    await relay.ok("POST", f"/v1/batches/{job['id']}/cancel")
+    done = await relay.wait_status(job["id"], "cancelled")
+    assert (done["error_file_id"], done["output_file_id"]) == (None, None)
+    assert done["request_counts"] == {"total": 0, "completed": 0, "failed": 0}
+    assert await asyncio.to_thread(repo.row_counts, seq) == {
+        "completed": 0, "failed": 0, "dead_letter": 0, "pending": 0}

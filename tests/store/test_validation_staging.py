@@ -29,6 +29,7 @@ def test_chunks_staged_in_turn_become_the_batchs_rows(repo: Store, make_job: Mak
     assert repo.staged_positions(seq, ["r-2", "bad", "s-1", "nowhere"]) == {
         "r-2": 2, "bad": 4, "s-1": 5}
     assert repo.job_by_seq(seq).total == 0  # type: ignore[union-attr]  # not accepted yet
+    assert repo.finished_rows(seq, after_seq=0, limit=10) == []  # no reader meets them yet
     job = repo.accept_validated(seq, Staged(total=5, failed=1, refused_last=4,
                                             model="gpt-4o-mini"), node="a", now=NOW)
     assert job is not None and job.status == QUEUED
@@ -36,6 +37,8 @@ def test_chunks_staged_in_turn_become_the_batchs_rows(repo: Store, make_job: Mak
     assert repo.row_counts(seq) == {"completed": 0, "failed": 1, "dead_letter": 0,
                                     "pending": 4}
     assert [r.custom_id for r in repo.rows(seq)] == ["r-1", "r-2", "r-3", "bad", "s-1"]
+    assert [(r.custom_id, r.finished_seq) for r in repo.finished_rows(
+        seq, after_seq=0, limit=10)] == [("bad", 4)]  # the refused one, in its place
 
 
 def test_a_node_that_lost_the_validation_stores_nothing_more(repo: Store,
