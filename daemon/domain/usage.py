@@ -55,8 +55,8 @@ def read_message_usage(response: Mapping[str, Any]) -> Usage:
     """The tokens an Anthropic Messages answer reports, under `read_usage`'s rules:
     `prompt_tokens` is every input count summed, `cached_tokens` the ones read from
     the cache."""
-    usage = _object(response, "usage", "usage")
-    counts = {name: _count(usage, name, f"usage.{name}") for name in MESSAGE_COUNTS}
+    usage = _object(response, "usage")
+    counts = {name: _count(usage, name, "usage.") for name in MESSAGE_COUNTS}
     return Usage(counts["input_tokens"] + counts["cache_creation_input_tokens"]
                  + counts["cache_read_input_tokens"], counts["output_tokens"],
                  cached_tokens=counts["cache_read_input_tokens"])
@@ -109,29 +109,34 @@ def priced(outcome: RowOutcome, cost_nano_usd: int) -> RowOutcome:
 
 def _counts(response: Mapping[str, Any],
             names: tuple[tuple[str | None, str], ...]) -> dict[str, int]:
-    """Each `(group, name)` count of the answer's `usage`, checked."""
-    usage = _object(response, "usage", "usage")
-    return {name: _count(_object(usage, group, f"usage.{group}") if group else usage,
-                         name, f"usage.{group}.{name}" if group else f"usage.{name}")
-            for group, name in names}
+    """Each `(group, name)` count of the answer's `usage`, checked. (Read for every
+    model call: where a bad value sits is spelled out only when there is one.)"""
+    usage = _object(response, "usage")
+    counts: dict[str, int] = {}
+    for group, name in names:
+        counts[name] = _count(usage if group is None else _object(usage, group, "usage."),
+                              name, "usage." if group is None else f"usage.{group}.")
+    return counts
 
 
-def _object(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+def _object(parent: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
+    """`parent[key]`, an object (or absent); `prefix` + `key` says where, in an error."""
     value = parent.get(key)
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidUsage(f"{where} = {_shown(value)}, not an object")
+        raise InvalidUsage(f"{prefix}{key} = {_shown(value)}, not an object")
     return value
 
 
-def _count(parent: Mapping[str, Any], key: str, where: str) -> int:
+def _count(parent: Mapping[str, Any], key: str, prefix: str) -> int:
+    """`parent[key]`, a count (absent or null: 0); `prefix` + `key` says where, in an
+    error."""
     value = parent.get(key)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not (
-            0 <= value <= MAX_CALL_TOKENS):
-        raise InvalidUsage(f"{where} = {_shown(value)}, not an integer from 0 to "
+    if type(value) is not int or not 0 <= value <= MAX_CALL_TOKENS:  # a bool is no count
+        raise InvalidUsage(f"{prefix}{key} = {_shown(value)}, not an integer from 0 to "
                            f"{MAX_CALL_TOKENS}")
     return value
 
