@@ -285,9 +285,9 @@ class RecordStream:
                 self.refused_last = n
             if self.model is None and row.model:
                 self.model = row.model
-        self.earlier.add(kept, start=start)
-        if self.count <= self.max_records:  # past the cap, nothing more is stored
-            yield kept
+        if self.count <= self.max_records:  # past the cap, nothing more is stored (nor
+            self.earlier.add(kept, start=start)  # kept in memory: both readers find the
+            yield kept  # same duplicates, the validator's and a dry run's)
 
     def _check_size(self) -> None:
         if self.errors:

@@ -476,3 +476,25 @@ def test_past_the_row_cap_nothing_more_is_handed_out_but_every_record_is_counted
     assert handed == ["r-1", "r-2"]  # the chunk that crosses the cap is not stored
     assert [(e.code, e.message) for e in stream.errors] == [
         ("too_many_tasks", "The input has 7 records; at most 3 are allowed.")]
+
+
+def test_past_the_cap_a_dry_run_and_the_validator_find_the_same_problems() -> None:
+    records = [make_record(f"r-{i}") for i in range(1, 9)] + [make_record("r-7")]
+    in_memory = stream_of(records, max_records=5)  # a dry run's reader (chunks of 2 here)
+    list(in_memory.chunks())
+    stored: dict[str, int] = {}
+
+    class Stored:  # what the validator's stored rows answer
+        def positions(self, custom_ids: Any) -> dict[str, int]:
+            return {c: stored[c] for c in custom_ids if c in stored}
+
+        def add(self, rows: Any, *, start: int) -> None:
+            pass
+
+    stream = stream_of(records, max_records=5, earlier=Stored())
+    for chunk in stream.chunks():
+        first = stream.count - len(chunk)
+        stored.update((row.custom_id, first + n) for n, row in enumerate(chunk, start=1))
+    assert [(e.code, e.message) for e in stream.errors] == [
+        (e.code, e.message) for e in in_memory.errors] == [
+        ("too_many_tasks", "The input has 9 records; at most 5 are allowed.")]
