@@ -9,8 +9,8 @@ from peewee import fn
 
 from daemon.domain import ids
 from daemon.store.interface import KeyRecord, WorkspaceRecord
-from daemon.store.records import hash_key, workspace_record
-from daemon.store.sql import SqlBase
+from daemon.store.records import hash_key, workspace_of, workspace_record
+from daemon.store.sql import KEY_OWNER, SqlBase
 
 
 class AccessQueries(SqlBase):
@@ -78,13 +78,12 @@ class AccessQueries(SqlBase):
 
     def authenticate(self, plain: str) -> WorkspaceRecord | None:
         digest = hash_key(plain)
-        key = (self.ApiKey.select(self.ApiKey, self.Workspace).join(self.Workspace)
-               .where(self.ApiKey.key_hash == digest).first())
-        if key is None or key.revoked_at is not None:
+        found = self.one(KEY_OWNER, (digest,))
+        if found is None or found["key_revoked_at"] is not None:
             return None
-        if not hmac.compare_digest(key.key_hash, digest):
+        if not hmac.compare_digest(found["key_hash"], digest):
             return None
-        return workspace_record(key.workspace)
+        return workspace_of(found)
 
     def webhook_secret(self, workspace_id: int, *, rotate: bool = False) -> str:
         """The workspace's signing secret, created on first use."""

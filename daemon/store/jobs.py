@@ -30,9 +30,9 @@ from daemon.domain.jobs import (
 from daemon.store.file_records import insert_file
 from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
-from daemon.store.records import draft_fields, job_record, row_record
+from daemon.store.records import draft_fields, job_of, job_record, row_record
 from daemon.store.rows import insert_rows, open_dead_letter, refused_last
-from daemon.store.sql import COPY_ROWS, SqlBase, chunks
+from daemon.store.sql import COPY_ROWS, JOB_BY_ID, JOB_BY_SEQ, SqlBase, chunks
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
 
@@ -52,16 +52,16 @@ class JobQueries(SqlBase):
 
     def get_job(self, job_id: str, *, workspace_id: int | None = None) -> Job | None:
         """A job by its public id (a deleted one is not found)."""
-        query = self.JobModel.select().where(self.JobModel.id == job_id,
-                                             self.JobModel.deleted_at.is_null())
-        if workspace_id is not None:
-            query = query.where(self.JobModel.workspace == workspace_id)
-        row = query.first()
-        return job_record(row) if row else None
+        if workspace_id is None:
+            found = self.one(JOB_BY_ID, (job_id,), in_workspace="")
+        else:
+            found = self.one(JOB_BY_ID, (job_id, workspace_id),
+                             in_workspace=" AND workspace_id = {p}")
+        return job_of(found) if found else None
 
     def job_by_seq(self, seq: int) -> Job | None:
-        row = self.JobModel.get_or_none(self.JobModel.seq == seq)
-        return job_record(row) if row else None
+        found = self.one(JOB_BY_SEQ, (seq,))
+        return job_of(found) if found else None
 
     def list_jobs(
         self,

@@ -24,7 +24,7 @@ from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, VALIDATING, Job, Ro
 from daemon.store.models import NodeModel
 from daemon.store.records import job_record
 from daemon.store.rows import works
-from daemon.store.sql import SqlBase
+from daemon.store.sql import WORK_COLUMNS, SqlBase, chunks
 
 LEASABLE = (  # a job's pending rows no live node holds
     'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
@@ -34,7 +34,10 @@ LEASABLE = (  # a job's pending rows no live node holds
 # or store anything of it (fencing; `fenced`).
 JOB_STATUS = "SELECT status FROM job WHERE seq = {p}{lock}"
 LEASE = ('UPDATE "row" SET lease_node = {p}, lease_token = lease_token + 1 WHERE id IN ('
-         + LEASABLE + "{skip_locked}) RETURNING id, custom_id, model, body, lease_token")
+         + LEASABLE + f"{{skip_locked}}) RETURNING {WORK_COLUMNS}")
+# The same in steps, where there is no RETURNING (or it costs: the SQLite backend's).
+LEASE_BY_ID = 'UPDATE "row" SET lease_node = {p}, lease_token = lease_token + 1 WHERE id IN ({ids})'
+LEASED = f'SELECT {WORK_COLUMNS} FROM "row" WHERE id IN ({{ids}})'
 
 
 class NodeQueries(SqlBase):
@@ -115,16 +118,14 @@ class NodeQueries(SqlBase):
 
     def _lease_in_steps(self, job_seq: int, *, node: str, limit: int, alive_after: float
                         ) -> list[tuple[int, str, str | None, str, int]]:
-        ids = [rid for (rid,) in self.db.execute_sql(
-            self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit)).fetchall()]
-        if not ids:
-            return []
-        (self.RowModel.update(lease_node=node, lease_token=self.RowModel.lease_token + 1)
-         .where(self.RowModel.id.in_(ids)).execute())
-        leased = self.RowModel.select(
-            self.RowModel.id, self.RowModel.custom_id, self.RowModel.model, self.RowModel.body,
-            self.RowModel.lease_token).where(self.RowModel.id.in_(ids))
-        return [(r.id, r.custom_id, r.model, r.body, r.lease_token) for r in leased]
+        ids = [rid for (rid,) in self.fetch_all(
+            self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit), columns="id")]
+        leased = []
+        for part in chunks(ids):
+            marks = ", ".join(["{p}"] * len(part))
+            self.db.execute_sql(self.sql(LEASE_BY_ID, ids=marks), (node, *part))
+            leased += self.fetch_all(self.sql(LEASED, ids=marks), part, columns=WORK_COLUMNS)
+        return leased
 
     def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:
         """Give back a node's leases on one job's pending rows but `keep` (a drain keeps

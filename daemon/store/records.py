@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, cast
 
@@ -24,17 +25,26 @@ def hash_key(plain: str) -> str:
 
 
 def workspace_record(ws: Workspace) -> WorkspaceRecord:
-    return WorkspaceRecord(id=ws.id, name=ws.name, batch_access=ws.batch_access,
-                           expedited=ws.expedited, workflows=ws.workflows,
-                           webhook_secret=ws.webhook_secret,
-                           budget=None if ws.budget_nano_usd is None else Budget(
-                               ws.budget_nano_usd, cast(Period, ws.budget_period or "none")))
+    return workspace_of(ws.__data__)
+
+
+def workspace_of(data: Mapping[str, Any]) -> WorkspaceRecord:
+    """A workspace from its columns (a Peewee row's `__data__`, or a raw read's)."""
+    budget = data.get("budget_nano_usd")
+    return WorkspaceRecord(id=data["id"], name=data["name"],
+                           batch_access=bool(data["batch_access"]),
+                           expedited=bool(data["expedited"]),
+                           workflows=bool(data["workflows"]),
+                           webhook_secret=data.get("webhook_secret"),
+                           budget=None if budget is None else Budget(
+                               budget, cast(Period, data.get("budget_period") or "none")))
 
 
 # A job's fields are named once, on `Job` (and `JobDraft`, the fields a new job is
 # given); the table's columns carry the same names except these.
 _COLUMN = {"workspace_id": "workspace"}
 _JSON_COLUMNS = ("webhook", "metadata", "errors", "stamps")
+_JOB_KEYS = tuple((f.name, _COLUMN.get(f.name, f.name)) for f in fields(Job))
 
 
 def draft_fields(d: JobDraft) -> dict[str, Any]:
@@ -51,8 +61,13 @@ def loads(text: str | None) -> Any:
 
 
 def job_record(r: JobModel) -> Job:
-    data = r.__data__
-    values = {f.name: data.get(_COLUMN.get(f.name, f.name)) for f in fields(Job)}
+    return job_of(r.__data__)
+
+
+def job_of(data: Mapping[str, Any]) -> Job:
+    """A job from its columns: a Peewee row's `__data__` (keyed by field) or a raw
+    read's (keyed by column: `workspace_id` where the field is `workspace`)."""
+    values = {name: data[key] if key in data else data.get(name) for name, key in _JOB_KEYS}
     for name in _JSON_COLUMNS:
         values[name] = loads(values[name])
     return Job(**(values | {"stamps": values["stamps"] or {}}))

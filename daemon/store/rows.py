@@ -39,11 +39,12 @@ from daemon.store.sql import (
     ATTEMPT_COLUMNS,
     EXECUTOR_CALL_COLUMNS,
     FINISH_COUNTER,
+    FINISHED_COLUMNS,
     FINISHED_ROWS,
     PENDING_ROWS,
     ROW_COLUMNS,
     SAVE_ROUNDS,
-    UPDATE_ROWS,
+    WORK_COLUMNS,
     SqlBase,
     chunks,
 )
@@ -154,9 +155,9 @@ class RowQueries(SqlBase):
 
     def pending_rows(self, job: Job, *, after_id: int, limit: int) -> list[RowWork]:
         """The next pending rows, with the tool rounds an earlier run of them stored."""
-        cursor = self.db.execute_sql(self.sql(PENDING_ROWS),
-                                     (job.seq, ROW_PENDING, after_id, limit))
-        return works(self, job, cursor.fetchall())
+        return works(self, job, self.fetch_all(self.sql(PENDING_ROWS),
+                                               (job.seq, ROW_PENDING, after_id, limit),
+                                               columns=WORK_COLUMNS))
 
     def save_outcomes(
         self, job_seq: int, outcomes: Sequence[tuple[int, RowOutcome]], *, now: float,
@@ -203,8 +204,10 @@ class RowQueries(SqlBase):
         job runs must cost it little). What one read sees is always a prefix of that
         order (see `_finish_counter`), so a reader paging by the last sequence it saw
         meets every row once."""
-        cursor = self.db.execute_sql(self.sql(FINISHED_ROWS), (job_seq, after_seq, limit))
-        return [finished_record(values) for values in cursor.fetchall()]
+        found = self.fetch_all(self.sql(FINISHED_ROWS), (job_seq, after_seq, limit),
+                               columns=FINISHED_COLUMNS)
+        found.sort(key=operator.itemgetter(-1))  # by finish sequence (see `fetch_all`)
+        return [finished_record(values) for values in found]
 
     def _still_pending(
         self, outcomes: Sequence[tuple[int, RowOutcome]], leases: Mapping[int, int] | None
@@ -225,12 +228,12 @@ class RowQueries(SqlBase):
 
     def _update_rows(self, done: Sequence[tuple[int, RowOutcome]], *, now: float,
                      after_seq: int) -> None:
-        self.db.cursor().executemany(self.sql(UPDATE_ROWS), [
+        self.store_outcomes([
             (ROW_COMPLETED if o.ok else ROW_FAILED, len(o.attempts),
              (o.response_text or dumps(o.response)) if o.ok else dumps(o.error_body),
              o.status_code,
              o.error, o.error_code, bool(o.dead_letter), o.model, o.usage.prompt_tokens,
-             o.usage.completion_tokens, o.cost_nano_usd, now, after_seq + n, rid, ROW_PENDING)
+             o.usage.completion_tokens, o.cost_nano_usd, now, after_seq + n, rid)
             for n, (rid, o) in enumerate(done, start=1)
         ])
 

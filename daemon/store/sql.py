@@ -34,21 +34,32 @@ COPY_ROWS = (
     "dead_letter, prompt_tokens, completion_tokens, cost_nano_usd) "
     "SELECT {p}, position, custom_id, model, body, {p}, 0, FALSE, 0, 0, 0 "
     'FROM "row" WHERE job_id = {p} ORDER BY position')
+WORK_COLUMNS = "id, custom_id, model, body, lease_token"  # what a worker runs (`works`)
 PENDING_ROWS = (
-    'SELECT id, custom_id, model, body, lease_token FROM "row" WHERE job_id = {p} '
+    f'SELECT {WORK_COLUMNS} FROM "row" WHERE job_id = {{p}} '
     "AND status = {p} AND id > {p} ORDER BY id LIMIT {p}")
-FINISHED_ROWS = (  # a row's result, without its request: `finished_record` reads it
-    'SELECT id, position, custom_id, status, attempts, response, status_code, error, '
-    'error_code, dead_letter, answered_by, model, finished_seq FROM "row" '
+# A row's result, without its request: `finished_record` reads it.
+FINISHED_COLUMNS = ("id, position, custom_id, status, attempts, response, status_code, error, "
+                    "error_code, dead_letter, answered_by, model, finished_seq")
+FINISHED_ROWS = (
+    f'SELECT {FINISHED_COLUMNS} FROM "row" '
     "WHERE job_id = {p} AND finished_seq > {p} ORDER BY finished_seq LIMIT {p}")
-UPDATE_ROWS = (
-    'UPDATE "row" SET status = {p}, attempts = {p}, response = {p}, status_code = {p}, '
-    "error = {p}, error_code = {p}, dead_letter = {p}, answered_by = {p}, "
-    "prompt_tokens = {p}, completion_tokens = {p}, cost_nano_usd = {p}, finished_at = {p}, "
-    "finished_seq = {p}, lease_node = NULL WHERE id = {p} AND status = {p}")
+# What a row's outcome sets, in this order (then the row's id): `store_outcomes`.
+OUTCOME_COLUMNS = ("status", "attempts", "response", "status_code", "error", "error_code",
+                   "dead_letter", "answered_by", "prompt_tokens", "completion_tokens",
+                   "cost_nano_usd", "finished_at", "finished_seq")
+UPDATE_ROWS = ('UPDATE "row" SET ' + ", ".join(f"{column} = {{p}}" for column in OUTCOME_COLUMNS)
+               + ", lease_node = NULL WHERE id = {p} AND status = {p}")
 FINISH_COUNTER = "SELECT finished_seq FROM job WHERE seq = {p}{for_update}"
 PENDING_TOKENS = ('SELECT id, lease_token FROM "row" WHERE status = {p} AND id IN ({ids})'
                   "{for_update}")
+# The reads every API request and every status poll makes, written out: Peewee spends
+# about a millisecond building a select of the job's forty columns, the database a
+# few dozen microseconds answering it.
+JOB_BY_ID = "SELECT * FROM job WHERE id = {p} AND deleted_at IS NULL{in_workspace}"
+JOB_BY_SEQ = "SELECT * FROM job WHERE seq = {p}"
+KEY_OWNER = ("SELECT k.key_hash, k.revoked_at AS key_revoked_at, w.* FROM api_key k "
+             "JOIN workspace w ON w.id = k.workspace_id WHERE k.key_hash = {p}")
 SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
     'INSERT INTO "round" (row_id, number, model, prompt_tokens, completion_tokens, messages) '
     "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (row_id, number) DO UPDATE SET "
@@ -167,6 +178,18 @@ class SqlBase:
         write transactions hold the whole database skips the read)."""
         self.lock_job(seq)
 
+    def fetch_all(self, statement: str, params: Sequence[Any], *,
+                  columns: str) -> list[tuple[Any, ...]]:
+        """Every row a raw read finds (`statement` in this backend's style, selecting
+        `columns`, by name; no REAL among them: see the SQLite backend's)."""
+        return list(self.db.execute_sql(statement, params).fetchall())
+
+    def store_outcomes(self, values: Sequence[Sequence[Any]]) -> None:
+        """Each of `values` (a row's `OUTCOME_COLUMNS`, then its id) onto its row, if the
+        row is still pending; the row's lease goes."""
+        self.db.cursor().executemany(self.sql(UPDATE_ROWS),
+                                     [(*value, ROW_PENDING) for value in values])
+
     def pending_tokens(self, ids: Sequence[int]) -> dict[int, int]:
         """`{row id: lease token}` of those of `ids` still pending, locked for the
         caller's write."""
@@ -174,7 +197,8 @@ class SqlBase:
         for part in chunks(ids):
             statement = self.sql(PENDING_TOKENS, ids=", ".join(["{p}"] * len(part)),
                                  for_update=self.FOR_UPDATE)
-            tokens.update(self.db.execute_sql(statement, (ROW_PENDING, *part)).fetchall())
+            tokens.update(self.fetch_all(statement, (ROW_PENDING, *part),
+                                         columns="id, lease_token"))
         return tokens
 
     def fenced(self, leases: Mapping[int, int]) -> set[int]:
@@ -190,6 +214,15 @@ class SqlBase:
         if fragments:
             statement = statement.format(p="{p}", **fragments)
         return statement.format(p=self.db.param)
+
+    def one(self, statement: str, params: Sequence[Any],
+            **fragments: str) -> dict[str, Any] | None:
+        """The first row a raw read finds, keyed by column name (None: no row)."""
+        cursor = self.db.execute_sql(self.sql(statement, **fragments), params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return dict(zip([column[0] for column in cursor.description], row, strict=True))
 
     def close(self) -> None:
         self.db.close()
