@@ -24,7 +24,7 @@ from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, VALIDATING, Job, Ro
 from daemon.store.models import NodeModel
 from daemon.store.records import job_record
 from daemon.store.rows import works
-from daemon.store.sql import WORK_COLUMNS, SqlBase, chunks
+from daemon.store.sql import WORK_COLUMNS, SqlBase, chunks, in_list, padded
 
 LEASABLE = (  # a job's pending rows no live node holds
     'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
@@ -122,9 +122,10 @@ class NodeQueries(SqlBase):
             self.sql(LEASABLE), (job_seq, ROW_PENDING, alive_after, limit), columns="id")]
         leased = []
         for part in chunks(ids):
-            marks = ", ".join(["{p}"] * len(part))
-            self.db.execute_sql(self.sql(LEASE_BY_ID, ids=marks), (node, *part))
-            leased += self.fetch_all(self.sql(LEASED, ids=marks), part, columns=WORK_COLUMNS)
+            values = padded(part)
+            self.db.execute_sql(self.sql(LEASE_BY_ID, ids=in_list(values)), (node, *values))
+            leased += self.fetch_all(self.sql(LEASED, ids=in_list(values)), values,
+                                     columns=WORK_COLUMNS)
         return leased
 
     def release_rows(self, job_seq: int, *, node: str, keep: Collection[int] = ()) -> int:

@@ -83,6 +83,19 @@ def chunks(values: Sequence[T]) -> list[Sequence[T]]:
     return [values[i:i + IN_CHUNK] for i in range(0, len(values), IN_CHUNK)]
 
 
+def padded(values: Sequence[T]) -> list[T | None]:
+    """`values`, then NULLs up to a power of two: an `IN (...)` list of one of a few
+    lengths, so its statement has a few texts, each prepared once and kept (a NULL
+    matches nothing)."""
+    size = 1 << max(0, len(values) - 1).bit_length()
+    return [*values, *[None] * (size - len(values))]
+
+
+def in_list(values: Sequence[Any]) -> str:
+    """The parameter marks of an `IN (...)` list of `values`."""
+    return ", ".join(["{p}"] * len(values))
+
+
 class SqlBase:
     """The handle every query group (access, jobs, rows, files, webhooks) shares: the
     database and its own models (`models.bind`, one attribute per table), and the
@@ -195,9 +208,10 @@ class SqlBase:
         caller's write."""
         tokens: dict[int, int] = {}
         for part in chunks(ids):
-            statement = self.sql(PENDING_TOKENS, ids=", ".join(["{p}"] * len(part)),
+            values = padded(part)
+            statement = self.sql(PENDING_TOKENS, ids=in_list(values),
                                  for_update=self.FOR_UPDATE)
-            tokens.update(self.fetch_all(statement, (ROW_PENDING, *part),
+            tokens.update(self.fetch_all(statement, (ROW_PENDING, *values),
                                          columns="id, lease_token"))
         return tokens
 

@@ -18,8 +18,8 @@ the switch interval (5 ms) each time. Measured beside one busy Python thread, a 
 of 64 outcomes written by `executemany` took 175–295 ms and 52–89 thread switches, and
 by one `UPDATE … FROM (VALUES …)` 12–17 ms and 4–5; a 256-row read 125–150 ms, and as
 one `json_group_array` 9–12 ms. So rows go in as multi-row `INSERT`s, outcomes as one
-`UPDATE … FROM (VALUES …)` (`store_outcomes`), and hot reads come back as one JSON
-array (`fetch_all`)."""
+`UPDATE … FROM (VALUES …)` (`store_outcomes`), both padded to a few sizes
+(`_statements`), and hot reads come back as one JSON array (`fetch_all`)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ log = logging.getLogger("relay.store")
 WAL_LIMIT = 64 * 1024 * 1024  # bytes of write-ahead log kept past a write, at most
 CHECKPOINT_WAIT_MS = 100  # how long a TRUNCATE checkpoint waits for readers
 BUSY_TIMEOUT_MS = 10_000
-STATEMENT_ROWS = 500  # rows written by one statement, at most
+STATEMENT_ROWS = 512  # rows written by one statement, at most
 
 INCREMENTAL = 2  # `PRAGMA auto_vacuum`'s answer for "incremental"
 # Each connection's settings. (`auto_vacuum` is not among them: it is set once, when the
@@ -215,21 +215,23 @@ class SqliteStore(SqlStore):
 
     def insert_many(self, table: str, columns: Sequence[str],
                     values: Iterable[Sequence[Any]]) -> None:
-        into = f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES '
-        for part in self._in_statements(list(values), len(columns)):
-            self.db.execute_sql(into + _marks(len(part), len(columns)),
-                                [value for row in part for value in row])
+        """(Every table written so has a first column that is never NULL: a row of
+        NULLs is padding.)"""
+        width = len(columns)
+        for rows, params in self._statements(list(values), width):
+            self.db.execute_sql(
+                f'INSERT INTO "{table}" ({", ".join(columns)}) SELECT * FROM (VALUES '
+                f"{_marks(rows, width)}) WHERE column1 IS NOT NULL", params)
 
     def store_outcomes(self, values: Sequence[Sequence[Any]]) -> None:
         width = len(OUTCOME_COLUMNS) + 1
         sets = ", ".join(f"{column} = v.column{n}"
                          for n, column in enumerate(OUTCOME_COLUMNS, start=1))
-        for part in self._in_statements(values, width, spare=1):
+        for rows, params in self._statements(values, width, spare=1):
             self.db.execute_sql(
                 f'UPDATE "row" SET {sets}, lease_node = NULL FROM (VALUES '
-                f'{_marks(len(part), width)}) AS v WHERE "row".id = v.column{width} '
-                'AND "row".status = ?',
-                [*(value for row in part for value in row), ROW_PENDING])
+                f'{_marks(rows, width)}) AS v WHERE "row".id = v.column{width} '
+                'AND "row".status = ?', [*params, ROW_PENDING])
 
     def fetch_all(self, statement: str, params: Sequence[Any], *,
                   columns: str) -> list[tuple[Any, ...]]:
@@ -240,14 +242,20 @@ class SqliteStore(SqlStore):
             params).fetchone()
         return [tuple(row) for row in codec.loads(found[0])]
 
-    def _in_statements(self, values: Sequence[Sequence[Any]], width: int, *,
-                       spare: int = 0) -> Iterator[Sequence[Sequence[Any]]]:
-        """`values` in parts small enough for one statement's parameters (SQLite's
-        limit, less `spare` for the statement's own)."""
+    def _statements(self, values: Sequence[Sequence[Any]], width: int, *,
+                    spare: int = 0) -> Iterator[tuple[int, list[Any]]]:
+        """`values` as the rows and flat parameters of multi-row statements: parts
+        within SQLite's parameter limit (less `spare` for the statement's own), each
+        padded with rows of NULLs up to a power of two (the statements skip them), so
+        there are a few statement texts, not one per size: Python's `sqlite3` keeps up
+        to 128 prepared statements a connection, and one of hundreds of rows is large."""
         limit = self.db.connection().getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         size = max(1, min(STATEMENT_ROWS, (limit - spare) // width))
         for start in range(0, len(values), size):
-            yield values[start:start + size]
+            part = values[start:start + size]
+            rows = min(size, 1 << (len(part) - 1).bit_length())
+            params = [value for row in part for value in row]
+            yield rows, params + [None] * ((rows - len(part)) * width)
 
     def schema_change(self) -> AbstractContextManager[Any]:
         return self.write()
