@@ -23,6 +23,7 @@ from daemon.api import idempotency, paging, respond
 from daemon.api.body_budget import read_body
 from daemon.api.context import SERVICES, Services
 from daemon.api.middleware import WORKSPACE
+from daemon.api.reads import point_read
 from daemon.dialects import (
     DIALECTS,
     EVERY_DIALECT,
@@ -136,7 +137,8 @@ async def load_job(request: web.Request, among: Sequence[Dialect] | None = None)
     `among`, for a dialect's own route: another dialect's job is not found there)."""
     services, workspace = context(request)
     job_id = request.match_info[ROUTE_ID]
-    job = await asyncio.to_thread(services.repo.get_job, job_id, workspace_id=workspace.id)
+    job = await point_read(services.repo, services.repo.get_job, job_id,
+                           workspace_id=workspace.id)
     if job is None or (among is not None and dialect_of(job) not in among):
         raise not_found("batch", job_id)
     return job

@@ -12,6 +12,7 @@ from aiohttp.web_urldispatcher import AbstractRoute
 
 from daemon.api import respond
 from daemon.api.context import SERVICES
+from daemon.api.reads import point_read
 from daemon.dialects import DIALECTS, NATIVE, Dialect
 from daemon.domain.errors import (
     Conflict,
@@ -168,7 +169,7 @@ async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.match_info.http_exception is None:  # a route of its: its other demands
         scheme.check(request.headers)  # (raises: answered in the envelope)
     repo = request.app[SERVICES].repo
-    workspace = await asyncio.to_thread(repo.authenticate, key)
+    workspace = await point_read(repo, repo.authenticate, key)
     if workspace is None:
         return envelope(401, "Invalid API key.", code="invalid_api_key", request=request)
     request[WORKSPACE] = workspace

@@ -22,6 +22,7 @@ from daemon.api.batches import context
 from daemon.api.context import Services
 from daemon.api.events import Event, Subscription
 from daemon.api.middleware import API_KEY
+from daemon.api.reads import point_read
 from daemon.api.row_events import JOB_EVENTS, RowFeed
 from daemon.dialects import event_view
 from daemon.domain.errors import InvalidRequest
@@ -85,7 +86,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 async def _key_is_live(services: Services, key: str) -> bool:
     """The stream's key still authenticates (a revoke ends the stream within a second)."""
-    return await asyncio.to_thread(services.repo.authenticate, key) is not None
+    return await point_read(services.repo, services.repo.authenticate, key) is not None
 
 
 def _rows(request: web.Request) -> bool:

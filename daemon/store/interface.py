@@ -80,6 +80,9 @@ class Ending:
 
 class Store(Protocol):
     SHARED: bool  # other relayd processes may use the database (nodes of a cluster)
+    # A read of one row by its key is quicker on the caller's thread than a hand-off to
+    # another (SQLite's file, local; not PostgreSQL, a round trip away): `api/reads.py`.
+    QUICK_READS: bool
 
     # -- workspaces and keys
     def ensure_workspace(self, name: str, *, now: float) -> WorkspaceRecord: ...

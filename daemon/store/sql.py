@@ -127,6 +127,7 @@ class SqlBase:
     FOR_UPDATE = ""
     FOR_SHARE = ""
     SHARED = False  # whether other relayd processes may use the same database
+    QUICK_READS = False  # whether a read of one row by its key may run on the caller's loop
     RETURNING = True  # whether the database has `UPDATE … RETURNING`
 
     def write(self) -> AbstractContextManager[Any]:
