@@ -14,20 +14,20 @@ from typing import Any
 
 from daemon.store.backend import SqlStore
 from daemon.store.postgres import PostgresStore
-from tests.store.conftest import NOW, MakeJob, end
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, end
 
 BIG = ("job", "row", "attempt")
 
 
 @contextmanager
-def statements() -> Iterator[list[tuple[str, Any]]]:
-    """The SELECTs Peewee sends meanwhile, with their parameters."""
+def statements(kinds: tuple[str, ...] = ("SELECT",)) -> Iterator[list[tuple[str, Any]]]:
+    """The statements of `kinds` Peewee sends meanwhile, with their parameters."""
     sent: list[tuple[str, Any]] = []
 
     class Catch(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             if isinstance(record.msg, tuple) and str(record.msg[0]).lstrip().upper(
-                    ).startswith("SELECT"):
+                    ).startswith(kinds):
                 sent.append((record.msg[0], record.msg[1]))
 
     logger, catch = logging.getLogger("peewee"), Catch()
@@ -94,6 +94,29 @@ def test_busy_reads_never_scan_a_big_table_whole(repo: SqlStore, make_job: MakeJ
         if found := {sql: lines for sql, params in sent
                      if (lines := full_scans(repo, sql, params))}:
             scans[name] = found
+    assert not scans, scans
+
+
+def test_the_hot_paths_statements_never_scan_a_big_table_whole(
+        repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+    """Every statement a running job sends a group of rows (the lease, the group write,
+    the partial read, the status and key reads), as each backend writes it."""
+    for _ in range(3):
+        make_job(repo, rows=20)
+    job = make_job(repo, rows=40)
+    running = repo.transition(job.seq, "running", now=NOW)
+    assert running is not None
+    key = repo.create_key("acme", now=NOW)
+    with statements(("SELECT", "UPDATE", "INSERT")) as sent:
+        works = repo.lease_rows(running, node="n", limit=16, alive_after=NOW - 60)
+        repo.save_outcomes(job.seq, [(w.id, make_outcome()) for w in works[:5]], now=NOW,
+                           leases={w.id: w.token for w in works})
+        repo.finished_rows(job.seq, after_seq=0, limit=10)
+        repo.pending_rows(running, after_id=0, limit=10)
+        repo.get_job(job.id, workspace_id=job.workspace_id)
+        assert repo.authenticate(key) is not None
+    assert len(works) == 16 and sent
+    scans = {sql: lines for sql, params in sent if (lines := full_scans(repo, sql, params))}
     assert not scans, scans
 
 
