@@ -59,6 +59,9 @@ WAL_LIMIT = 64 * 1024 * 1024  # bytes of write-ahead log kept past a write, at m
 CHECKPOINT_WAIT_MS = 100  # how long a TRUNCATE checkpoint waits for readers
 BUSY_TIMEOUT_MS = 10_000
 STATEMENT_ROWS = 512  # rows written by one statement, at most
+# `UPDATE … FROM` (3.33) and the JSON functions built in (3.38): older libraries take
+# the statements a row of every backend.
+ONE_STEP = sqlite3.sqlite_version_info >= (3, 38)
 
 INCREMENTAL = 2  # `PRAGMA auto_vacuum`'s answer for "incremental"
 # Each connection's settings. (`auto_vacuum` is not among them: it is set once, when the
@@ -225,6 +228,8 @@ class SqliteStore(SqlStore):
                 f"{_marks(rows, width)}) WHERE column1 IS NOT NULL", params)
 
     def store_outcomes(self, values: Sequence[Sequence[Any]]) -> None:
+        if not ONE_STEP:
+            return super().store_outcomes(values)
         width = len(OUTCOME_COLUMNS) + 1
         sets = ", ".join(f"{column} = v.column{n}"
                          for n, column in enumerate(OUTCOME_COLUMNS, start=1))
@@ -236,8 +241,11 @@ class SqliteStore(SqlStore):
 
     def fetch_all(self, statement: str, params: Sequence[Any], *,
                   columns: str) -> list[tuple[Any, ...]]:
-        """Read as one JSON array, in one step: values as JSON has them (a REAL may
-        lose digits past the 15th, so none is read so); in no promised order."""
+        """Read as one JSON array, in one step, in no promised order. Values come back
+        as JSON has them: a REAL may lose digits past its 15th, so no read of one is
+        made so."""
+        if not ONE_STEP:
+            return super().fetch_all(statement, params, columns=columns)
         found = self.db.execute_sql(
             f"SELECT json_group_array(json_array({columns})) FROM ({statement})",
             params).fetchone()

@@ -5,12 +5,15 @@ read, on every backend: padding touches no other row, and a read keeps every val
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from daemon.domain.jobs import ROW_COMPLETED, ROW_PENDING, RowDraft
+from daemon.store import sqlite
 from daemon.store.backend import SqlStore
 from daemon.store.sql import PENDING_ROWS, WORK_COLUMNS, padded
-from tests.store.conftest import NOW, MakeJob, MakeOutcome
+from tests.store.conftest import NOW, MakeJob, MakeOutcome, sqlite_store
 
 
 def statuses(repo: SqlStore, seq: int) -> dict[str, str]:
@@ -56,3 +59,23 @@ def test_a_read_in_one_step_keeps_every_value(repo: SqlStore, make_job: MakeJob)
 def test_padding_gives_a_few_lengths() -> None:
     assert [len(padded(list(range(n)))) for n in (1, 2, 3, 5, 9, 500)] == [1, 2, 4, 8, 16, 512]
     assert padded([7, 8, 9]) == [7, 8, 9, None]
+
+
+def test_an_older_sqlite_library_takes_a_statement_a_row(
+        tmp_path: Path, make_job: MakeJob, make_outcome: MakeOutcome,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before SQLite 3.38 (no `UPDATE … FROM` before 3.33, JSON not built in before
+    3.38) the SQLite backend writes and reads as the PostgreSQL one does."""
+    monkeypatch.setattr(sqlite, "ONE_STEP", False)
+    with sqlite_store(tmp_path) as repo:
+        run_a_group(repo, make_job, make_outcome)
+
+
+def run_a_group(repo: SqlStore, make_job: MakeJob, make_outcome: MakeOutcome) -> None:
+    job = make_job(repo, rows=6)
+    works = repo.pending_rows(job, after_id=0, limit=100)
+    assert [w.custom_id for w in works] == [f"r-{i}" for i in range(1, 7)]
+    repo.save_outcomes(job.seq, [(w.id, make_outcome()) for w in works[:3]], now=NOW)
+    assert sorted(statuses(repo, job.seq).values()) == [ROW_COMPLETED] * 3 + [ROW_PENDING] * 3
+    assert [r.finished_seq for r in repo.finished_rows(job.seq, after_seq=0, limit=10)] == [
+        1, 2, 3]
