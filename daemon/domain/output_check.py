@@ -22,12 +22,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
-
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any, Literal
 
 from daemon.domain.extensions import EXTENSIONS
+
+if TYPE_CHECKING:  # imported where a schema is first met: most processes never check one
+    from jsonschema import Draft202012Validator
 
 VALIDATION = "validation"  # `openrelay.validation`
 MAX_REPAIRS = 5
@@ -188,6 +188,9 @@ def _schema(schema: Any, where: str) -> Mapping[str, Any]:
 
 @lru_cache(maxsize=256)
 def _schema_problem(text: str) -> str | None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(json.loads(text))
     except SchemaError as exc:
@@ -199,6 +202,8 @@ def _schema_problem(text: str) -> str | None:
 @lru_cache(maxsize=256)
 def _validator(text: str, format_check: bool) -> Draft202012Validator:
     """One compiled validator per distinct schema: a batch's rows share theirs."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
     return Draft202012Validator(json.loads(text),
                                 format_checker=FormatChecker() if format_check else None)
 
