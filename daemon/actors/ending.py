@@ -10,6 +10,7 @@ the job as it was, to be ended again at the next start.
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
@@ -34,6 +35,14 @@ from daemon.store.files import FileStore, JsonlFile
 from daemon.store.interface import Ending, Store
 
 RESULT_FILES = ("output", "errors")
+# Writing a big job's results keeps the interpreter lock busy for seconds (a million
+# rows: tens of seconds), and the API's loop waits for it at each step of a request, up
+# to the switch interval (5 ms) each time. So the ending lets go of it every so many
+# rows (about a millisecond of work): status reads polled every 50 ms while a
+# 100,000-row OpenAI batch wrote its results went from a p50 of 19.5 ms (p99 30 ms) to
+# 3.8 ms (p99 11 ms), its ending taking 2.6 s either way (6.5 s when rows were read as
+# Peewee models).
+YIELD_ROWS = 64
 
 
 def end_job(store: Store, files: FileStore, seq: int, wanted: Status, *, now: float,
@@ -63,9 +72,11 @@ def _with_result_files(store: Store, files: FileStore, job: Job, dialect: Dialec
     with ExitStack() as stack:  # on the way out, discards what was not committed
         written = {name: stack.enter_context(files.open_jsonl(ids.file_id()))
                    for name in RESULT_FILES}
-        for row in store.rows(job.seq):
+        for n, row in enumerate(store.rows(job.seq), start=1):
             name, line = dialect.result_lines(job, _as_ended(row, ending.unrun))
             written[name].write(line)
+            if n % YIELD_ROWS == 0:
+                time.sleep(0)  # the interpreter lock, let go: see YIELD_ROWS
         records = {name: _record(job, out, name=name, now=now)
                    for name, out in written.items() if out.count}
     return replace(ending, files=tuple(records.values()),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any, cast
 
+from daemon.domain import codec
 from daemon.domain.budget import Budget, Period
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
@@ -77,6 +78,20 @@ def file_record(r: FileModel) -> FileRecord:
     return FileRecord(id=r.id, workspace_id=r.workspace_id, filename=r.filename,
                       purpose=r.purpose, bytes=r.bytes, created_at=r.created_at, path=r.path,
                       status=r.status, expires_at=r.expires_at)
+
+
+def row_of(values: Sequence[Any]) -> RowRecord:
+    """A row read raw, as `ROW_RECORD_COLUMNS` lists its columns."""
+    (rid, position, custom_id, status, body, attempts, response, status_code, error,
+     error_code, dead_letter, answered_by, model, redriven_to, discarded_at,
+     finished_seq) = values
+    return RowRecord(
+        id=rid, position=position, custom_id=custom_id, status=cast(RowStatus, status),
+        body=codec.loads(body), attempts=attempts,
+        response=codec.loads(response) if response else None, status_code=status_code,
+        error=error, error_code=error_code, dead_letter=bool(dead_letter),
+        model=answered_by or model, redriven_to=redriven_to, discarded_at=discarded_at,
+        finished_seq=finished_seq)
 
 
 def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = (),

@@ -34,7 +34,7 @@ from daemon.domain.usage import MAX_STORED
 from daemon.store.budgets import add_spend
 from daemon.store.interface import Flushed
 from daemon.store.models import RoundModel, RowModel
-from daemon.store.records import dumps, job_record, row_record
+from daemon.store.records import dumps, job_record, row_of, row_record
 from daemon.store.sql import (
     ATTEMPT_COLUMNS,
     EXECUTOR_CALL_COLUMNS,
@@ -43,6 +43,7 @@ from daemon.store.sql import (
     FINISHED_ROWS,
     PENDING_ROWS,
     ROW_COLUMNS,
+    ROWS_BY_POSITION,
     SAVE_ROUNDS,
     WORK_COLUMNS,
     SqlBase,
@@ -295,17 +296,15 @@ class RowQueries(SqlBase):
         """A job's rows in input order, read `ROWS_PAGE` at a time by position (a driver
         that fetches a whole result set, as psycopg does, never holds a million rows)."""
         left = limit
+        statement = self.sql(ROWS_BY_POSITION)
         while left is None or left > 0:
             take = ROWS_PAGE if left is None else min(ROWS_PAGE, left)
-            page = list(self.RowModel.select()
-                        .where(self.RowModel.job == job_seq,
-                               self.RowModel.position > after_position)
-                        .order_by(self.RowModel.position).limit(take))
-            for r in page:
-                yield row_record(r)
+            page = self.db.execute_sql(statement, (job_seq, after_position, take)).fetchall()
+            for values in page:
+                yield row_of(values)
             if len(page) < take:
                 return
-            after_position = page[-1].position
+            after_position = page[-1][1]
             left = None if left is None else left - len(page)
 
     def dead_letter_rows(self, job_seq: int) -> list[RowRecord]:

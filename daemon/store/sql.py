@@ -44,6 +44,13 @@ FINISHED_COLUMNS = ("id, position, custom_id, status, attempts, response, status
 FINISHED_ROWS = (
     f'SELECT {FINISHED_COLUMNS} FROM "row" '
     "WHERE job_id = {p} AND finished_seq > {p} ORDER BY finished_seq LIMIT {p}")
+# A row whole, as `row_of` reads it (a job's rows in order: result files, pages).
+ROW_RECORD_COLUMNS = ("id, position, custom_id, status, body, attempts, response, status_code, "
+                      "error, error_code, dead_letter, answered_by, model, redriven_to, "
+                      "discarded_at, finished_seq")
+ROWS_BY_POSITION = (
+    f'SELECT {ROW_RECORD_COLUMNS} FROM "row" WHERE job_id = {{p}} AND position > {{p}} '
+    "ORDER BY position LIMIT {p}")
 # What a row's outcome sets, in this order (then the row's id): `store_outcomes`.
 OUTCOME_COLUMNS = ("status", "attempts", "response", "status_code", "error", "error_code",
                    "dead_letter", "answered_by", "prompt_tokens", "completion_tokens",
