@@ -4,7 +4,7 @@ Every API request reads its key's workspace, and a status poll its job: one row 
 by its key. On SQLite that read takes tens of microseconds and no writer holds it up
 (the write-ahead log), which is less than handing it to a thread costs: while a job
 runs, the hand-back waits for the interpreter lock, and a status read made of two such
-hand-offs took a p99 of 23–26 ms during a 50,000-row job, against 17–18 ms read here.
+hand-offs took a p99 of 23–26 ms during a 50,000-row job, against 13–18 ms read here.
 On PostgreSQL the read is a round trip away, and goes to a thread as every other does.
 """
 
