@@ -32,7 +32,7 @@ from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_of, job_record, row_record
 from daemon.store.rows import insert_rows, open_dead_letter, refused_last
-from daemon.store.sql import COPY_ROWS, JOB_BY_ID, JOB_BY_SEQ, SqlBase, chunks
+from daemon.store.sql import COPY_ROWS, JOB_BY_ID, JOB_BY_SEQ, SqlBase, chunks, in_list, padded
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
 
@@ -312,12 +312,12 @@ class JobQueries(SqlBase):
     def staged_positions(self, seq: int, custom_ids: Collection[str]) -> dict[str, int]:
         """Where rows with these custom_ids are among a job's rows (the first of each)."""
         found: dict[str, int] = {}
-        p = self.db.param
         for part in chunks(sorted(custom_ids)):
-            marks = ", ".join([p] * len(part))
-            for custom_id, position in self.db.execute_sql(
-                    f'SELECT custom_id, position FROM "row" WHERE job_id = {p} '
-                    f"AND custom_id IN ({marks})", (seq, *part)).fetchall():
+            values = padded(part)
+            statement = self.sql('SELECT custom_id, position FROM "row" WHERE job_id = {p} '
+                                 "AND custom_id IN ({ids})", ids=in_list(values))
+            for custom_id, position in self.db.execute_sql(statement,
+                                                           (seq, *values)).fetchall():
                 found[custom_id] = min(position, found.get(custom_id, position))
         return found
 

@@ -19,6 +19,7 @@ from daemon.domain.jobs import (
 )
 from daemon.store.interface import WorkspaceRecord
 from daemon.store.models import FileModel, JobModel, RowModel, Workspace
+from daemon.store.sql import ROW_RECORD_FIELDS
 
 
 def hash_key(plain: str) -> str:
@@ -80,8 +81,10 @@ def file_record(r: FileModel) -> FileRecord:
                       status=r.status, expires_at=r.expires_at)
 
 
-def row_of(values: Sequence[Any]) -> RowRecord:
-    """A row read raw, as `ROW_RECORD_COLUMNS` lists its columns."""
+def row_of(values: Sequence[Any], *, attempt_log: tuple[dict[str, Any], ...] = (),
+           executor_calls: tuple[dict[str, Any], ...] = ()) -> RowRecord:
+    """A row from its columns, in `ROW_RECORD_FIELDS` order (a raw read's, or a Peewee
+    row's: `row_record`)."""
     (rid, position, custom_id, status, body, attempts, response, status_code, error,
      error_code, dead_letter, answered_by, model, redriven_to, discarded_at,
      finished_seq) = values
@@ -90,18 +93,11 @@ def row_of(values: Sequence[Any]) -> RowRecord:
         body=codec.loads(body), attempts=attempts,
         response=codec.loads(response) if response else None, status_code=status_code,
         error=error, error_code=error_code, dead_letter=bool(dead_letter),
-        model=answered_by or model, redriven_to=redriven_to, discarded_at=discarded_at,
-        finished_seq=finished_seq)
+        model=answered_by or model, attempt_log=attempt_log, executor_calls=executor_calls,
+        redriven_to=redriven_to, discarded_at=discarded_at, finished_seq=finished_seq)
 
 
 def row_record(r: RowModel, *, attempt_log: tuple[dict[str, Any], ...] = (),
                executor_calls: tuple[dict[str, Any], ...] = ()) -> RowRecord:
-    return RowRecord(
-        id=r.id, position=r.position, custom_id=r.custom_id, status=cast(RowStatus, r.status),
-        body=json.loads(r.body), attempts=r.attempts, response=loads(r.response),
-        status_code=r.status_code, error=r.error, error_code=r.error_code,
-        dead_letter=bool(r.dead_letter),
-        model=r.answered_by or r.model, attempt_log=attempt_log,
-        executor_calls=executor_calls, redriven_to=r.redriven_to,
-        discarded_at=r.discarded_at, finished_seq=r.finished_seq,
-    )
+    return row_of([getattr(r, name) for name in ROW_RECORD_FIELDS], attempt_log=attempt_log,
+                  executor_calls=executor_calls)

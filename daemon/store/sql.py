@@ -44,10 +44,11 @@ FINISHED_COLUMNS = ("id, position, custom_id, status, attempts, response, status
 FINISHED_ROWS = (
     f'SELECT {FINISHED_COLUMNS} FROM "row" '
     "WHERE job_id = {p} AND finished_seq > {p} ORDER BY finished_seq LIMIT {p}")
-# A row whole, as `row_of` reads it (a job's rows in order: result files, pages).
-ROW_RECORD_COLUMNS = ("id, position, custom_id, status, body, attempts, response, status_code, "
-                      "error, error_code, dead_letter, answered_by, model, redriven_to, "
-                      "discarded_at, finished_seq")
+# A row whole, as `records.row_of` reads it (a job's rows in order: result files, pages).
+ROW_RECORD_FIELDS = ("id", "position", "custom_id", "status", "body", "attempts", "response",
+                     "status_code", "error", "error_code", "dead_letter", "answered_by",
+                     "model", "redriven_to", "discarded_at", "finished_seq")
+ROW_RECORD_COLUMNS = ", ".join(ROW_RECORD_FIELDS)
 ROWS_BY_POSITION = (
     f'SELECT {ROW_RECORD_COLUMNS} FROM "row" WHERE job_id = {{p}} AND position > {{p}} '
     "ORDER BY position LIMIT {p}")
