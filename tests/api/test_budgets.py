@@ -100,8 +100,11 @@ async def test_two_jobs_pause_once_the_budget_is_spent_and_resume_when_raised(
 async def test_a_new_period_resumes_a_job_its_budget_paused(make_relay: MakeRelay) -> None:
     relay = await priced(make_relay)
     await set_budget(relay, ROW_NANO, period="day")
-    job = await relay.submit(batch("x1", "x2", "x3", "x4"))
+    # The rows after the first wait upstream until the budget's pause is seen: however
+    # late the scheduler's tick, the job cannot end before it.
+    job = await relay.submit(batch("x1", "x2 BLOCK", "x3 BLOCK", "x4 BLOCK"))
     await wait_for(lambda: _paused(relay, job["id"], "budget"), what="paused by budget")
+    relay.upstream.gate.set()
     await relay.supervisor_gone(job["id"])
 
     now = relay.clock()
@@ -115,7 +118,7 @@ async def test_an_operator_pause_and_a_budget_pause_hold_a_job_apart(
         make_relay: MakeRelay) -> None:
     relay = await priced(make_relay)
     await set_budget(relay, ROW_NANO)
-    job = await relay.submit(batch("y1", "y2", "y3"))
+    job = await relay.submit(batch("y1", "y2 BLOCK", "y3 BLOCK"))  # as above
     await wait_for(lambda: _paused(relay, job["id"], "budget"), what="paused by budget")
     paused = await relay.ok("POST", f"/v1/batches/{job['id']}/pause")
     assert paused["paused"] == "operator"  # both hold; the operator's shows first
@@ -124,6 +127,7 @@ async def test_an_operator_pause_and_a_budget_pause_hold_a_job_apart(
     await wait_for(lambda: _unpaused_by_budget(relay, job["id"]), what="budget pause lifted")
     assert (await relay.job(job["id"]))["paused"] == "operator"
 
+    relay.upstream.gate.set()
     await relay.ok("POST", f"/v1/batches/{job['id']}/resume")
     await relay.wait_status(job["id"], "completed", timeout=10)
 
