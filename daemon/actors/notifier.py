@@ -29,11 +29,12 @@ Publish = Callable[[int, str, dict[str, Any]], None]  # (workspace_id, event typ
 Deliver = Callable[[Job, str, float], dict[str, Any]]  # (job, secret, now) -> outcome
 Broadcast = Callable[[Job, str], None]  # (job, event type)
 SAVE_WAITS_S = (0.5, 1.0, 2.0, 4.0) + (5.0,) * 10  # between tries to store an outcome
+PROGRESS_S = 0.25  # at most one progress event a job this often
 
 
 class Notifier(pykka.ThreadingActor):
     def __init__(self, *, repo: Store, publish: Publish, deliver: Deliver,
-                 clock: Callable[[], float], min_interval: float = 0.25,
+                 clock: Callable[[], float], min_interval: float = PROGRESS_S,
                  broadcast: Broadcast = lambda job, event: None,
                  node: str | None = None) -> None:
         super().__init__()

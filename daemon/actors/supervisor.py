@@ -6,7 +6,9 @@ still on it, leaves the ending to that node.
 All decisions come from the job's `JobRun`; this actor loads, sends and saves.
 Outcomes are written by group commit on the job's own writer thread: one write at a
 time, each carrying everything that finished while the previous one committed, so
-the actor keeps taking outcomes and cancels while a write is under way.
+the actor keeps taking outcomes and cancels while a write is under way. The
+notifier hears of the job's progress at most every `PROGRESS_S` (it would coalesce
+more often ones anyway, and each message wakes its thread).
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from daemon.actors.contained import contained
 from daemon.actors.ending import end_job
 from daemon.actors.health import Health
 from daemon.actors.membership import Node
-from daemon.actors.notifier import NotifierProxy
+from daemon.actors.notifier import PROGRESS_S, NotifierProxy
 from daemon.actors.proxies import ActorProxyOf, message
-from daemon.actors.worker import RowWorker, RowWorkerProxy, Supervising
+from daemon.actors.worker import Done, Report, RowWorker
 from daemon.config import ModelConfig
 from daemon.dialects import dialect_of
 from daemon.domain.cluster import Share, lease_size
@@ -90,7 +92,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.clock = clock
         slots = max(1, min(concurrency, job.total or 1))
         self.run = JobRun(concurrency=slots, ahead=slots, load_rows=lease_size(slots))
-        self.worker: RowWorkerProxy | None = None  # both from on_start on
+        self.worker: RowWorker | None = None  # from on_start on
         # Requests in flight, whatever the rows; and fencing: a row goes on only while
         # this node surely holds its lease.
         self.lane = Lane(max(1, concurrency), holds=self.node.holds)
@@ -105,21 +107,23 @@ class JobSupervisor(pykka.ThreadingActor):
         self.lease_at = 0.0  # after a lease the store refused, the next try waits
         self.forgot = False  # queued rows were dropped: their leases go back first
         self.epoch = self.node.epoch  # the node's lease epoch the queued rows were leased in
+        self.progressed = False  # outcomes stored that the notifier has not heard of
+        self.progress_at = float("-inf")  # when it last heard
 
     def on_start(self) -> None:
         self._me = me = SupervisorProxy.of(self.actor_ref)
-        self.worker = RowWorkerProxy.of(RowWorker.start(
-            job_seq=self.job.seq, executors=self.executors, io_loop=self.io_loop,
-            lane=self.lane, supervisor=me, report_rows=self.run.flush_rows))
+        self.worker = RowWorker(job_seq=self.job.seq, executors=self.executors,
+                                io_loop=self.io_loop, lane=self.lane,
+                                report=_reporter(me), report_rows=self.run.flush_rows)
         self._pump()
 
     def on_stop(self) -> None:
         try:
             self._store_all(self.clock())
-        finally:  # whatever the store did, the writer and the worker go
+        finally:  # whatever the store did, the writer goes, and the worker's rows
             self.writer.shutdown(wait=False)
             if self.worker is not None:
-                self.worker.actor_ref.stop(block=False)
+                self.worker.release()
 
     @contained
     def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> None:
@@ -141,8 +145,9 @@ class JobSupervisor(pykka.ThreadingActor):
     @contained
     def tick(self, now: float) -> None:
         """The scheduler's timer: a write that failed is tried again once its backoff
-        has passed."""
+        has passed; progress held back is told."""
         self._pump()
+        self._progress(now)
 
     @contained
     def stored(self, write: Future[bool]) -> None:
@@ -151,8 +156,11 @@ class JobSupervisor(pykka.ThreadingActor):
         if write is not self.write:
             return
         self.write = None
-        self.run.stored(ok=_succeeded(write), now=self.clock())
+        ok, now = _succeeded(write), self.clock()
+        self.run.stored(ok=ok, now=now)
+        self.progressed |= ok
         self._pump()
+        self._progress(now)
 
     @contained
     def cancel(self, ack: threading.Event | None = None) -> None:
@@ -202,8 +210,7 @@ class JobSupervisor(pykka.ThreadingActor):
         self.run.stop()
         self.lane.drain()  # rows waiting for a slot start nothing more
         assert self.worker is not None
-        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-            self._record(self.worker.drain().get(timeout=2))  # finished, not yet reported
+        self._record(self.worker.drain())  # finished, not yet reported
         self._store_all(self.clock())
         try:  # another node may take the rest at once; those in flight go with the node
             self.repo.release_rows(self.job.seq, node=self.node.id, keep=self.run.in_flight)
@@ -267,7 +274,15 @@ class JobSupervisor(pykka.ThreadingActor):
     def _tell_stored(self, write: Future[bool]) -> None:
         assert self._me is not None
         with contextlib.suppress(pykka.ActorDeadError):
-            self._me.stored(write)
+            self._me.stored.defer(write)
+
+    def _progress(self, now: float, *, force: bool = False) -> None:
+        """Tell the notifier of outcomes stored, unless it heard less than `PROGRESS_S`
+        ago (a later tick or write tells it then)."""
+        if self.progressed and (force or now - self.progress_at >= PROGRESS_S):
+            self.progressed, self.progress_at = False, now
+            with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
+                self.notifier.progress.defer(self.job.seq)
 
     def _save(self, outcomes: list[tuple[int, RowOutcome]], leases: Mapping[int, int],
               now: float) -> bool:
@@ -295,8 +310,6 @@ class JobSupervisor(pykka.ThreadingActor):
             self.log.warning("job %s: %d outcomes not stored: another node leased those "
                              "rows while this one was silent past its lease (its outcomes "
                              "win)", self.job.id, fenced)
-        with contextlib.suppress(pykka.ActorDeadError):  # the notifier stops first
-            self.notifier.progress(self.job.seq)
         return True
 
     def _failed(self, what: str, exc: Exception, now: float) -> None:
@@ -366,10 +379,12 @@ class JobSupervisor(pykka.ThreadingActor):
             self._failed(f"job {self.job.id}: ending it failed; will try again", exc, now)
             return
         if job is not None:
+            self.progressed = False  # its end says more
             self.notifier.job_ended(job)
         self._leave()
 
     def _leave(self) -> None:
+        self._progress(self.clock(), force=True)  # paused, or another node ends it
         self.finished = True
         self.scheduler.job_finished(self.job.seq)
         self.stop()
@@ -387,7 +402,15 @@ class SupervisorProxy(ActorProxyOf[JobSupervisor]):
     drain = message(JobSupervisor.drain)
 
 
-_tells_rows_done: type[Supervising] = SupervisorProxy  # mypy: what a RowWorker is given
+def _reporter(me: SupervisorProxy) -> Report:
+    """What the worker calls on the I/O loop with each group of outcomes: a tell."""
+    def report(done: Done) -> None:
+        try:
+            me.rows_done.defer(done)
+        except pykka.ActorDeadError:
+            log.debug("supervisor already stopped; %d outcomes dropped", len(done))
+
+    return report
 
 
 def _succeeded(write: Future[bool]) -> bool:

@@ -1,6 +1,6 @@
 """RowWorker: runs its job's rows through their executors and reports their outcomes.
 
-One message carries a group of rows (whatever the supervisor may start now). Each
+The supervisor hands its worker a group of rows (whatever it may start now). Each
 row's whole life (retries, backoff, fallbacks, later tool rounds) is one coroutine,
 on the shared I/O loop, of the executor chosen for it, so rows in flight cost no
 thread each. The supervisor hands over more rows than the job has request slots;
@@ -9,6 +9,10 @@ back to the supervisor in groups, one message each: once `report_rows` have
 finished, or `REPORT_S` after the first, or when no other row is running (each
 message to another thread costs a wake-up and a hand-over of the interpreter lock,
 a good part of a row's cost when rows are quick).
+
+The worker is no thread of its own: the supervisor calls it, and it hands the rows
+straight to the I/O loop (one wake-up a group, where an actor between the two cost
+another).
 A worker never dies of a row: anything unexpected becomes that row's error. Rows
 cut off by shutdown are not reported and stay pending in the store, to run after
 the next start.
@@ -21,11 +25,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
-from typing import Protocol
 
-import pykka
-
-from daemon.actors.proxies import ActorProxyOf, message
 from daemon.domain.jobs import RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.unstorable import INTERNAL
@@ -41,22 +41,17 @@ REPORT_S = 0.01  # the longest an outcome waits on the I/O loop for company
 DRAIN_S = 1.0  # the longest a shutdown waits for the I/O loop to hand them back
 
 
-class Supervising(Protocol):
-    """What a row worker tells its job's supervisor (a `SupervisorProxy` is one; that
-    module imports this one)."""
+class RowWorker:
+    """The supervisor's side of its job's rows on the I/O loop; called from the
+    supervisor's thread only. `report` runs on the I/O loop, with each group of
+    outcomes."""
 
-    def rows_done(self, done: Sequence[tuple[int, RowOutcome]]) -> object: ...
-
-
-class RowWorker(pykka.ThreadingActor):
     def __init__(self, *, job_seq: int, executors: Executors, io_loop: IOLoop,
-                 supervisor: Supervising, lane: Lane, report_rows: int = 1) -> None:
-        super().__init__()
+                 report: Report, lane: Lane, report_rows: int = 1) -> None:
         self.job_seq = job_seq
         self.executors = executors
         self.io_loop = io_loop
-        self.rows = RowRunner(executors, lane, report=self._report(supervisor),
-                              report_rows=report_rows)
+        self.rows = RowRunner(executors, lane, report=report, report_rows=report_rows)
 
     def run_rows(self, works: Sequence[RowWork]) -> None:
         try:
@@ -78,27 +73,10 @@ class RowWorker(pykka.ThreadingActor):
             handed.cancel()  # not to empty the outbox into a future nobody reads
             return []
 
-    def on_stop(self) -> None:
+    def release(self) -> None:
         """The job has ended here: its executors drop what they kept for it."""
         with contextlib.suppress(RuntimeError):  # stopping: its cleanup closes all
             self.io_loop.submit(self.executors.release(self.job_seq))
-
-    @staticmethod
-    def _report(supervisor: Supervising) -> Report:
-        def report(done: Done) -> None:
-            try:
-                supervisor.rows_done(done)
-            except pykka.ActorDeadError:
-                log.debug("supervisor already stopped; %d outcomes dropped", len(done))
-
-        return report
-
-
-class RowWorkerProxy(ActorProxyOf[RowWorker]):
-    """What the job's supervisor tells its row worker."""
-
-    run_rows = message(RowWorker.run_rows)
-    drain = message(RowWorker.drain)
 
 
 class RowRunner:

@@ -18,7 +18,7 @@ import pykka
 from daemon.actors.notifier import NotifierProxy
 from daemon.actors.scheduler import SchedulerProxy
 from daemon.actors.supervisor import Scheduling, SupervisorProxy
-from daemon.actors.worker import Supervising
+from daemon.actors.worker import Report
 from relaytui.api import RelayApi
 from relaytui.client import RelayClient
 from relaytui.screens.nodes import NodesScreen
@@ -39,7 +39,7 @@ def scheduler(proxy: SchedulerProxy, notifier: NotifierProxy) -> None:
 
 def supervisor(proxy: SupervisorProxy) -> None:
     proxy.rows_done.defer([])
-    told: Supervising = proxy
+    report: Report = proxy.rows_done.defer
     proxy.expire(now=1.0)  # E6
 
 class Halfway:
