@@ -23,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import CancelledError
+from typing import Any
 
-from daemon.domain.jobs import RowWork
+from daemon.domain.jobs import CHAT_ROW, RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.domain.unstorable import INTERNAL
 from daemon.executors import Executors, Lane
@@ -80,8 +82,15 @@ class RowWorker:
 
 
 class RowRunner:
-    """The I/O-loop side of a worker: one task per row, outcomes sent in groups.
-    Everything here runs on the I/O loop's thread."""
+    """The I/O-loop side of a worker: rows run, outcomes sent in groups. Everything
+    here runs on the I/O loop's thread.
+
+    A plain row holds one of the job's request slots for its whole run (`ChatExecutor`),
+    so plain rows are run by at most one task a slot, each taking the next row from
+    `queue` as soon as its row ends: the rows handed over ahead of the slots wait
+    there, and a row costs no task of its own. Every other row (tool loops, checked
+    answers, workflows) holds a slot only while it calls, so it gets a task of its
+    own, as many as the supervisor hands over."""
 
     def __init__(self, executors: Executors, lane: Lane, *, report: Report,
                  report_rows: int = 1, report_s: float = REPORT_S) -> None:
@@ -91,17 +100,44 @@ class RowRunner:
         self.report_rows = max(1, report_rows)
         self.report_s = report_s
         self.tasks: set[asyncio.Task[None]] = set()
+        self.queue: deque[RowWork] = deque()  # plain rows waiting for a slot's task
+        self.takers = 0  # tasks taking plain rows from `queue`
         self.outbox: Done = []
         self.running = 0  # rows started and not yet delivered
         self.timer: asyncio.Handle | None = None  # the next send, if one is due
         self.soon = False  # the next send is at the end of this loop turn
 
     async def start(self, works: list[RowWork]) -> None:
+        self.running += len(works)
         for work in works:
-            self.running += 1
-            task = asyncio.create_task(self._run(work))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            if work.kind == CHAT_ROW:
+                self.queue.append(work)
+            else:
+                self._spawn(self._run(work))
+        while self.takers < min(self.lane.size, len(self.queue)):
+            self.takers += 1
+            self._spawn(self._take_rows())
+
+    @property
+    def waiting(self) -> int:
+        """Rows handed over that wait for a request slot: plain rows in the queue,
+        the others at the lane."""
+        return len(self.queue) + self.lane.waiting
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _take_rows(self) -> None:
+        """One slot's task: the queued plain rows, one after another, until none is
+        left or the task is cancelled (shutdown: the rest stay pending)."""
+        me = asyncio.current_task()
+        try:
+            while self.queue and not (me is not None and me.cancelling()):
+                await self._run(self.queue.popleft())
+        finally:
+            self.takers -= 1
 
     async def _run(self, work: RowWork) -> None:
         try:

@@ -39,6 +39,7 @@ class Lane:
 
     def __init__(self, slots: int, *,
                  holds: Callable[[RowWork], bool] = lambda work: True) -> None:
+        self.size = slots
         self.slots = asyncio.Semaphore(slots)
         self.holds = holds  # whether this node surely still holds a row's lease
         self.stopping = False
@@ -48,7 +49,7 @@ class Lane:
 
     @property
     def waiting(self) -> int:
-        """Rows waiting for one of the slots (asyncio keeps its waiters unnamed)."""
+        """Calls waiting for one of the slots (asyncio keeps its waiters unnamed)."""
         return len(self.slots._waiters or ())
 
     def stop(self) -> None:

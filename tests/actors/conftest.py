@@ -70,7 +70,7 @@ class Running:
         """Rows of `job` handed to its worker that wait for one of its
         `batch_concurrency` slots now."""
         supervisor = actor_state(self.services.scheduler).running.get(timeout=5).get(job.seq)
-        return 0 if supervisor is None else supervisor.lane.get(timeout=5).waiting
+        return 0 if supervisor is None else supervisor.worker.get(timeout=5).rows.waiting
 
     def job(self, job: Job) -> Job:
         found = self.repo.job_by_seq(job.seq)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from daemon.actors.worker import REPORT_S, Done, RowRunner
-from daemon.domain.jobs import RowWork
+from daemon.domain.jobs import WORKFLOW_ROW, RowWork
 from daemon.domain.outcome import RowOutcome
 from daemon.executors import Executors, Lane
 from daemon.metering import MeteredExecutor, Meters
@@ -169,3 +169,46 @@ async def test_a_bug_ends_its_row_internal_error_logged_and_counted(
     (logged,) = [r for r in caplog.records if r.name == "relay.worker"]
     assert logged.exc_info is not None and logged.exc_info[0] is KeyError  # the traceback
     assert meters.registry.get_sample_value("relay_internal_errors_total") == 1
+
+
+async def test_plain_rows_past_the_slots_wait_in_order_and_take_no_task_of_their_own() -> None:
+    executor = Gated()
+    reports: list[Done] = []
+    rows = RowRunner(Executors(chat=executor), Lane(2), report=reports.append)
+    await rows.start([work(i) for i in (1, 2, 3, 4, 5)])
+    await turns()
+    assert sorted(executor.gates) == [1, 2]  # one row a slot runs
+    assert (len(rows.tasks), rows.waiting) == (2, 3)
+    executor.finish(1)
+    await turns()
+    assert sorted(executor.gates) == [1, 2, 3]  # the freed slot's task took the next
+    assert (len(rows.tasks), rows.waiting) == (2, 2)
+    executor.finish(2, 3, 4, 5)
+    await turns(10)
+    assert list(executor.gates) == [1, 2, 3, 4, 5]  # started in their order
+    assert sorted(row_id for done in reports for row_id, _ in done) == [1, 2, 3, 4, 5]
+    assert (len(rows.tasks), rows.takers, rows.running) == (0, 0, 0)
+
+
+async def test_a_workflow_record_runs_at_once_beside_plain_rows_waiting() -> None:
+    executor = Gated()
+    rows = RowRunner(Executors(chat=executor, workflows=executor),  # type: ignore[arg-type]
+                     Lane(1), report=lambda done: None)
+    flow = RowWork(id=9, job_seq=1, custom_id="wf", model="m", endpoint="/v1/chat/completions",
+                   body={"messages": []}, kind=WORKFLOW_ROW)
+    await rows.start([work(1), work(2), flow])
+    await turns()
+    assert sorted(executor.gates) == [1, 9]  # row 2 waits for the slot; the workflow does not
+
+
+async def test_shutdown_leaves_the_queued_plain_rows_pending() -> None:
+    executor = Gated()
+    reports: list[Done] = []
+    rows = RowRunner(Executors(chat=executor), Lane(1), report=reports.append)
+    await rows.start([work(i) for i in (1, 2, 3)])
+    await turns()
+    for task in list(rows.tasks):  # what the I/O loop's stop does
+        task.cancel()
+    await turns()
+    assert sorted(executor.gates) == [1]  # rows 2 and 3 never started
+    assert reports == [] and not rows.tasks and rows.takers == 0
