@@ -223,15 +223,18 @@ async def test_a_budget_that_shrinks_before_validation_fails_the_openai_batch(
     repo = relay.services.repo
     ws = await asyncio.to_thread(repo.workspace, "ws-a")
     assert ws is not None
+    # Cut to ten nano-USD, then the batch is stored as the submit took it, past the
+    # submit's own check: cut after it, the validator's tick could take the batch
+    # first and validate it under the old budget.
+    await set_budget(relay, 10)
     now = relay.clock()
     draft = JobDraft(id=ids.openai_batch_id(), workspace_id=ws.id, dialect="openai",
                      name="cut", model="", endpoint="/v1/chat/completions",
                      status="validating", priority=0, created_at=now,
                      input_file_id=uploaded["id"], expires_at=now + 86400)
-    job = await asyncio.to_thread(repo.create_job, draft, [])  # as taken at submit
-    await set_budget(relay, 10)  # then cut to ten nano-USD
+    job = await asyncio.to_thread(repo.create_job, draft, [])
 
-    relay.services.validator.validate(job.seq)
+    relay.services.validator.validate(job.seq)  # unless its tick took it already
 
     failed = await relay.wait_status(job.id, "failed")
     assert failed["errors"]["data"][0]["code"] == "budget_exceeded"
