@@ -91,7 +91,11 @@ class JobSupervisor(pykka.ThreadingActor):
         self.models = models
         self.clock = clock
         slots = max(1, min(concurrency, job.total or 1))
-        self.run = JobRun(concurrency=slots, ahead=slots, load_rows=lease_size(slots))
+        # Twice the slots handed ahead: a whole report group of rows still waits on the
+        # I/O loop when that group's outcomes reach this thread, so the slots never
+        # idle while the next rows come (with one group ahead, the queue ran dry at
+        # each report: 12 % fewer rows/s, 10 % more CPU a row, measured side by side).
+        self.run = JobRun(concurrency=slots, ahead=2 * slots, load_rows=lease_size(slots))
         self.worker: RowWorker | None = None  # from on_start on
         # Requests in flight, whatever the rows; and fencing: a row goes on only while
         # this node surely holds its lease.
