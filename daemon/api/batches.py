@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -117,7 +118,11 @@ async def parse_json(raw: bytes | bytearray) -> Any:
 
 def strict_json(raw: bytes | bytearray) -> Any:
     """JSON as RFC 8259 has it: NaN, Infinity and -Infinity are not numbers there."""
-    return codec.loads_strict(raw)
+    return json.loads(raw, parse_constant=_not_json)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def context(request: web.Request) -> tuple[Services, WorkspaceRecord]:
