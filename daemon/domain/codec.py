@@ -3,10 +3,11 @@
 Chosen by measurement: on this project's machine orjson parses a chat completion
 about 3× faster than the standard library and writes a request body more than 10×
 faster, and the two together were about 4 % of relayd's CPU per row. What orjson
-refuses falls back to the standard library, so nothing that parsed or was sent
-before changes meaning: integers past 64 bits, `NaN`/`Infinity` in an upstream's
-answer, keys that are not strings. Output is compact (`{"a":1}`), which every
-upstream reads alike.
+refuses falls back to the standard library: `NaN`/`Infinity` in an upstream's
+answer, keys that are not strings, and, written, integers past 64 bits. Read,
+orjson takes an integer past 64 bits as the nearest float (no parameter of the
+APIs Relay speaks takes one; a stored answer keeps its text as received). Output
+is compact (`{"a":1}`), which every upstream reads alike.
 """
 
 from __future__ import annotations
