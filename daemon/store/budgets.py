@@ -13,7 +13,7 @@ from daemon.domain.jobs import QUEUED, RUNNING, TERMINAL, VALIDATING, Job
 from daemon.domain.usage import MAX_STORED
 from daemon.store.interface import WorkspaceRecord
 from daemon.store.records import job_record, workspace_record
-from daemon.store.sql import SqlBase, chunks
+from daemon.store.sql import BUDGETED, SqlBase, chunks, in_list
 
 # What a spend upsert adds: one statement, whichever node stores the outcomes; a day's
 # spend saturates at the largest 64-bit integer rather than overflow (as a job's does).
@@ -53,11 +53,14 @@ class BudgetQueries(SqlBase):
         """Every workspace with a budget (or those of `workspace_ids` that have one), with
         what it spent in its current period as of `now`: two small queries whatever the
         number of rows."""
-        query = self.Workspace.select().where(self.Workspace.budget_nano_usd.is_null(False))
-        if workspace_ids is not None:
-            query = query.where(self.Workspace.id.in_(list(workspace_ids)))
-        budgets = {ws.id: Budget(ws.budget_nano_usd or 0,
-                          cast(Period, ws.budget_period or "none")) for ws in query}
+        ids = None if workspace_ids is None else list(workspace_ids)
+        if ids == []:
+            return []
+        found = self.many(BUDGETED, ids or (),  # raw: the scheduler asks at every tick
+                          among="" if ids is None else f" AND id IN ({in_list(ids)})")
+        budgets = {ws["id"]: Budget(ws["budget_nano_usd"] or 0,
+                                    cast(Period, ws["budget_period"] or "none"))
+                   for ws in found}
         if not budgets:
             return []
         firsts = [first_day(b.period, now) for b in budgets.values()]

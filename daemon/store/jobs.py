@@ -32,7 +32,17 @@ from daemon.store.interface import Ending
 from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_of, job_record, row_record
 from daemon.store.rows import insert_rows, open_dead_letter, refused_last
-from daemon.store.sql import COPY_ROWS, JOB_BY_ID, JOB_BY_SEQ, SqlBase, chunks, in_list, padded
+from daemon.store.sql import (
+    COPY_ROWS,
+    DUE_TEMPLATES,
+    EXPIRED_JOBS,
+    JOB_BY_ID,
+    JOB_BY_SEQ,
+    SqlBase,
+    chunks,
+    in_list,
+    padded,
+)
 from daemon.store.webhooks import WEBHOOK_QUEUED
 
 
@@ -272,9 +282,7 @@ class JobQueries(SqlBase):
 
 
     def due_templates(self, now: float) -> list[Job]:
-        query = self.JobModel.select().where(self.JobModel.status == SCHEDULED,
-                                             self.JobModel.next_run_at <= now)
-        return [job_record(r) for r in query.order_by(self.JobModel.next_run_at)]
+        return [job_of(found) for found in self.many(DUE_TEMPLATES, (SCHEDULED, now))]
 
     def spawn_run(self, template: Job, *, tick: float, next_run_at: float, run_id: str,
                   now: float) -> Job | None:
@@ -342,7 +350,6 @@ class JobQueries(SqlBase):
     def expired_jobs(self, now: float) -> list[Job]:
         """Jobs past their completion window, or past their deadline (a Relay job's,
         which it reads as `completed`: `domain/deadline.py`)."""
-        query = self.JobModel.select().where(
-            (self.JobModel.expires_at <= now) | (self.JobModel.deadline_at <= now),
-            self.JobModel.status.in_(list(sources_of(EXPIRED))))
-        return [job_record(r) for r in query.order_by(self.JobModel.seq)]
+        statuses = sorted(sources_of(EXPIRED))
+        return [job_of(found) for found in self.many(
+            EXPIRED_JOBS, (now, now, *statuses), statuses=in_list(statuses))]

@@ -17,14 +17,12 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from peewee import SQL, fn
-
 from daemon.domain.cluster import NodeRecord, Share
 from daemon.domain.jobs import QUEUED, ROW_PENDING, RUNNING, VALIDATING, Job, RowWork
 from daemon.store.models import NodeModel
-from daemon.store.records import job_record
+from daemon.store.records import job_of, job_record
 from daemon.store.rows import works
-from daemon.store.sql import WORK_COLUMNS, SqlBase, chunks, in_list, padded
+from daemon.store.sql import JOINABLE_JOBS, WORK_COLUMNS, SqlBase, chunks, in_list, padded
 
 LEASABLE = (  # a job's pending rows no live node holds
     'SELECT id FROM "row" WHERE job_id = {p} AND status = {p} AND (lease_node IS NULL '
@@ -212,21 +210,13 @@ class NodeQueries(SqlBase):
         node holds (a large job spreads over every node; a lost node's work is taken
         over). A paused job is never one of them, nor any job of the `held_workspaces`
         (their budget is spent)."""
-        live = self._live_nodes(alive_after)
-        free_rows = self.RowModel.select(SQL("1")).where(
-            self.RowModel.job == self.JobModel.seq, self.RowModel.status == ROW_PENDING,
-            self.RowModel.lease_node.is_null() | self.RowModel.lease_node.not_in(live))
-        query = (self.JobModel.select()
-                 .where((self.JobModel.status == QUEUED)
-                        | ((self.JobModel.status == RUNNING) & fn.EXISTS(free_rows)))
-                 .order_by(*self.admission_order()).limit(limit))
-        query = query.where(self.JobModel.paused_at.is_null(),
-                            self.JobModel.budget_paused_at.is_null())
-        if exclude:
-            query = query.where(self.JobModel.seq.not_in(list(exclude)))
-        if held_workspaces:
-            query = query.where(self.JobModel.workspace.not_in(list(held_workspaces)))
-        return [job_record(r) for r in query]
+        excluded, held = list(exclude), list(held_workspaces)  # exact: NULL fails NOT IN
+        found = self.many(
+            JOINABLE_JOBS,
+            (QUEUED, RUNNING, ROW_PENDING, alive_after, *excluded, *held, "expedited", limit),
+            excluded=f" AND seq NOT IN ({in_list(excluded)})" if excluded else "",
+            held=f" AND workspace_id NOT IN ({in_list(held)})" if held else "")
+        return [job_of(job) for job in found]
 
 
     def _live_nodes(self, alive_after: float, *, but: str | None = None) -> Any:

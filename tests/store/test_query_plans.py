@@ -78,6 +78,10 @@ READS: dict[str, Callable[[SqlStore, int], object]] = {
                                                    bucket_s=60, recent_since=NOW - 60),
     "queue": lambda repo, ws: repo.queued_jobs(16),
     "due templates": lambda repo, ws: repo.due_templates(NOW),
+    # the scheduler's other reads at every tick
+    "expired": lambda repo, ws: repo.expired_jobs(NOW),
+    "joinable": lambda repo, ws: repo.joinable_jobs(4, exclude={1, 2}, alive_after=NOW - 30,
+                                                    held_workspaces={ws + 1}),
 }
 
 
