@@ -189,6 +189,19 @@ def test_joinable_jobs_follow_one_order(repo: Store, make_job: MakeJob) -> None:
     assert len(repo.joinable_jobs(1, exclude=(), alive_after=ALIVE)) == 1
 
 
+def test_joinable_and_queued_jobs_share_the_admission_order(repo: Store,
+                                                            make_job: MakeJob) -> None:
+    """`joinable_jobs` spells out `admission_order` in raw SQL: tier, then priority,
+    then the earliest deadline (none last), then oldest."""
+    join(repo, "a")
+    jobs = [make_job(repo, priority=1), make_job(repo, priority=1, deadline_at=NOW + 50),
+            make_job(repo, priority=1, deadline_at=NOW + 10), make_job(repo, priority=3),
+            make_job(repo, priority=0, tier="expedited"), make_job(repo, priority=1)]
+    queued = [j.seq for j in repo.queued_jobs(10)]
+    assert [j.seq for j in repo.joinable_jobs(10, exclude=(), alive_after=ALIVE)] == queued
+    assert queued == [jobs[i].seq for i in (4, 3, 2, 1, 0, 5)]
+
+
 def test_nodes_leasing_at_once_never_share_a_row(repo: Store, make_job: MakeJob) -> None:
     job = running(repo, make_job, rows=400)
     names = [f"n{i}" for i in range(4)]
