@@ -17,12 +17,13 @@ cluster n="3" url="postgresql://postgres@127.0.0.1:5432/test" *ARGS:
 
 # The whole test suite (unit, store, actors, api, end-to-end), on three workers, each
 # test file on one of them (`just test -n 0` runs it in one process). Three on two
-# cores: the end-to-end tests wait on their processes much of the time.
+# cores: the end-to-end tests wait on their processes much of the time. The slowest
+# kinds of file go first (`tests/conftest.py`), so no long one is left for the end.
 # Compiled first: each relayd, simulator and relay the tests start then reads bytecode,
 # also where PYTHONDONTWRITEBYTECODE keeps Python from caching it.
 test *ARGS:
     python -m compileall -q daemon relaytui bench tests > /dev/null
-    python -m pytest -q -rs -n 3 --dist loadfile {{ARGS}}
+    python -m pytest -q -rs -n 3 --dist loadfile --no-loadscope-reorder {{ARGS}}
 
 # Run the daemon (default: the demo config, pointing at the simulator).
 serve config="sample_data/demo.toml":
