@@ -7,6 +7,8 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from peewee import SQL
+
 from daemon.domain.files import FileRecord
 from daemon.domain.jobs import (
     EXPIRED,
@@ -33,6 +35,7 @@ from daemon.store.models import JobModel, RowModel
 from daemon.store.records import draft_fields, job_of, job_record, row_record
 from daemon.store.rows import insert_rows, open_dead_letter, refused_last
 from daemon.store.sql import (
+    ADMISSION_ORDER,
     COPY_ROWS,
     DUE_TEMPLATES,
     EXPIRED_JOBS,
@@ -125,9 +128,9 @@ class JobQueries(SqlBase):
 
 
     def queued_jobs(self, limit: int) -> list[Job]:
-        """The next jobs to admit, in the `admission_order`."""
+        """The next jobs to admit, in the cluster's order (`ADMISSION_ORDER`)."""
         query = (self.JobModel.select().where(self.JobModel.status == QUEUED)
-                 .order_by(*self.admission_order()).limit(limit))
+                 .order_by(SQL(ADMISSION_ORDER)).limit(limit))
         return [job_record(r) for r in query]
 
     def transition(self, seq: int, target: Status, *, now: float, **fields: Any) -> Job | None:

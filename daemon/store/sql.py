@@ -74,14 +74,11 @@ EXPIRED_JOBS = ("SELECT * FROM job WHERE (expires_at <= {p} OR deadline_at <= {p
                 "AND status IN ({statuses}) ORDER BY seq")
 BUDGETED = ("SELECT id, budget_nano_usd, budget_period FROM workspace "
             "WHERE budget_nano_usd IS NOT NULL{among}")
-JOINABLE_JOBS = (  # `admission_order`, spelt out
-    "SELECT * FROM job WHERE (status = {p} OR (status = {p} AND EXISTS ("
-    'SELECT 1 FROM "row" r WHERE r.job_id = job.seq AND r.status = {p} AND '
-    "(r.lease_node IS NULL OR r.lease_node NOT IN "
-    "(SELECT id FROM node WHERE heartbeat_at > {p}))))) "
-    "AND paused_at IS NULL AND budget_paused_at IS NULL{excluded}{held} "
-    "ORDER BY (tier = {p}) DESC, priority DESC, (deadline_at IS NULL), deadline_at, seq "
-    "LIMIT {p}")
+# The cluster's one order of jobs waiting for a slot (`queued_jobs`, `joinable_jobs`):
+# the expedited tier ahead of everything, then highest priority, then the earliest
+# deadline (jobs without one after), then oldest.
+ADMISSION_ORDER = ("(tier = 'expedited') DESC, priority DESC, (deadline_at IS NULL), "
+                   "deadline_at, seq")
 KEY_OWNER = ("SELECT k.key_hash, k.revoked_at AS key_revoked_at, w.* FROM api_key k "
              "JOIN workspace w ON w.id = k.workspace_id WHERE k.key_hash = {p}")
 SAVE_ROUNDS = (  # a round already stored (its model turn alone) becomes the whole round
@@ -157,14 +154,6 @@ class SqlBase:
     def write(self) -> AbstractContextManager[Any]:
         """A write transaction, taken the way this backend needs it."""
         raise NotImplementedError
-
-    def admission_order(self) -> tuple[Any, ...]:
-        """The cluster's one order of jobs waiting for a slot: the expedited tier ahead
-        of everything, then highest priority, then the earliest deadline (jobs without
-        one after), then oldest."""
-        job = self.JobModel
-        return ((job.tier == "expedited").desc(), job.priority.desc(),
-                job.deadline_at.is_null(), job.deadline_at, job.seq)
 
     def insert_many(self, table: str, columns: Sequence[str],
                     values: Iterable[Sequence[Any]]) -> None:

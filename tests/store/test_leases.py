@@ -191,8 +191,8 @@ def test_joinable_jobs_follow_one_order(repo: Store, make_job: MakeJob) -> None:
 
 def test_joinable_and_queued_jobs_share_the_admission_order(repo: Store,
                                                             make_job: MakeJob) -> None:
-    """`joinable_jobs` spells out `admission_order` in raw SQL: tier, then priority,
-    then the earliest deadline (none last), then oldest."""
+    """One order, `ADMISSION_ORDER`, in the queue's read and the raw joinable one: tier,
+    then priority, then the earliest deadline (none last), then oldest."""
     join(repo, "a")
     jobs = [make_job(repo, priority=1), make_job(repo, priority=1, deadline_at=NOW + 50),
             make_job(repo, priority=1, deadline_at=NOW + 10), make_job(repo, priority=3),
