@@ -90,6 +90,12 @@ class Node:
             self.settled = self.settled - {seq}
             self.jobs = self.jobs | {seq}
 
+    def left(self, seq: int) -> bool:
+        """Whether a supervisor here left `seq` (settled it without ending it) and the
+        scheduler has not heard yet."""
+        with self.lock:
+            return seq in self.settled
+
     def holds_leases(self, now: float) -> bool:
         """Whether this node's leases surely still hold (alone: always)."""
         return True

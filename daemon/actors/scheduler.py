@@ -116,9 +116,16 @@ class Scheduler(pykka.ThreadingActor):
         self._admit()
 
     @contained
-    def job_finished(self, seq: int) -> None:
-        """A supervisor ended its job and stopped. A cancel forwarded to it as it stopped
-        may never have been read: end what is still cancelling, and answer its waiters."""
+    def job_finished(self, seq: int, supervisor: str) -> None:
+        """A supervisor (its actor's urn) is done with its job and stopped. A cancel
+        forwarded to it as it stopped may never have been read: end what is still
+        cancelling, and answer its waiters. A tick may have found it stopped before this
+        message came, forgotten it, and started another supervisor of the job: this one
+        no longer speaks for the job here."""
+        current = self.running.get(seq)
+        if current is not None and current.actor_ref.actor_urn != supervisor:
+            self._admit()
+            return
         self._forget(seq)
         job = self.repo.job_by_seq(seq)
         if job is not None and job.status == CANCELLING:
@@ -315,15 +322,16 @@ class Scheduler(pykka.ThreadingActor):
             self.notifier.job_ended(ended)
 
     def _revive(self, seq: int) -> None:
-        """A supervisor is gone. If it finished, its `job_finished` is on its way; if it
-        died (a bug), its leases go back and the job's rows are taken again (here or by
-        another node), or, if it was being cancelled or finalized, it ends as it would
-        have."""
+        """A supervisor is gone. If it ended its job or left it (paused, or to another
+        node), its `job_finished` is on its way; if it died (a bug), its leases go back
+        and the job's rows are taken again (here or by another node), or, if it was
+        being cancelled or finalized, it ends as it would have."""
+        left = self.node.left(seq)  # read before `_forget`, which clears it
         self._forget(seq)
         for ack in self.acks.pop(seq, []):  # after this, nothing of the job runs here
             ack.set()
         job = self.repo.job_by_seq(seq)
-        if job is None or job.terminal:
+        if left or job is None or job.terminal:
             return
         log.error("supervisor of job %s died while %s", job.id, job.status,
                   extra={"job": job.id})

@@ -57,7 +57,7 @@ class Scheduling(Protocol):
     """What a supervisor tells the scheduler (a `SchedulerProxy` is one; that module
     imports this one)."""
 
-    def job_finished(self, seq: int) -> object: ...
+    def job_finished(self, seq: int, supervisor: str) -> object: ...
 
 
 class JobSupervisor(pykka.ThreadingActor):
@@ -379,6 +379,7 @@ class JobSupervisor(pykka.ThreadingActor):
             if job is None:  # a cancel recorded in between: end it again, as cancelled
                 job = end_job(self.repo, self.files, self.job.seq, self.ending, now=now)
         except Exception as exc:
+            self.node.unsettle(self.job.seq)  # still here: listed, and not taken as left
             self.finish_at = now + FINISH_RETRY_S
             self._failed(f"job {self.job.id}: ending it failed; will try again", exc, now)
             return
@@ -390,7 +391,7 @@ class JobSupervisor(pykka.ThreadingActor):
     def _leave(self) -> None:
         self._progress(self.clock(), force=True)  # paused, or another node ends it
         self.finished = True
-        self.scheduler.job_finished(self.job.seq)
+        self.scheduler.job_finished(self.job.seq, self.actor_ref.actor_urn)
         self.stop()
 
 

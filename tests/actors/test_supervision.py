@@ -39,8 +39,11 @@ class StandIns:
         self.started.append((job, supervisor))
         return supervisor
 
-    def stop_last(self) -> None:
-        self.started[-1][1].actor_ref.stop(block=True)
+    def stop_last(self) -> str:
+        """Stop the last supervisor started; its urn, as it tells `job_finished`."""
+        ref = self.started[-1][1].actor_ref
+        ref.stop(block=True)
+        return str(ref.actor_urn)
 
 
 @pytest.fixture
@@ -84,12 +87,38 @@ def test_a_supervisor_that_finished_is_not_reported_dead(start_daemon: Callable[
     # What JobSupervisor._finish does: end the job, tell job_finished, stop itself. A tick
     # already in the scheduler's inbox runs between the stop and job_finished.
     assert relay.repo.end_job(job.seq, Ending(COMPLETED), now=now) is not None
-    stand_ins.stop_last()
+    urn = stand_ins.stop_last()
     tick(relay)
-    relay.services.scheduler.job_finished(job.seq).get(timeout=5)
+    relay.services.scheduler.job_finished(job.seq, urn).get(timeout=5)
 
     assert relay.job(job).status == COMPLETED
     assert died_logs(caplog) == [], "a normal finish was logged as a dead supervisor"
+
+
+def test_a_supervisor_that_left_a_running_job_is_not_reported_dead_nor_its_successor_forgotten(
+        start_daemon: Callable[..., Running], upstream: Upstream, stand_ins: StandIns,
+        caplog: pytest.LogCaptureFixture) -> None:
+    relay = start_daemon(upstream, supervisors=stand_ins)
+    job = relay.submit(["left"])
+    wait_until(lambda: stand_ins.started, what="the first supervisor")
+    # What JobSupervisor._finish does when it leaves a job still running (paused, or to
+    # another node): settle it, tell job_finished, stop. A tick already in the
+    # scheduler's inbox runs between the stop and job_finished, and a free slot takes
+    # the job again at once.
+    relay.daemon.membership.settle(job.seq)
+    urn = stand_ins.stop_last()
+    tick(relay)
+    assert died_logs(caplog) == [], "a supervisor that left was logged as dead"
+    assert len(stand_ins.started) == 2
+    successor = stand_ins.started[-1][1]
+
+    relay.services.scheduler.job_finished(job.seq, urn).get(timeout=5)  # late, stale
+    tick(relay)
+
+    scheduler = relay.services.scheduler.actor_ref.proxy()  # untyped: reads its state
+    running = scheduler.running.get(timeout=5)
+    assert running[job.seq].actor_ref is successor.actor_ref, "the successor was forgotten"
+    assert len(stand_ins.started) == 2, "a second supervisor runs the same job here"
 
 
 def test_a_dead_supervisor_of_a_cancelling_job_ends_it_cancelled(
