@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import daemon.store.drivers  # noqa: F401  # first: peewee, without psycopg until needed
 from daemon.store.interface import Store
 
 SCHEMES = ("sqlite", "postgresql", "postgres")

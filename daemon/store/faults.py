@@ -25,12 +25,12 @@ import functools
 import inspect
 import logging
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import peewee
-import psycopg
 
 from daemon.domain.errors import InsufficientStorage, RelayError, Unavailable
 
@@ -103,8 +103,7 @@ def _classify(exc: BaseException) -> StoreError | None:
     # Only operational errors that are the storage's: "no such column" or "too many SQL
     # variables" is a bug, not storage, and keeps its traceback. psycopg's own (a cursor
     # used directly, which peewee does not wrap) say a lost connection without a SQLSTATE.
-    if isinstance(exc, sqlite3.OperationalError | peewee.OperationalError
-                  | psycopg.OperationalError | psycopg.InterfaceError):
+    if isinstance(exc, _operational_errors()):
         lowered = text.lower()
         if any(word in lowered for word in _SPACE_WORDS):
             return StorageFull(text)
@@ -117,6 +116,17 @@ def _classify(exc: BaseException) -> StoreError | None:
         if exc.errno in _STORAGE_ERRNOS:
             return StoreUnavailable(text)
     return None
+
+
+def _operational_errors() -> tuple[type[BaseException], ...]:
+    """The drivers' operational errors. psycopg's only where it is loaded: a store on
+    SQLite never imports it (`daemon.store.drivers`), and then none of its errors exists."""
+    errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,
+                                                 peewee.OperationalError)
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None:
+        errors += (psycopg.OperationalError, psycopg.InterfaceError)
+    return errors
 
 
 def raise_fault(exc: Exception) -> None:

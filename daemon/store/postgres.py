@@ -32,6 +32,7 @@ from typing import Any
 from peewee import PostgresqlDatabase
 
 from daemon.store.backend import SqlStore
+from daemon.store.drivers import load_psycopg
 from daemon.store.faults import guarded
 from daemon.store.schema import (
     Migration,
@@ -124,6 +125,7 @@ def open_postgres(url: str) -> PostgresStore:
     scheme, rest = url.split("://", 1)
     if scheme not in SCHEMES:
         raise ValueError(f"not a PostgreSQL URL: {url!r}")
+    load_psycopg()  # before peewee picks its PostgreSQL driver
     db = _Database(f"postgresql://{rest}", field_types=FIELD_TYPES, prefer_psycopg3=True)
     db.connect(reuse_if_open=True)
     store = PostgresStore(db)
