@@ -4,6 +4,7 @@ own."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -25,7 +26,8 @@ def create_app(services: Services) -> web.Application:
     # each request's own limit is `middleware.body_cap`
     app[SERVICES] = services
     app[BODY_BUDGET] = BodyBudget(server.max_parsing_mb * MB)
-    app[DOCUMENT] = openapi.encoded()
+    document: Callable[[], bytes] = openapi.encoded  # cached: built at the first request
+    app[DOCUMENT] = document
     app[OWNERS] = {}
     for entry in table():
         route, handler = entry.route, entry.route.handler
