@@ -94,10 +94,15 @@ class Relay:
 
     async def wait_status(self, job_id: str, *statuses: str, timeout: float = 5.0,
                           key: str | None = None) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+
         async def reached() -> dict[str, Any] | None:
-            job = await self.job(job_id, key=key)
+            job = seen["job"] = await self.job(job_id, key=key)
             return job if job["status"] in statuses else None
-        return await wait_for(reached, timeout=timeout, what=f"{job_id} to be {statuses}")
+        try:
+            return await wait_for(reached, timeout=timeout, what=f"{job_id} to be {statuses}")
+        except TimeoutError as exc:  # say where it stood: a flake is found from that
+            raise TimeoutError(f"{exc}; last seen: {seen.get('job')}") from None
 
     async def results(self, job_id: str) -> list[dict[str, Any]]:
         return (await self.ok("GET", f"/v1/batches/{job_id}/results"))["data"]
