@@ -1,9 +1,9 @@
 """Peewee without psycopg until a store on PostgreSQL needs it.
 
 Peewee imports psycopg at its own import whenever psycopg is installed, and Relay
-installs it for PostgreSQL. On SQLite that import is never used and cost a third of
-every `relayd` command's start (0.3 s of CPU of 1.07, measured: psycopg's C binding,
-its error classes and adapters). Importing this module imports peewee with psycopg
+installs it for PostgreSQL. On SQLite that import is never used and cost a quarter
+of importing relayd (0.18 s of CPU of 0.72, best of 10: psycopg's C binding, its
+error classes and adapters). Importing this module imports peewee with psycopg
 hidden, so peewee takes it for absent; `load_psycopg` hands peewee what its own
 import would have bound, before a PostgreSQL database is opened. `daemon.store`
 imports this module before anything of its imports peewee.
