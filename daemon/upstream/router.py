@@ -390,10 +390,14 @@ class Router:
         """Let the model's pace learn from an answer's rate-limit headers (and a 429);
         say whether the answer paused the model."""
         now = self._clock()
-        names = rate_names(model.api, {k.lower(): v for k, v in reply.headers.items()}, now=now)
-        # Most answers say nothing of limits: skip reading them (a few µs a call).
-        said = reply.status == 429 or any(k.startswith("x-ratelimit-") for k in names)
-        rate = read_rate_headers(names.get, now=now) if said else SILENT
+        rate = SILENT
+        # Most answers say nothing of limits: one look at the header names (in C) skips
+        # copying and reading them, 4 µs of 6 a call with pyreqwest's header map.
+        if reply.status == 429 or "ratelimit" in " ".join(reply.headers.keys()).lower():
+            names = rate_names(model.api, {k.lower(): v for k, v in reply.headers.items()},
+                               now=now)
+            if reply.status == 429 or any(k.startswith("x-ratelimit-") for k in names):
+                rate = read_rate_headers(names.get, now=now)
         return gate.pace.observe(reply.status, rate, now=now,
                                  backoff_s=self._retry.backoff_base_s,
                                  backoff_cap_s=self._retry.backoff_cap_s,
