@@ -213,7 +213,7 @@ class NodeQueries(SqlBase):
     def joinable_jobs(self, limit: int, *, exclude: Collection[int], alive_after: float,
                       held_workspaces: Collection[int] = ()) -> list[Job]:
         """The next jobs a node with free slots takes, in the cluster's one order
-        (`admission_order`): queued ones, and running ones with pending rows no live
+        (`ADMISSION_ORDER`): queued ones, and running ones with pending rows no live
         node holds (a large job spreads over every node; a lost node's work is taken
         over). A paused job is never one of them, nor any job of the `held_workspaces`
         (their budget is spent)."""

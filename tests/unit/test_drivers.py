@@ -39,7 +39,7 @@ def test_peewee_binds_no_psycopg_name_but_those_handed_to_it() -> None:
 
 def test_a_postgresql_database_gets_peewees_psycopg_adapter_after_load_psycopg() -> None:
     found = run("import json, sys, daemon.store, peewee\n"
-                "from daemon.store.drivers import load_psycopg, PEEWEE_NAMES\n"
+                "from daemon.store.drivers import load_psycopg\n"
                 "before = peewee.psycopg is None and 'psycopg' not in sys.modules\n"
                 "load_psycopg()\n"
                 "import psycopg\n"
