@@ -386,7 +386,9 @@ def test_an_untidy_file_still_runs(simulator_factory: Callable[..., Simulator],
                                    relayd_factory: Callable[..., Relayd]) -> None:
     """Blank lines, CRLF endings, a 10 MB line and a last line without a newline."""
     sim = simulator_factory()
-    relayd = relayd_factory(sim).start()
+    # The 10 MB call takes the simulator a second or more on a loaded machine; the
+    # harness's 5 s request timeout would retry it and the count below would be 4.
+    relayd = relayd_factory(sim, retry={"request_timeout_s": 60}).start()
     client = sdk(relayd)
     big = "Classify: " + "fine " * (2 * 1024 * 1024)
     data = (b"\n" + json.dumps(chat("crlf", "Classify: great")).encode() + b"\r\n\n  \n"
