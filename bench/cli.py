@@ -35,6 +35,10 @@ NOTES = [
     "overhead scenario's reference).",
     "relayd CPU = utime + stime from /proc/PID/stat around the overhead job (submit "
     "included); peak RSS = VmHWM of a fresh relayd that ran one job.",
+    "context switches = voluntary + involuntary ones of every thread (relayd: "
+    "/proc/PID/task/*/status, read every 50 ms so the job's own threads count; the "
+    "reference: getrusage of the bench process); simulator preempted = its involuntary "
+    "switches, while Relay's job and while the reference run.",
     "tools = tool-calling records (2 rounds each; the simulator's HTTP executor on "
     "loopback) and as many plain rows, one after the other; CPU per round = (relayd "
     "CPU per record - CPU per plain row) / 2.",

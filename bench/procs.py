@@ -1,13 +1,15 @@
 """The bench's processes: simulators and relayd daemons (started through
 `daemon.testing`), the seed data every daemon starts from, and what `/proc` says about
-a process (CPU time, peak RSS)."""
+a process (CPU time, peak RSS, context switches)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,65 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024 / 1e6
     raise BenchError(f"no VmHWM for pid {pid}")
+
+
+def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
+    """Each live thread's context switches so far: {tid: (voluntary, involuntary)}."""
+    counts: dict[int, tuple[int, int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        voluntary = involuntary = 0
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    voluntary = int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    involuntary = int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            continue
+        counts[int(task.name)] = (voluntary, involuntary)
+    return counts
+
+
+@dataclass
+class Switches:
+    """Context switches of a process's threads over a stretch of time: voluntary (the
+    thread waited: a lock, a queue, a socket) and involuntary (the kernel took its core
+    away). Threads that end meanwhile are counted up to their last reading."""
+
+    voluntary: int = 0
+    involuntary: int = 0
+
+
+@contextlib.contextmanager
+def counting_switches(pid: int, *, every_s: float = 0.05) -> Iterator[Switches]:
+    """Count `pid`'s context switches while the block runs, read every `every_s` (a
+    thread that starts and ends between two readings is missed: a job's threads live
+    as long as the job)."""
+    counted = Switches()
+    before = thread_switches(pid)
+    last: dict[int, tuple[int, int]] = {}
+    done = threading.Event()
+
+    def read() -> None:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # it exited
+            last.update(thread_switches(pid))
+
+    def poll() -> None:
+        while not done.wait(every_s):
+            read()
+
+    poller = threading.Thread(target=poll, name="bench-switches", daemon=True)
+    poller.start()
+    try:
+        yield counted
+    finally:
+        done.set()
+        poller.join()
+        read()
+        for tid, (voluntary, involuntary) in last.items():
+            was = before.get(tid, (0, 0))
+            counted.voluntary += voluntary - was[0]
+            counted.involuntary += involuntary - was[1]
 
 
 # --- the processes ------------------------------------------------------------------

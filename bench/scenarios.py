@@ -7,6 +7,7 @@ PostgreSQL (cluster): `bench/cluster.py`.
 from __future__ import annotations
 
 import math
+import resource
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ from bench.jobs import (
     tool_job_body,
     workflow_file,
 )
-from bench.procs import BenchError, Relayd
+from bench.procs import BenchError, Relayd, counting_switches
 from bench.report import Figure, at_least, at_most
 from daemon.testing import wait_until
 
@@ -63,6 +64,14 @@ def figures() -> dict[str, Figure]:
                "s"),
         Figure("overhead_cpu_vs_reference", "overhead",
                "relayd CPU per row ÷ reference CPU per row", "", at_most(1.6)),
+        Figure("overhead_relayd_switches_per_row", "overhead",
+               "relayd context switches per row (all threads)", ""),
+        Figure("overhead_reference_switches_per_row", "overhead",
+               "reference context switches per row", ""),
+        Figure("overhead_sim_preempted_relay", "overhead",
+               "simulator preempted per row, Relay's job", ""),
+        Figure("overhead_sim_preempted_reference", "overhead",
+               "simulator preempted per row, the reference's run", ""),
         Figure("partial_read_ratio", "partial-read",
                "rows/s with a partial-results reader ÷ rows/s without", "", at_least(0.95)),
         Figure("partial_read_cpu_ratio", "partial-read",
@@ -130,17 +139,28 @@ def overhead(b: Bench) -> None:
 
         def relay(body: bytes = body, cpu: list[float] = cpu) -> float:
             before = daemon.cpu_seconds()
-            seconds = jobs.timed_job(client, body, timeout=job_timeout(n))
+            with counting_switches(daemon.pid) as switched, \
+                    counting_switches(sim.proc.pid) as upstream:
+                seconds = jobs.timed_job(client, body, timeout=job_timeout(n))
             cpu.append(daemon.cpu_seconds() - before)
+            b.figures["overhead_relayd_switches_per_row"].add(
+                (switched.voluntary + switched.involuntary) / n)
+            b.figures["overhead_sim_preempted_relay"].add(upstream.involuntary / n)
             return seconds
 
         ref_cpu_s: list[float] = []
 
         def ref(i: int = i, cpu: list[float] = ref_cpu_s) -> float:
             before = time.process_time()  # the reference runs here, in the bench process
-            seconds = reference.run(sim.base_url, prompts(n, f"ovhref{i}"),
-                                    concurrency=CONCURRENCY)
+            was = resource.getrusage(resource.RUSAGE_SELF)
+            with counting_switches(sim.proc.pid) as upstream:
+                seconds = reference.run(sim.base_url, prompts(n, f"ovhref{i}"),
+                                        concurrency=CONCURRENCY)
+            now = resource.getrusage(resource.RUSAGE_SELF)
             cpu.append(time.process_time() - before)
+            b.figures["overhead_reference_switches_per_row"].add(
+                (now.ru_nvcsw - was.ru_nvcsw + now.ru_nivcsw - was.ru_nivcsw) / n)
+            b.figures["overhead_sim_preempted_reference"].add(upstream.involuntary / n)
             return seconds
 
         relay_s, ref_s = side_by_side(i, sim, relay, ref)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,13 @@ from typing import Any
 from bench.cluster import TAKEOVER_MIN_ROWS, Counters, Schema, node_tables
 from bench.harness import FULL, QUICK
 from bench.jobs import job_body, percentile, prompts
-from bench.procs import config_tables, cpu_seconds, peak_rss_mb
+from bench.procs import (
+    config_tables,
+    counting_switches,
+    cpu_seconds,
+    peak_rss_mb,
+    thread_switches,
+)
 from bench.profile import read_collapsed, split_frame, summarise
 from bench.report import Figure, at_least, at_most, table_rows
 from bench.scenarios import restart_latency_ms
@@ -120,3 +128,25 @@ def test_cluster_counters_subtract_and_tiny_takeovers_keep_a_floor() -> None:
     assert Counters(10, 5, 7, 30).since(Counters(4, 1, 2, 3)).statements == 27
     assert QUICK.scaled(0.05).cluster_lease_s == 5
     assert TAKEOVER_MIN_ROWS == 384  # two leases of 64 rows for each of 3 nodes
+
+
+def test_switches_of_a_process_that_waits_are_counted() -> None:
+    waiting = subprocess.Popen([sys.executable, "-c",
+                                "import threading, time\n"
+                                "t = threading.Thread(target=lambda: [time.sleep(0.002) "
+                                "for _ in range(300)])\n"
+                                "t.start(); t.join()"])
+    try:
+        with counting_switches(waiting.pid, every_s=0.01) as counted:
+            waiting.wait(timeout=30)
+    finally:
+        waiting.kill()
+    # Each of its thread's 300 sleeps is a voluntary switch. The thread ends before the
+    # last reading, so what it did after the one before is not counted: a bound well
+    # under 300 leaves room for a loaded machine's late readings.
+    assert counted.voluntary >= 30, counted
+
+
+def test_switches_of_this_process_are_read_per_thread() -> None:
+    counts = thread_switches(os.getpid())
+    assert os.getpid() in counts and all(v >= 0 and n >= 0 for v, n in counts.values())
