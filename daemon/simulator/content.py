@@ -281,7 +281,7 @@ def classify_sentiment(text: str) -> str:
     score = 0
     for i, word in enumerate(words):
         cue = (word in _POSITIVE) - (word in _NEGATIVE)
-        if cue:  # the negator look only where there is a cue: a long prompt stays linear
+        if cue:  # the negator look (a slice and a set a word) only where it can count
             score += -cue if _NEGATORS.intersection(words[max(0, i - 2):i]) else cue
     return "positive" if score > 0 else "negative" if score < 0 else "neutral"
 
