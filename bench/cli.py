@@ -38,7 +38,8 @@ NOTES = [
     "context switches = voluntary + involuntary ones of every thread (relayd: "
     "/proc/PID/task/*/status, read every 50 ms so the job's own threads count; the "
     "reference: getrusage of the bench process); simulator preempted = its involuntary "
-    "switches, while Relay's job and while the reference run.",
+    "switches, while Relay's job and while the reference run (read before and after: "
+    "its threads outlive both).",
     "tools = tool-calling records (2 rounds each; the simulator's HTTP executor on "
     "loopback) and as many plain rows, one after the other; CPU per round = (relayd "
     "CPU per record - CPU per plain row) / 2.",

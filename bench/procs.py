@@ -73,10 +73,12 @@ class Switches:
 
 
 @contextlib.contextmanager
-def counting_switches(pid: int, *, every_s: float = 0.05) -> Iterator[Switches]:
+def counting_switches(pid: int, *, every_s: float | None = 0.05) -> Iterator[Switches]:
     """Count `pid`'s context switches while the block runs, read every `every_s` (a
     thread that starts and ends between two readings is missed: a job's threads live
-    as long as the job)."""
+    as long as the job). `every_s=None` reads only at the start and the end, for a
+    process whose threads all outlive the block (the simulator): no poller thread's
+    wake-ups then add to the bench process's own counts and CPU."""
     counted = Switches()
     before = thread_switches(pid)
     last: dict[int, tuple[int, int]] = {}
@@ -86,17 +88,21 @@ def counting_switches(pid: int, *, every_s: float = 0.05) -> Iterator[Switches]:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # it exited
             last.update(thread_switches(pid))
 
-    def poll() -> None:
-        while not done.wait(every_s):
+    def poll(interval: float) -> None:
+        while not done.wait(interval):
             read()
 
-    poller = threading.Thread(target=poll, name="bench-switches", daemon=True)
-    poller.start()
+    poller = None
+    if every_s is not None:
+        poller = threading.Thread(target=poll, args=(every_s,), name="bench-switches",
+                                  daemon=True)
+        poller.start()
     try:
         yield counted
     finally:
         done.set()
-        poller.join()
+        if poller is not None:
+            poller.join()
         read()
         for tid, (voluntary, involuntary) in last.items():
             was = before.get(tid, (0, 0))

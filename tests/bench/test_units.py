@@ -150,3 +150,22 @@ def test_switches_of_a_process_that_waits_are_counted() -> None:
 def test_switches_of_this_process_are_read_per_thread() -> None:
     counts = thread_switches(os.getpid())
     assert os.getpid() in counts and all(v >= 0 and n >= 0 for v, n in counts.values())
+
+
+def test_switches_read_at_the_start_and_end_only_count_a_process_that_lives_on() -> None:
+    waiting = subprocess.Popen([sys.executable, "-c",
+                                "import time\n"
+                                "[time.sleep(0.002) for _ in range(100)]\n"
+                                "print('slept', flush=True)\n"
+                                "input()"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert waiting.stdout is not None
+    try:
+        with counting_switches(waiting.pid, every_s=None) as counted:
+            assert waiting.stdout.readline() == "slept\n"  # its 100 sleeps are done
+    finally:
+        waiting.kill()
+        waiting.wait(timeout=30)
+    # Started before it began sleeping (the interpreter's start takes longer than the
+    # first reading), so most of its 100 voluntary switches fall inside the block.
+    assert counted.voluntary >= 50, counted
