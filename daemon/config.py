@@ -64,6 +64,8 @@ class ServerConfig:
 
 # The upstream HTTP clients `[gateway] transport` may name (daemon/upstream/clients.py).
 TRANSPORTS = ("aiohttp", "pyreqwest")
+# What `[gateway] cpu_policy` may name (daemon/cpu_policy.py).
+CPU_POLICIES = ("batch", "normal")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class GatewayConfig:
     completion_window_s: int = 86_400  # OpenAI batches expire this long after creation
     transport: str = "pyreqwest"
     max_response_mb: int = 8  # the largest answer read from an upstream or a user's URL
+    cpu_policy: str = "batch"  # relayd's own threads under SCHED_BATCH (`cpu_policy.py`)
 
     @property
     def max_response_bytes(self) -> int:
@@ -294,7 +297,7 @@ def _seconds(t: dict[str, Any], key: str, default: float) -> float:
 
 def _gateway(t: dict[str, Any]) -> GatewayConfig:
     _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s",
-                        "transport", "max_response_mb"}, "gateway.")
+                        "transport", "max_response_mb", "cpu_policy"}, "gateway.")
     concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
     running = _typed(t, "max_running_jobs", int, 2, "gateway.")
     window = _typed(t, "completion_window_s", int, 86_400, "gateway.")
@@ -309,9 +312,14 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
     if transport not in TRANSPORTS:
         raise ConfigError(f"gateway.transport: must be one of {', '.join(TRANSPORTS)}, "
                           f"got {transport!r}")
+    cpu_policy = _typed(t, "cpu_policy", str, "batch", "gateway.")
+    if cpu_policy not in CPU_POLICIES:
+        raise ConfigError(f"gateway.cpu_policy: must be one of {', '.join(CPU_POLICIES)}, "
+                          f"got {cpu_policy!r}")
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
                          max_running_jobs=running, completion_window_s=window,
-                         transport=transport, max_response_mb=response_mb)
+                         transport=transport, max_response_mb=response_mb,
+                         cpu_policy=cpu_policy)
 
 
 def _cluster(t: dict[str, Any]) -> ClusterConfig:

@@ -33,6 +33,7 @@ from daemon.api.context import Services
 from daemon.api.events import EventHub
 from daemon.api.listener import Listener
 from daemon.config import Config
+from daemon.cpu_policy import batch_threads
 from daemon.dialects import dialect_of, event_view
 from daemon.domain.cluster import Part
 from daemon.domain.jobs import Job
@@ -155,7 +156,12 @@ class Daemon:
 
     def start(self) -> Services:
         """Start everything; DatabaseInUse, before anything started, if another process
-        runs on this SQLite database."""
+        runs on this SQLite database. Every thread started here is batch work
+        (`cpu_policy.py`); the API's are not."""
+        with batch_threads(self.config.gateway.cpu_policy):
+            return self._start()
+
+    def _start(self) -> Services:
         cluster, server = self.config.cluster, self.config.server
         address = cluster.address or node_address(server.host, server.port)
         self.started_at = time.time()  # wall time, for the lock file's reader

@@ -296,6 +296,13 @@ def test_transport_is_chosen_by_name() -> None:
     assert message.startswith("gateway.transport: must be one of aiohttp")
 
 
+def test_cpu_policy_is_batch_unless_set_normal() -> None:
+    assert parse({}, environ={}).gateway.cpu_policy == "batch"
+    assert parse({"gateway": {"cpu_policy": "normal"}}, environ={}).gateway.cpu_policy == "normal"
+    message = refusal({"gateway": {"cpu_policy": "idle"}}, environ={})
+    assert message == "gateway.cpu_policy: must be one of batch, normal, got 'idle'"
+
+
 def test_every_transport_the_config_names_exists() -> None:
     from daemon.config import TRANSPORTS as NAMED
     from daemon.upstream.clients import TRANSPORTS
