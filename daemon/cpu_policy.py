@@ -18,7 +18,8 @@ store writer, the validator and the rest), then puts the starting thread back. T
 API's loop and the threads it starts keep the normal policy, so a client's request
 still preempts relayd's own batch work.
 
-Elsewhere (not Linux) the policy does not exist and nothing changes.
+Elsewhere (not Linux) the policy does not exist and nothing changes; nor does it for a
+relayd an operator started under a policy of their own.
 """
 
 from __future__ import annotations
@@ -34,19 +35,21 @@ log = logging.getLogger(__name__)
 @contextlib.contextmanager
 def batch_threads(policy: str) -> Iterator[None]:
     """Threads started inside run under `SCHED_BATCH` when `policy` is "batch" (and the
-    system has it); the calling thread gets its own policy back after."""
+    system has it); the calling thread gets its own policy back after. A process an
+    operator started under another policy than the normal one (`chrt`, systemd's
+    `CPUSchedulingPolicy`) keeps it."""
     batch = getattr(os, "SCHED_BATCH", None)
-    if policy != "batch" or batch is None or not hasattr(os, "sched_setscheduler"):
+    if policy != "batch" or batch is None or not hasattr(os, "sched_setscheduler") \
+            or os.sched_getscheduler(0) != os.SCHED_OTHER:  # an operator's own choice
         yield
         return
-    was = os.sched_getscheduler(0)
     if not _set(batch):
         yield
         return
     try:
         yield
     finally:
-        _set(was)
+        _set(os.SCHED_OTHER)
 
 
 def _set(policy: int) -> bool:

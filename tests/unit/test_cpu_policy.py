@@ -40,3 +40,20 @@ def test_the_starter_is_put_back_when_starting_fails() -> None:
         assert os.sched_getscheduler(0) == os.SCHED_BATCH
         raise RuntimeError("a start that failed")
     assert os.sched_getscheduler(0) == before
+
+
+def test_a_policy_the_operator_chose_is_kept() -> None:
+    """A thread under another policy than the normal one (idle here, as `chrt -i` would
+    set it) starts its threads under that one and keeps it. The thread is thrown away
+    after: leaving the idle policy may need a privilege."""
+    seen: list[int] = []
+
+    def starter() -> None:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        seen.append(policy_of_a_thread_started("batch"))
+        seen.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=starter)
+    thread.start()
+    thread.join(timeout=10)
+    assert seen == [os.SCHED_IDLE, os.SCHED_IDLE]
