@@ -7,9 +7,10 @@ wake thousands of times a second (each row passes from the I/O loop to the HTTP
 client's Tokio thread and back, and on to the job's supervisor and store writer).
 Under the normal policy every wake-up may take a core from a model server on the same
 host (Ollama, llama.cpp, vLLM's front end, or the simulator in the bench) for a moment,
-and every request in flight waits meanwhile: the simulator was preempted 0.3 times a
-row in the bench's overhead job, and 0.02 times under `SCHED_BATCH`, where Relay then
-did 9 % more rows a second at 10 % less CPU a row (README, "Performance").
+and every request in flight waits meanwhile. In the bench's overhead job the simulator
+was preempted 0.33 times a row, and 0.02 times under `SCHED_BATCH`, where Relay did
+1.16 times the rows a second at 0.85 times the CPU a row; a latency-bound job against a
+local upstream lost about 1.5 % (README, "Performance").
 
 Threads inherit the policy of the thread that starts them. `batch_threads` holds it
 while the runtime starts its threads (the I/O loop, whose first request starts the
