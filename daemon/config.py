@@ -308,14 +308,8 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
     response_mb = _typed(t, "max_response_mb", int, 8, "gateway.")
     if response_mb < 1:
         raise ConfigError(f"gateway.max_response_mb: must be at least 1, got {response_mb}")
-    transport = _typed(t, "transport", str, "pyreqwest", "gateway.")
-    if transport not in TRANSPORTS:
-        raise ConfigError(f"gateway.transport: must be one of {', '.join(TRANSPORTS)}, "
-                          f"got {transport!r}")
-    cpu_policy = _typed(t, "cpu_policy", str, "batch", "gateway.")
-    if cpu_policy not in CPU_POLICIES:
-        raise ConfigError(f"gateway.cpu_policy: must be one of {', '.join(CPU_POLICIES)}, "
-                          f"got {cpu_policy!r}")
+    transport = _one_of(t, "transport", TRANSPORTS, "pyreqwest", "gateway.")
+    cpu_policy = _one_of(t, "cpu_policy", CPU_POLICIES, "batch", "gateway.")
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
                          max_running_jobs=running, completion_window_s=window,
                          transport=transport, max_response_mb=response_mb,
@@ -551,6 +545,16 @@ def _typed(t: dict[str, Any], key: str, kind: type, default: Any, where: str) ->
     # bool is an int in Python; a port of `true` is still a mistake.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ConfigError(f"{where}{key}: must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def _one_of(t: dict[str, Any], key: str, choices: Sequence[str], default: str,
+            where: str) -> str:
+    """A string setting that names one of `choices`."""
+    value: str = _typed(t, key, str, default, where)
+    if value not in choices:
+        raise ConfigError(f"{where}{key}: must be one of {', '.join(choices)}, "
+                          f"got {value!r}")
     return value
 
 

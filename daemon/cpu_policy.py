@@ -44,20 +44,21 @@ def batch_threads(policy: str) -> Iterator[None]:
             or os.sched_getscheduler(0) != os.SCHED_OTHER:  # an operator's own choice
         yield
         return
-    if not _set(batch):
+    if not _set(batch, "SCHED_BATCH"):
         yield
         return
     try:
         yield
     finally:
-        _set(os.SCHED_OTHER)
+        _set(os.SCHED_OTHER, "the normal policy")
 
 
-def _set(policy: int) -> bool:
+def _set(policy: int, name: str) -> bool:
     """Set the calling thread's policy (pid 0 is the calling thread on Linux)."""
     try:
         os.sched_setscheduler(0, policy, os.sched_param(0))
     except OSError as exc:  # a sandbox that refuses it: relayd runs as before
-        log.warning("could not set the CPU scheduling policy %d: %s", policy, exc)
+        log.warning("could not set a thread's CPU policy to %s ([gateway] cpu_policy): %s",
+                    name, exc)
         return False
     return True

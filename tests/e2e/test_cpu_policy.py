@@ -31,7 +31,7 @@ def policies(pid: int) -> dict[int, tuple[str, int]]:
     return found
 
 
-def batch_threads(pid: int) -> set[int]:
+def batch_tids(pid: int) -> set[int]:
     return {tid for tid, (_, policy) in policies(pid).items() if policy == os.SCHED_BATCH}
 
 
@@ -44,12 +44,12 @@ def test_relayds_own_threads_are_batch_work(simulator_factory: Callable[..., Sim
     with relayd.client() as client:
         first = client.post("/v1/batches", json={"model": "gpt-4o-mini", "requests": rows(1)})
         wait_for_status(client, first.json()["id"], "completed")  # the HTTP client started
-        idle = batch_threads(relayd.pid)
+        idle = batch_tids(relayd.pid)
         created = client.post("/v1/batches", json={"model": "gpt-4o-mini",
                                                    "requests": rows(4)})
         assert created.status_code == 200, created.text
         if policy == "batch":  # the job's supervisor is started while its rows run
-            testing.wait_until(lambda: batch_threads(relayd.pid) - idle, timeout=10,
+            testing.wait_until(lambda: batch_tids(relayd.pid) - idle, timeout=10,
                                message="no batch thread started for the job")
         threads = policies(relayd.pid)
         wait_for_status(client, created.json()["id"], "completed")
