@@ -181,7 +181,7 @@ def draft_from(job: Job, **changes: Any) -> JobDraft:
     return JobDraft(**(copied | changes))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per row of every submit: see `outcome.py`
 class RowDraft:
     """A row about to be stored with its job."""
 

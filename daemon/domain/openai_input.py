@@ -333,6 +333,8 @@ def is_text(value: str) -> bool:
     text a name or an id can carry into files, logs and terminals)."""
     if "\x00" in value:
         return False
+    if value.isascii():  # the common case: no surrogate can hide in it
+        return True
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -145,30 +145,42 @@ def parse_rows(requests: Any, *, param: str = "requests", models: Collection[str
     given = defaults or {}
     rows = [_record(i, {**r, "body": _with_defaults(r["body"], given)}, f"{param}[{i}]",
                     models=models, model=model, check_url=check_url)
-            if isinstance(r, dict) and "body" in r else _row(i, r, f"{param}[{i}]", given)
+            if isinstance(r, dict) and "body" in r else _row(i, r, param, given)
             for i, r in enumerate(requests)]
     _reject_duplicates(rows, param)
     return rows
 
 
-def _row(index: int, row: Any, where: str, defaults: dict[str, Any]) -> RowDraft:
+def _row(index: int, row: Any, param: str, defaults: dict[str, Any]) -> RowDraft:
+    """Row `index` of `param`. Every submit runs this for each of its rows, so the happy
+    path builds no strings: a refusal's field path is made only when it is raised."""
     if not isinstance(row, dict):
-        raise InvalidRequest("Each row must be an object with 'messages'.", param=where)
-    for key in row:
-        if key not in _ROW_KEYS:
-            raise InvalidRequest(f"Unknown row field '{key}'.", param=f"{where}.{key}")
-    custom_id = row.get("custom_id", f"row-{index + 1}")
+        raise InvalidRequest("Each row must be an object with 'messages'.",
+                             param=f"{param}[{index}]")
+    if not _ROW_KEYS.issuperset(row):
+        key = next(k for k in row if k not in _ROW_KEYS)
+        raise InvalidRequest(f"Unknown row field '{key}'.", param=f"{param}[{index}].{key}")
+    custom_id = row["custom_id"] if "custom_id" in row else f"row-{index + 1}"
     if (not isinstance(custom_id, str) or not custom_id or len(custom_id) > MAX_CUSTOM_ID
             or not is_text(custom_id)):
         raise InvalidRequest(
             f"'custom_id' must be a non-empty string of at most {MAX_CUSTOM_ID} characters.",
-            param=f"{where}.custom_id",
+            param=f"{param}[{index}].custom_id",
         )
-    body: dict[str, Any] = {"messages": _messages(row.get("messages"), where)}
+    messages = row.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("'messages' is required: a non-empty array.",
+                             param=f"{param}[{index}].messages")
+    for j, message in enumerate(messages):
+        if not _fine_message(message):
+            _refuse_message(message, f"{param}[{index}].messages[{j}]")
+    body: dict[str, Any] = {"messages": messages}
     if row.get("response_format") is not None:
         body["response_format"] = row["response_format"]
-    body = _with_defaults(body, defaults)
-    _checked(body, where)
+    if defaults:
+        body = _with_defaults(body, defaults)
+    if len(body) > 1:  # only a format or the job's validation can ask for a check
+        _checked(body, f"{param}[{index}]")
     return RowDraft(custom_id=custom_id, body=body)
 
 
@@ -186,31 +198,30 @@ def _record(index: int, record: dict[str, Any], where: str, *, models: Collectio
     return row
 
 
-def _messages(messages: Any, where: str) -> list[dict[str, Any]]:
-    param = f"{where}.messages"
-    if not isinstance(messages, list) or not messages:
-        raise InvalidRequest("'messages' is required: a non-empty array.", param=param)
-    for j, message in enumerate(messages):
-        _message(message, f"{param}[{j}]")
-    return messages
+def _fine_message(message: Any) -> bool:
+    """A message with a known role and content (a string, or a non-empty array of parts)."""
+    if not isinstance(message, dict):
+        return False
+    role, content = message.get("role"), message.get("content")
+    return (isinstance(role, str) and role in ROLES
+            and (isinstance(content, str) or (isinstance(content, list) and bool(content))))
 
 
-def _message(message: Any, where: str) -> None:
+def _refuse_message(message: Any, where: str) -> None:
+    """Raise the refusal of a message `_fine_message` turned down, naming its field."""
     if not isinstance(message, dict):
         raise InvalidRequest("Each message must be an object with 'role' and 'content'.",
                              param=where)
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequest(
             f"'role' must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
             param=f"{where}.role",
         )
-    content = message.get("content")
-    if not isinstance(content, str | list) or (isinstance(content, list) and not content):
-        raise InvalidRequest(
-            "'content' is required: a string (or a non-empty array of content parts).",
-            param=f"{where}.content",
-        )
+    raise InvalidRequest(
+        "'content' is required: a string (or a non-empty array of content parts).",
+        param=f"{where}.content",
+    )
 
 
 def _reject_duplicates(rows: list[RowDraft], param: str) -> None:

@@ -144,6 +144,12 @@ def test_requests_at_the_limit_are_accepted() -> None:
     ([{"messages": ["hi"]}], "requests[0].messages[0]"),
     ([{"messages": [{"role": "robot", "content": "hi"}]}], "requests[0].messages[0].role"),
     ([{"messages": [{"content": "hi"}]}], "requests[0].messages[0].role"),
+    # A role that is no string (unhashable ones once raised TypeError, a 500).
+    ([{"messages": [{"role": ["user"], "content": "hi"}]}], "requests[0].messages[0].role"),
+    ([{"messages": [{"role": {"user": 1}, "content": "hi"}]}],
+     "requests[0].messages[0].role"),
+    ([make_row(), {"messages": [{"role": "user", "content": "a"}, 7]}],
+     "requests[1].messages[1]"),
     ([{"messages": [{"role": "system", "content": "s"}, {"role": "user"}]}],
      "requests[0].messages[1].content"),
     ([{"messages": [{"role": "user", "content": 42}]}], "requests[0].messages[0].content"),
@@ -151,6 +157,9 @@ def test_requests_at_the_limit_are_accepted() -> None:
     ([{"messages": [{"role": "user", "content": []}]}], "requests[0].messages[0].content"),
     ([make_row(custom_id="")], "requests[0].custom_id"),
     ([make_row(custom_id=7)], "requests[0].custom_id"),
+    ([make_row(custom_id=None)], "requests[0].custom_id"),
+    ([make_row(custom_id="a\x00b")], "requests[0].custom_id"),
+    ([make_row(custom_id="a\ud800")], "requests[0].custom_id"),
 ])
 def test_bad_row_names_the_field(rows: list[Any], param: str) -> None:
     assert refused(make_body(requests=rows)).param == param
