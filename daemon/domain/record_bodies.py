@@ -80,7 +80,8 @@ def moderation_problem(body: dict[str, Any]) -> Problem | None:
 def _multimodal_item(item: Any) -> str | None:
     """Why `item` is not a moderation's multimodal item (a list is all strings or all
     items, never both)."""
-    if not isinstance(item, dict) or item.get("type") not in MULTIMODAL:
+    kind = item.get("type") if isinstance(item, dict) else None
+    if not isinstance(kind, str) or kind not in MULTIMODAL:
         return "must be a {\"type\": \"text\"} or {\"type\": \"image_url\"} item."
     if item["type"] == "text" and not isinstance(item.get("text"), str):
         return "is a text item without a 'text' string."

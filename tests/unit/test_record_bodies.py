@@ -107,6 +107,7 @@ def test_a_moderation_record_that_passes(value: Any) -> None:
     (moderation([{"type": "text", "text": "ok"}, {"type": "image_url", "image_url": "u"}]),
      "invalid_body", "input.1"),
     (moderation([{"type": "input_audio"}]), "invalid_body", "input.0"),
+    (moderation([{"type": ["text"], "text": "x"}]), "invalid_body", "input.0"),  # was a 500
     ({"input": "hi"}, "invalid_body", "model"),
     ({**moderation("hi"), "stream": True}, "stream_unsupported", "stream"),
     ({**moderation("hi"), "openrelay": {"tool_config": TOOLS}}, "invalid_tool_config",
