@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from daemon.domain.deadline import DEADLINE, STRICT, parse_deadline, parse_strict
 from daemon.domain.errors import InvalidRequest, first_few, shown
@@ -207,7 +207,7 @@ def _fine_message(message: Any) -> bool:
             and (isinstance(content, str) or (isinstance(content, list) and bool(content))))
 
 
-def _refuse_message(message: Any, where: str) -> None:
+def _refuse_message(message: Any, where: str) -> NoReturn:
     """Raise the refusal of a message `_fine_message` turned down, naming its field."""
     if not isinstance(message, dict):
         raise InvalidRequest("Each message must be an object with 'role' and 'content'.",
