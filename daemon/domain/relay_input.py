@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any
 
 from daemon.domain.deadline import DEADLINE, STRICT, parse_deadline, parse_strict
 from daemon.domain.errors import InvalidRequest, first_few, shown
@@ -172,8 +172,9 @@ def _row(index: int, row: Any, param: str, defaults: dict[str, Any]) -> RowDraft
         raise InvalidRequest("'messages' is required: a non-empty array.",
                              param=f"{param}[{index}].messages")
     for j, message in enumerate(messages):
-        if not _fine_message(message):
-            _refuse_message(message, f"{param}[{index}].messages[{j}]")
+        if (problem := _message_problem(message)) is not None:
+            field, reason = problem
+            raise InvalidRequest(reason, param=f"{param}[{index}].messages[{j}]{field}")
     body: dict[str, Any] = {"messages": messages}
     if row.get("response_format") is not None:
         body["response_format"] = row["response_format"]
@@ -198,30 +199,19 @@ def _record(index: int, record: dict[str, Any], where: str, *, models: Collectio
     return row
 
 
-def _fine_message(message: Any) -> bool:
-    """A message with a known role and content (a string, or a non-empty array of parts)."""
+def _message_problem(message: Any) -> tuple[str, str] | None:
+    """What is wrong with a message, as (the field under it, the reason); None if
+    nothing is (a known role, and content: a string or a non-empty array of parts)."""
     if not isinstance(message, dict):
-        return False
-    role, content = message.get("role"), message.get("content")
-    return (isinstance(role, str) and role in ROLES
-            and (isinstance(content, str) or (isinstance(content, list) and bool(content))))
-
-
-def _refuse_message(message: Any, where: str) -> NoReturn:
-    """Raise the refusal of a message `_fine_message` turned down, naming its field."""
-    if not isinstance(message, dict):
-        raise InvalidRequest("Each message must be an object with 'role' and 'content'.",
-                             param=where)
+        return "", "Each message must be an object with 'role' and 'content'."
     role = message.get("role")
     if not isinstance(role, str) or role not in ROLES:
-        raise InvalidRequest(
-            f"'role' must be one of {', '.join(sorted(ROLES))}; got {role!r}.",
-            param=f"{where}.role",
-        )
-    raise InvalidRequest(
-        "'content' is required: a string (or a non-empty array of content parts).",
-        param=f"{where}.content",
-    )
+        return ".role", f"'role' must be one of {', '.join(sorted(ROLES))}; got {role!r}."
+    content = message.get("content")
+    if not (isinstance(content, str) or (isinstance(content, list) and content)):
+        return ".content", ("'content' is required: a string (or a non-empty array of "
+                            "content parts).")
+    return None
 
 
 def _reject_duplicates(rows: list[RowDraft], param: str) -> None:
