@@ -1,8 +1,9 @@
 """The many-jobs scenario: a workspace with 10,000 finished jobs (half Relay, half
 OpenAI, five rows each), stored into a fresh daemon's data dir before it starts, then
 the reads an operator's tools make all the time: the list (`?limit=100`, every dialect),
-the workspace's stats, and `relay ls` as a new process (its start, one list, its
-table), each timed one after another."""
+the workspace's stats, `relay ls` as a new process (its start, one list, its table),
+and the `relay` TUI as a new process in a terminal (its start, until the newest job's
+name is on its screen), each timed one after another."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from bench import jobs
 from bench.harness import Bench
 from bench.procs import WORKSPACE, BenchError
 from bench.report import Figure, at_most
+from bench.terminal import seconds_until_shown
 from daemon.domain import ids
 from daemon.domain.jobs import JobDraft, RowDraft
 from daemon.store.interface import Ending
@@ -36,6 +39,9 @@ def figures() -> list[Figure]:
                at_most(50)),
         Figure("many_jobs_stats_p99_ms", "many-jobs", "GET /v1/stats p99", "ms", at_most(100)),
         Figure("many_jobs_ls_s", "many-jobs", "relay ls (a new process) start to table", "s",
+               at_most(2.0)),
+        Figure("many_jobs_tui_s", "many-jobs",
+               "relay TUI (a new process in a terminal) start to the newest job shown", "s",
                at_most(2.0)),
     ]
 
@@ -55,12 +61,24 @@ def many_jobs(b: Bench) -> None:
                        env={**os.environ, "RELAY_API_KEY": daemon.key}, check=True,
                        capture_output=True, timeout=60)
         ls_s = time.perf_counter() - started
+        tui_s = tui_start(daemon.url, daemon.key, newest=f"night {n - 1}")
         b.figures["many_jobs_list_p99_ms"].add(jobs.percentile(listed, 99))
         b.figures["many_jobs_stats_p99_ms"].add(jobs.percentile(stats, 99))
         b.figures["many_jobs_ls_s"].add(ls_s)
+        b.figures["many_jobs_tui_s"].add(tui_s)
         b.say(f"[many-jobs] run {i + 1}: {n:,} jobs; list p99 "
               f"{jobs.percentile(listed, 99):.1f} ms, stats p99 "
-              f"{jobs.percentile(stats, 99):.1f} ms, relay ls {ls_s:.2f} s")
+              f"{jobs.percentile(stats, 99):.1f} ms, relay ls {ls_s:.2f} s, "
+              f"the TUI {tui_s:.2f} s")
+
+
+def tui_start(url: str, key: str, *, newest: str) -> float:
+    """Seconds from spawning the `relay` TUI in a 160×45 terminal to `newest` (the
+    newest job's name, first in its table) on its screen. Its settings file goes to a
+    scratch dir, so the bench leaves the operator's own alone."""
+    with tempfile.TemporaryDirectory(prefix="relay-bench-tui-") as home:
+        env = {**os.environ, "RELAY_API_KEY": key, "XDG_CONFIG_HOME": home}
+        return seconds_until_shown([RELAY, "--url", url], newest, env=env)
 
 
 def timed(read: Callable[[], httpx.Response]) -> list[float]:

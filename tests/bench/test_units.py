@@ -1,4 +1,5 @@
-"""The harness's pure parts: sizes, percentiles, targets, /proc readers, profile summary."""
+"""The harness's pure parts: sizes, percentiles, targets, /proc readers, profile summary,
+the pseudo-terminal reader."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bench.cluster import TAKEOVER_MIN_ROWS, Counters, Schema, node_tables
 from bench.harness import FULL, QUICK
 from bench.jobs import job_body, percentile, prompts
 from bench.procs import (
+    BenchError,
     config_tables,
     counting_switches,
     cpu_seconds,
@@ -22,6 +24,7 @@ from bench.procs import (
 from bench.profile import read_collapsed, split_frame, summarise
 from bench.report import Figure, at_least, at_most, table_rows
 from bench.scenarios import restart_latency_ms
+from bench.terminal import screen_text, seconds_until_shown
 from daemon.testing import config_toml
 
 
@@ -169,3 +172,27 @@ def test_switches_read_at_the_start_and_end_only_count_a_process_that_lives_on()
     # Started before it began sleeping (the interpreter's start takes longer than the
     # first reading), so most of its 100 voluntary switches fall inside the block.
     assert counted.voluntary >= 50, counted
+
+
+def test_screen_text_drops_what_a_terminal_does_not_show() -> None:
+    written = (b"\x1b[?1049h\x1b[3;7H\x1b[1;38;2;10;20;30mnight\x1b[0m 9\x1b]0;Relay\x07"
+               b"\x1b=9\x1b(B9\x1b]52;c;eA==\x1b\\ \xe2\x9c\x93")
+    assert screen_text(written) == "night 999 ✓"
+
+
+def test_seconds_until_shown_reads_a_real_terminal() -> None:
+    """The program sees a terminal of the given size, and the text is found even with
+    styles between its letters; a text never shown is a BenchError naming it."""
+    script = ('import shutil, sys, time; c, l = shutil.get_terminal_size(); '
+              'sys.stdout.write(f"{sys.stdout.isatty()} {c}x{l} \\x1b[1mre\\x1b[0mady"); '
+              'sys.stdout.flush(); time.sleep(30)')
+    took = seconds_until_shown([sys.executable, "-c", script], "True 90x30 ready",
+                               env=os.environ, columns=90, lines=30, timeout=20)
+    assert 0 < took < 20  # found while the program still ran (it sleeps 30 s)
+    try:
+        seconds_until_shown([sys.executable, "-c", "print('hello')"], "ready",
+                            env=os.environ, timeout=20)
+    except BenchError as exc:
+        assert "'ready'" in str(exc) and "hello" in str(exc)
+    else:
+        raise AssertionError("a text never shown must be a BenchError")
