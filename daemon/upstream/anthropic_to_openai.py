@@ -207,7 +207,7 @@ def _tool_choice(choice: dict[str, Any]) -> dict[str, Any]:
     if kind == "tool":
         name = as_text(choice.get("name"), "tool_choice.name")
         fields: dict[str, Any] = {"tool_choice": {"type": "function", "function": {"name": name}}}
-    elif kind in CHOICES:
+    elif isinstance(kind, str) and kind in CHOICES:
         fields = {"tool_choice": CHOICES[kind]}
     else:
         raise malformed("tool_choice.type", '"auto", "any", "tool" or "none"')

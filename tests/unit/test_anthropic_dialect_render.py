@@ -310,6 +310,11 @@ def test_an_upstreams_anthropic_error_is_passed_on() -> None:
      "authentication_error"),
     ({"response": {"type": "error", "error": {"type": "request_too_large", "message": "m"}},
       "status_code": 413}, "invalid_request_error"),
+    # a garbage upstream answer: an error type that is no string is not passed on
+    ({"response": {"type": "error", "error": {"type": ["overloaded_error"], "message": "m"}},
+      "status_code": 529}, "overloaded_error"),
+    ({"response": {"type": "error", "error": {"type": {"a": 1}, "message": "m"}},
+      "status_code": 400}, "invalid_request_error"),
 ])
 def test_relays_row_errors_map_to_anthropic_types(overrides: dict[str, Any], kind: str) -> None:
     error = errored(failed_row(**overrides))

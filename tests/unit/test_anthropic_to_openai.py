@@ -165,6 +165,8 @@ def test_parameters_without_a_counterpart_are_refused(params: dict[str, Any],
     ({"messages": [{"role": "tool", "content": "x"}]},
      'messages[0].role: must be "user" or "assistant"'),
     ({"tool_choice": {"type": "some"}}, 'tool_choice.type: must be "auto", "any", "tool" or'),
+    ({"tool_choice": {"type": ["any"]}}, 'tool_choice.type: must be "auto", "any", "tool" or'),
+    ({"tool_choice": {"type": {"any": 1}}}, 'tool_choice.type: must be "auto", "any", "tool"'),
     ({"messages": [{"role": "assistant", "content": [
         {"type": "tool_use", "id": "t", "name": "n", "input": "x"}]}]},
      "messages[0].content[0].input: must be an object"),

@@ -101,6 +101,7 @@ def _anthropic_error(response: dict[str, Any] | None) -> AnthropicErrorResponse 
     if not isinstance(error, dict):
         return None
     kind, message = error.get("type"), error.get("message")
-    if kind not in RESULT_ERROR_TYPES or not isinstance(message, str):
+    if not isinstance(kind, str) or kind not in RESULT_ERROR_TYPES \
+            or not isinstance(message, str):
         return None
-    return envelope(kind, message)
+    return envelope(kind, message)  # type: ignore[arg-type]  # checked against the Literal's values
