@@ -294,6 +294,7 @@ def test_an_upstreams_anthropic_error_is_passed_on() -> None:
     ({"error_code": "invalid_request_error", "attempts": 0}, "invalid_request_error"),
     ({"error_code": "model_not_found", "attempts": 0}, "not_found_error"),
     ({"error_code": "record_too_large"}, "invalid_request_error"),
+    ({"error_code": "invalid_request", "attempts": 0}, "invalid_request_error"),
     ({"error_code": "upstream_error", "status_code": 429}, "rate_limit_error"),
     ({"error_code": "upstream_error", "status_code": 529}, "overloaded_error"),
     ({"error_code": "upstream_error", "status_code": 503}, "overloaded_error"),

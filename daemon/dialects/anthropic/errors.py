@@ -42,6 +42,7 @@ _BY_CODE: dict[str, ErrorType] = {
     STREAM_UNSUPPORTED: "invalid_request_error",
     EXTENSION_UNSUPPORTED: "invalid_request_error",
     "invalid_body": "invalid_request_error",
+    "invalid_request": "invalid_request_error",  # a field of the wrong shape, met translating
     "record_too_large": "invalid_request_error",
     "unsupported_parameter": "invalid_request_error",
     "invalid_tool_config": "invalid_request_error",
