@@ -36,7 +36,9 @@ def seconds_until_shown(argv: Sequence[str], text: str, *, env: Mapping[str, str
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower,
-                            env={**env, "TERM": "xterm-256color"}, start_new_session=True)
+                            env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns),
+                                 "LINES": str(lines)},  # these win over the terminal's size
+                            start_new_session=True)
     os.close(follower)
     written = bytearray()
     try:

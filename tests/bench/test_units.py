@@ -181,13 +181,16 @@ def test_screen_text_drops_what_a_terminal_does_not_show() -> None:
 
 
 def test_seconds_until_shown_reads_a_real_terminal() -> None:
-    """The program sees a terminal of the given size, and the text is found even with
-    styles between its letters; a text never shown is a BenchError naming it."""
-    script = ('import shutil, sys, time; c, l = shutil.get_terminal_size(); '
-              'sys.stdout.write(f"{sys.stdout.isatty()} {c}x{l} \\x1b[1mre\\x1b[0mady"); '
+    """The program sees a terminal of the given size (its own, not COLUMNS and LINES
+    from the caller's environment), and the text is found even with styles between its
+    letters; a text never shown is a BenchError naming it."""
+    script = ('import os, shutil, sys, time; c, l = os.get_terminal_size(sys.stdout.fileno()); '
+              'e, m = shutil.get_terminal_size(); '  # COLUMNS and LINES first, as many TUIs
+              'sys.stdout.write(f"{sys.stdout.isatty()} {c}x{l} {e}x{m} \\x1b[1mre\\x1b[0mady"); '
               'sys.stdout.flush(); time.sleep(30)')
-    took = seconds_until_shown([sys.executable, "-c", script], "True 90x30 ready",
-                               env=os.environ, columns=90, lines=30, timeout=20)
+    took = seconds_until_shown([sys.executable, "-c", script], "True 90x30 90x30 ready",
+                               env={**os.environ, "COLUMNS": "80", "LINES": "24"},
+                               columns=90, lines=30, timeout=20)
     assert 0 < took < 20  # found while the program still ran (it sleeps 30 s)
     try:
         seconds_until_shown([sys.executable, "-c", "print('hello')"], "ready",
