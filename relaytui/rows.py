@@ -235,18 +235,54 @@ def attempt_lines(detail: dict[str, Any]) -> list[dict[str, Any]]:
     its executor calls, each with what it called (`gpt-4o-mini`; `executor http ·
     round 2`, `executor mcp · tools/list`), its status (an HTTP status; `ok` for an
     executor call that gave results), duration, start and error."""
-    lines = [{"call": a.get("model"), "status": a.get("status_code"),
-              "duration_ms": a.get("duration_ms"), "started_at": a.get("started_at"),
-              "error": a.get("error"), "executor": False}
-             for a in detail.get("attempt_log") or [] if isinstance(a, dict)]
+    attempts = [{"call": a.get("model"), "status": a.get("status_code"),
+                 "duration_ms": a.get("duration_ms"), "started_at": a.get("started_at"),
+                 "error": a.get("error"), "executor": False}
+                for a in detail.get("attempt_log") or [] if isinstance(a, dict)]
+    calls = []
     for call in executor_calls(detail):
         number = _int(call.get("round"))
         where = f"round {number}" if number else "tools/list"
         status = call.get("status_code")
-        lines.append({"call": f"executor {call.get('executor') or '?'} · {where}",
+        calls.append({"call": f"executor {call.get('executor') or '?'} · {where}",
                       "status": status if status is not None
                       else ("ok" if not call.get("error") else None),
                       "duration_ms": call.get("duration_ms"),
                       "started_at": call.get("started_at"), "error": call.get("error"),
-                      "executor": True})
-    return sorted(lines, key=lambda line: str(line["started_at"] or ""))
+                      "executor": True, "round": number})
+    return _in_order(attempts, calls)
+
+
+def _in_order(attempts: list[dict[str, Any]],
+              calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The two logs, each in the order made, merged by start. Starts are to the
+    millisecond, so on a fast executor a call and the model attempt after it can start
+    in the same one. A tie is then broken by what made the call: round N's executor
+    call comes after the model's Nth answer and before the attempt that follows it
+    (round 0, the discovery of the tools, before every attempt)."""
+    merged: list[dict[str, Any]] = []
+    answered = a = c = 0
+    while a < len(attempts) or c < len(calls):
+        if c < len(calls) and a < len(attempts):
+            call_at, attempt_at = _start(calls[c]), _start(attempts[a])
+            call_first = call_at < attempt_at or (call_at == attempt_at
+                                                  and answered >= calls[c]["round"])
+        else:
+            call_first = c < len(calls)
+        if call_first:
+            merged.append(calls[c])
+            c += 1
+        else:
+            answered += _answered(attempts[a])
+            merged.append(attempts[a])
+            a += 1
+    return merged
+
+
+def _start(line: dict[str, Any]) -> str:
+    return str(line["started_at"] or "")  # ISO 8601 in UTC: ordered as text
+
+
+def _answered(attempt: dict[str, Any]) -> bool:
+    status = attempt["status"]
+    return isinstance(status, int) and 200 <= status < 300 and not attempt["error"]

@@ -120,6 +120,28 @@ def test_a_tool_rows_calls_are_its_model_attempts_and_its_executor_calls_in_orde
     assert attempts_cell(TOOL_ROW) == "1+4"
 
 
+def test_calls_started_in_the_same_millisecond_keep_the_order_they_were_made_in() -> None:
+    """On a fast executor, a model answer, the round's executor call and the next model
+    attempt can all start in one millisecond: the call goes after the answer that asked
+    for it and before the attempt it feeds, and the tools' discovery first of all."""
+    at = "2026-10-04T09:12:44.125Z"
+
+    def attempt(status: int, error: str | None = None) -> dict[str, Any]:
+        return {"model": "gpt-4o-mini", "status_code": status, "error": error,
+                "duration_ms": 0, "started_at": at}
+
+    def call(number: int) -> dict[str, Any]:
+        return {"round": number, "executor": "mcp", "status_code": None, "error": None,
+                "duration_ms": 0, "started_at": at}
+
+    row = {"attempt_log": [attempt(503, "upstream_error: 503"), attempt(200), attempt(200),
+                           attempt(200)],
+           "executor_calls": [call(0), call(1), call(2)]}
+    assert [line["call"] for line in attempt_lines(row)] == [
+        "executor mcp · tools/list", "gpt-4o-mini", "gpt-4o-mini", "executor mcp · round 1",
+        "gpt-4o-mini", "executor mcp · round 2", "gpt-4o-mini"]
+
+
 def test_a_row_without_executor_calls_counts_its_attempts() -> None:
     row = {"attempts": 1, "attempt_log": TOOL_ROW["attempt_log"]}  # an older relayd too
     assert attempts_text(row) == "1 attempt" and attempts_cell(row) == "1"
