@@ -21,6 +21,8 @@ from anthropic.types.messages import (
 from anthropic.types.messages import (
     MessageBatchIndividualResponse as SdkLine,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
@@ -321,6 +323,26 @@ def test_relays_row_errors_map_to_anthropic_types(overrides: dict[str, Any], kin
     error = errored(failed_row(**overrides))
     assert error["type"] == kind
     assert error["message"]
+
+
+# Whatever an upstream answered (stored as the failed row's response), its errored line
+# renders and is the SDK's shape: garbage never breaks the results stream.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 600) | st.sampled_from(
+        ["error", "overloaded_error", "request_too_large", "api_error", "x", ""]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["type", "error", "message", "request_id"]), inner, max_size=3),
+    max_leaves=10)
+_ERROR_ANSWERS = st.one_of(_JSON, st.fixed_dictionaries({"type": st.just("error"), "error": _JSON}),
+                           st.fixed_dictionaries({"type": st.just("error"), "error": (
+                               st.fixed_dictionaries({"type": _JSON, "message": _JSON}))}))
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(response=_ERROR_ANSWERS, status=st.sampled_from([None, 400, 413, 429, 500, 529]))
+def test_any_upstream_answer_renders_as_an_sdk_error(response: Any, status: int | None) -> None:
+    error = errored(failed_row(response=response, status_code=status))
+    assert SdkErrorResponse.model_validate({"type": "error", "error": error})
 
 
 def test_an_errored_line_keeps_relays_message() -> None:

@@ -38,9 +38,16 @@ block = st.fixed_dictionaries({"type": json_value}, optional={
 message = st.fixed_dictionaries({"role": json_value}, optional={
     "content": st.one_of(json_value, st.lists(block, max_size=3)),
     "tool_calls": st.lists(json_value, max_size=2), "tool_call_id": json_value})
+# Objects with the keys a translation reads, each of any JSON value (a `type` that is a
+# list or an object included: a set or dict lookup of it would raise TypeError).
+choice = st.fixed_dictionaries({"type": json_value}, optional={
+    "name": json_value, "disable_parallel_tool_use": json_value, "function": json_value})
+tool = st.fixed_dictionaries({"type": json_value}, optional={
+    "name": json_value, "input_schema": json_value, "function": json_value})
 requests = st.dictionaries(REQUEST_KEYS, json_value, max_size=4).flatmap(
-    lambda body: st.fixed_dictionaries({"messages": st.lists(message, max_size=3)}).map(
-        lambda messages: body | messages))
+    lambda body: st.fixed_dictionaries({"messages": st.lists(message, max_size=3)}, optional={
+        "tool_choice": st.one_of(choice, json_value),
+        "tools": st.lists(tool, max_size=2)}).map(lambda shaped: body | shaped))
 answers = st.fixed_dictionaries({}, optional={
     "choices": st.lists(st.fixed_dictionaries({}, optional={
         "message": st.dictionaries(KEYS, json_value, max_size=3), "finish_reason": json_value,
