@@ -66,6 +66,8 @@ class ServerConfig:
 TRANSPORTS = ("aiohttp", "pyreqwest")
 # What `[gateway] cpu_policy` may name (daemon/cpu_policy.py).
 CPU_POLICIES = ("batch", "normal")
+# What `[gateway] cpu_affinity` may name besides a list of CPUs (daemon/cpu_affinity.py).
+CPU_AFFINITIES = ("auto", "none")
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class GatewayConfig:
     transport: str = "pyreqwest"
     max_response_mb: int = 8  # the largest answer read from an upstream or a user's URL
     cpu_policy: str = "batch"  # relayd's own threads under SCHED_BATCH (`cpu_policy.py`)
+    # "auto": relayd's threads on one core; "none"; or the CPUs (`cpu_affinity.py`)
+    cpu_affinity: str | tuple[int, ...] = "auto"
 
     @property
     def max_response_bytes(self) -> int:
@@ -297,7 +301,8 @@ def _seconds(t: dict[str, Any], key: str, default: float) -> float:
 
 def _gateway(t: dict[str, Any]) -> GatewayConfig:
     _reject_unknown(t, {"batch_concurrency", "max_running_jobs", "completion_window_s",
-                        "transport", "max_response_mb", "cpu_policy"}, "gateway.")
+                        "transport", "max_response_mb", "cpu_policy", "cpu_affinity"},
+                    "gateway.")
     concurrency = _typed(t, "batch_concurrency", int, 4, "gateway.")
     running = _typed(t, "max_running_jobs", int, 2, "gateway.")
     window = _typed(t, "completion_window_s", int, 86_400, "gateway.")
@@ -313,7 +318,21 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
     return GatewayConfig(batch_concurrency=min(32, max(1, concurrency)),
                          max_running_jobs=running, completion_window_s=window,
                          transport=transport, max_response_mb=response_mb,
-                         cpu_policy=cpu_policy)
+                         cpu_policy=cpu_policy, cpu_affinity=_cpu_affinity(t))
+
+
+def _cpu_affinity(t: dict[str, Any]) -> str | tuple[int, ...]:
+    """`"auto"`, `"none"`, or a non-empty list of distinct CPU numbers."""
+    value = t.get("cpu_affinity", "auto")
+    if isinstance(value, str):
+        return _one_of(t, "cpu_affinity", CPU_AFFINITIES, "auto", "gateway.")
+    if not isinstance(value, list) or not value or any(
+            isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in value):
+        raise ConfigError("gateway.cpu_affinity: must be \"auto\", \"none\" or a non-empty "
+                          f"list of CPU numbers (0 and up), got {value!r}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"gateway.cpu_affinity: names a CPU twice: {value!r}")
+    return tuple(value)
 
 
 def _cluster(t: dict[str, Any]) -> ClusterConfig:

@@ -33,6 +33,7 @@ from daemon.api.context import Services
 from daemon.api.events import EventHub
 from daemon.api.listener import Listener
 from daemon.config import Config
+from daemon.cpu_affinity import keep_threads_on
 from daemon.cpu_policy import batch_threads
 from daemon.dialects import dialect_of, event_view
 from daemon.domain.cluster import Part
@@ -157,7 +158,9 @@ class Daemon:
     def start(self) -> Services:
         """Start everything; DatabaseInUse, before anything started, if another process
         runs on this SQLite database. Every thread started here is batch work
-        (`cpu_policy.py`); the API's are not."""
+        (`cpu_policy.py`); the API's are not. Every thread of the process, those started
+        later too, keeps to the CPUs `[gateway] cpu_affinity` chooses (`cpu_affinity.py`)."""
+        keep_threads_on(self.config.gateway.cpu_affinity)
         with batch_threads(self.config.gateway.cpu_policy):
             return self._start()
 

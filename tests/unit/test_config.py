@@ -303,6 +303,23 @@ def test_cpu_policy_is_batch_unless_set_normal() -> None:
     assert message == "gateway.cpu_policy: must be one of batch, normal, got 'idle'"
 
 
+def test_cpu_affinity_is_auto_none_or_a_list_of_cpus() -> None:
+    def affinity(value: object) -> object:
+        return parse({"gateway": {"cpu_affinity": value}}, environ={}).gateway.cpu_affinity
+
+    assert parse({}, environ={}).gateway.cpu_affinity == "auto"
+    assert affinity("none") == "none"
+    assert affinity([2, 3]) == (2, 3)
+    expected = ('gateway.cpu_affinity: must be "auto", "none" or a non-empty list of CPU '
+                "numbers (0 and up), got ")
+    for bad in ([], [-1], [True], ["0"], 2, {"cpu": 1}):
+        assert refusal({"gateway": {"cpu_affinity": bad}}, environ={}) == expected + repr(bad)
+    assert refusal({"gateway": {"cpu_affinity": "pinned"}}, environ={}) == (
+        "gateway.cpu_affinity: must be one of auto, none, got 'pinned'")
+    assert refusal({"gateway": {"cpu_affinity": [1, 1]}}, environ={}) == (
+        "gateway.cpu_affinity: names a CPU twice: [1, 1]")
+
+
 def test_every_transport_the_config_names_exists() -> None:
     from daemon.config import TRANSPORTS as NAMED
     from daemon.upstream.clients import TRANSPORTS
