@@ -158,9 +158,7 @@ class Daemon:
     def start(self) -> Services:
         """Start everything; DatabaseInUse, before anything started, if another process
         runs on this SQLite database. Every thread started here is batch work
-        (`cpu_policy.py`); the API's are not. Every thread of the process, those started
-        later too, keeps to the CPUs `[gateway] cpu_affinity` chooses (`cpu_affinity.py`)."""
-        keep_threads_on(self.config.gateway.cpu_affinity)
+        (`cpu_policy.py`); the API's are not."""
         with batch_threads(self.config.gateway.cpu_policy):
             return self._start()
 
@@ -391,7 +389,11 @@ def settle_garbage_collector() -> None:
 
 async def serve(config: Config, *, ready: Callable[[str], None] = print) -> int:
     """Run the daemon until SIGTERM or SIGINT, or until a core part dies, then stop
-    gracefully. The exit status: 0, or 70 (EX_SOFTWARE) when a core part died."""
+    gracefully. The exit status: 0, or 70 (EX_SOFTWARE) when a core part died. The
+    whole process is relayd's: every thread of it, those started later too, keeps to the
+    CPUs `[gateway] cpu_affinity` chooses (`cpu_affinity.py`; a `Daemon` started inside
+    another program, as the tests do, leaves that program's threads alone)."""
+    keep_threads_on(config.gateway.cpu_affinity)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     notify = NotifySocket.from_env(os.environ)  # run by systemd (Type=notify)?
