@@ -8,8 +8,8 @@ another core: an interrupt between processors (on a virtual machine, a trip thro
 the hypervisor), and the row's data moves between the cores' caches. Kept on one core,
 the woken thread runs where the data already is, and the other cores are left whole to
 the other programs of the host: a model server, or the simulator in the bench. On the
-bench's 2-core machine that is 1.2 to 1.5 times the rows a second against an instant
-upstream (README, "Performance").
+bench's 2-core machine, against an instant upstream, that was 1.15 to 1.38 times the
+rows a second (1.17 at the median) at 0.88 times the CPU a row (README, "Performance").
 
 `"auto"` (the default) keeps every thread of `relayd serve` on the core it started on,
 when it may run on two or more; a list of CPU numbers keeps them on those; `"none"`
