@@ -324,14 +324,15 @@ def _gateway(t: dict[str, Any]) -> GatewayConfig:
 def _cpu_affinity(t: dict[str, Any]) -> str | tuple[int, ...]:
     """`"auto"`, `"none"`, or a non-empty list of distinct CPU numbers."""
     value = t.get("cpu_affinity", "auto")
-    if isinstance(value, str):
-        return _one_of(t, "cpu_affinity", CPU_AFFINITIES, "auto", "gateway.")
+    if value in CPU_AFFINITIES:
+        return str(value)
     if not isinstance(value, list) or not value or any(
             isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in value):
         raise ConfigError("gateway.cpu_affinity: must be \"auto\", \"none\" or a non-empty "
-                          f"list of CPU numbers (0 and up), got {value!r}")
+                          f"array of CPU numbers (0 and up), got {value!r}")
     if len(set(value)) != len(value):
-        raise ConfigError(f"gateway.cpu_affinity: names a CPU twice: {value!r}")
+        twice = next(c for i, c in enumerate(value) if c in value[:i])
+        raise ConfigError(f"gateway.cpu_affinity: CPU {twice} is listed twice")
     return tuple(value)
 
 

@@ -6,21 +6,27 @@ Tokio thread and gets the answer back, the job's supervisor and its store writer
 the outcomes. Spread over several cores, each of those hand-offs wakes a thread on
 another core: an interrupt between processors (on a virtual machine, a trip through
 the hypervisor), and the row's data moves between the cores' caches. Kept on one core,
-the woken thread runs where the data already is, and the other cores are left whole to
-the other programs of the host: a model server, or the simulator in the bench. On the
-bench's 2-core machine, against an instant upstream, that was 1.15 to 1.38 times the
-rows a second (1.17 at the median) at 0.88 times the CPU a row (README, "Performance").
+the woken thread runs where the data already is, and the other cores are free for the
+other programs of the host, such as a model server or the simulator in the bench
+(relayd's core is not reserved: they may run there too). On the bench's 2-core
+virtual machine, against an instant upstream, that was 1.17 times the rows a second at
+0.88 times the CPU a row (the median of 6 rounds side by side; README, "Performance").
+What it gives up is the overlap of work done outside the interpreter lock (SQLite, the
+sockets) with Python on a second core: streaming an output file was a sixth slower.
 
-`"auto"` (the default) keeps every thread of `relayd serve` on the core it started on,
-when it may run on two or more; a list of CPU numbers keeps them on those; `"none"`
+`"auto"` (the default) keeps every thread of `relayd serve` on one CPU: the one its
+main thread runs on when it starts serving, among those the process may run on (all,
+or those `taskset`, systemd's `CPUAffinity` or a container's cpuset left it), when
+those are two or more. A list of CPU numbers keeps the threads on those; `"none"`
 leaves their placement to the kernel. Threads inherit the affinity of the thread that
 starts them, so setting it on every thread alive at start covers the later ones too.
 Elsewhere than Linux nothing changes, nor where the system refuses it (a warning says
-so and relayd runs as before).
+so, and no thread is left changed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Collection, Set
@@ -54,16 +60,22 @@ def keep_threads_on(setting: Setting) -> set[int] | None:
     `setting` chooses; the CPUs, or None where nothing changed."""
     if not hasattr(os, "sched_setaffinity"):
         return None
-    cpus = chosen_cpus(setting, allowed=os.sched_getaffinity(0), current=current_cpu())
+    allowed = os.sched_getaffinity(0)
+    cpus = chosen_cpus(setting, allowed=allowed, current=current_cpu())
     if cpus is None:
         return None
+    done: list[int] = []
     try:
         for tid in _threads():
             try:
                 os.sched_setaffinity(tid, cpus)
             except ProcessLookupError:  # ended meanwhile
                 continue
-    except OSError as exc:  # a sandbox that refuses it: relayd runs as before
+            done.append(tid)
+    except OSError as exc:  # a sandbox that refuses it: every thread as it was
+        for tid in done:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, allowed)
         log.warning("could not keep relayd's threads on CPU %s ([gateway] cpu_affinity): "
                     "%s", _cpus(cpus), exc)
         return None
@@ -72,9 +84,9 @@ def keep_threads_on(setting: Setting) -> set[int] | None:
 
 
 def current_cpu() -> int | None:
-    """The CPU this process ran on last (field 39 of /proc/self/stat); None elsewhere."""
+    """The CPU the calling thread ran on last (field 39 of its stat); None elsewhere."""
     try:
-        with open("/proc/self/stat") as stat:
+        with open("/proc/thread-self/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
         return int(fields[36])  # the fields after the name start at the third
     except (OSError, IndexError, ValueError):

@@ -310,14 +310,19 @@ def test_cpu_affinity_is_auto_none_or_a_list_of_cpus() -> None:
     assert parse({}, environ={}).gateway.cpu_affinity == "auto"
     assert affinity("none") == "none"
     assert affinity([2, 3]) == (2, 3)
-    expected = ('gateway.cpu_affinity: must be "auto", "none" or a non-empty list of CPU '
+    expected = ('gateway.cpu_affinity: must be "auto", "none" or a non-empty array of CPU '
                 "numbers (0 and up), got ")
-    for bad in ([], [-1], [True], ["0"], 2, {"cpu": 1}):
+    for bad in ([], [-1], [True], ["0"], 2, "2", "pinned", {"cpu": 1}):
         assert refusal({"gateway": {"cpu_affinity": bad}}, environ={}) == expected + repr(bad)
-    assert refusal({"gateway": {"cpu_affinity": "pinned"}}, environ={}) == (
-        "gateway.cpu_affinity: must be one of auto, none, got 'pinned'")
-    assert refusal({"gateway": {"cpu_affinity": [1, 1]}}, environ={}) == (
-        "gateway.cpu_affinity: names a CPU twice: [1, 1]")
+    assert refusal({"gateway": {"cpu_affinity": [0, 1, 1]}}, environ={}) == (
+        "gateway.cpu_affinity: CPU 1 is listed twice")
+
+
+def test_every_cpu_affinity_the_config_names_is_one_the_module_knows() -> None:
+    from daemon import cpu_affinity
+    from daemon.config import CPU_AFFINITIES
+
+    assert set(CPU_AFFINITIES) == {cpu_affinity.AUTO, cpu_affinity.NONE}
 
 
 def test_every_transport_the_config_names_exists() -> None:

@@ -61,7 +61,7 @@ started, go = threading.Event(), threading.Event()
 def before():
     started.set()
     go.wait()
-early = threading.Thread(target=before)
+early = threading.Thread(target=before, daemon=True)  # a failing probe must not hang
 early.start()
 started.wait()
 chosen = keep_threads_on(setting if isinstance(setting, str) else tuple(setting))
