@@ -83,10 +83,10 @@ def _multimodal_item(item: Any) -> str | None:
     kind = item.get("type") if isinstance(item, dict) else None
     if not isinstance(kind, str) or kind not in MULTIMODAL:
         return "must be a {\"type\": \"text\"} or {\"type\": \"image_url\"} item."
-    if item["type"] == "text" and not isinstance(item.get("text"), str):
+    if kind == "text" and not isinstance(item.get("text"), str):
         return "is a text item without a 'text' string."
     image = item.get("image_url")
-    if item["type"] == "image_url" and not (isinstance(image, dict)
-                                            and isinstance(image.get("url"), str)):
+    if kind == "image_url" and not (isinstance(image, dict)
+                                    and isinstance(image.get("url"), str)):
         return "is an image_url item without 'image_url.url'."
     return None
